@@ -1,0 +1,129 @@
+"""Every limit and default of a run, in one frozen record.
+
+`RLM(...)` keyword arguments, the magic's options and `%config RLMMagics` all end up here, so the
+meaning of a setting is written down once. `RLMConfig.validate()` turns bad values into one clear
+`ConfigError` before any model call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+SANDBOXES = ("local", "kernel")
+
+
+@dataclass(frozen=True)
+class RLMConfig:
+    """Limits and defaults of one run. Field docs are the user-facing help text."""
+
+    max_iterations: int = 20
+    """Root turns before the run falls back to a final synthesis call."""
+    max_llm_calls: int = 50
+    """Sub-model calls (llm_query and every slot of llm_query_batched) for the whole run tree."""
+    max_tokens: int | None = None
+    """Input plus output tokens across every model call of the run tree; None for no cap."""
+    max_cost: float | None = None
+    """US dollars across every priced model call of the run tree; None for no cap."""
+    max_time: float | None = None
+    """Wall-clock seconds for the whole run; None for no cap."""
+    timeout: float = 60.0
+    """Seconds one code snippet may run before it is interrupted."""
+    max_concurrency: int = 64
+    """Sub-calls in flight at once within one run (adapts down on rate limits)."""
+    min_concurrency: int = 2
+    """The floor the adaptive concurrency limit never goes below."""
+    max_output_chars: int = 10_000
+    """Characters of a snippet's output shown to the root model (head and tail kept)."""
+    max_context_tokens: int = 100_000
+    """Root conversation size above which the lowest-value middle turns are dropped."""
+    max_sub_prompt_tokens: int | None = None
+    """Largest sub-call prompt; None means the sub-model's context window when litellm knows it."""
+    summary_max_tokens: int = 1_000
+    """Token cap of the rendered InputsSummary, whatever the input size."""
+    preview_chars: int = 240
+    """Characters of head (and of tail) shown per text input; 0 turns text previews off."""
+    preview_rows: int = 3
+    """Rows shown per table input; 0 turns table previews off."""
+    max_columns_shown: int = 24
+    """Columns listed per table before '... N more'."""
+    allow_first_turn_submit: bool = False
+    """Accept submit() on the first turn, before the model has seen any output."""
+    sandbox: str = "local"
+    """'local' (a namespace in this process) or 'kernel' (a separate IPython kernel process)."""
+    memory_limit: int | None = None
+    """Address-space cap of a kernel sandbox in bytes; None for no cap."""
+    cache: bool = True
+    """Serve identical sub-model requests from the on-disk response cache."""
+    max_retries: int = 4
+    """Retries of a model call on 429, 5xx, connection errors and timeouts."""
+    request_timeout: float = 120.0
+    """Seconds one model request may take."""
+    max_event_chars: int = 20_000
+    """Characters of a sub-call prompt kept in the trajectory (its length and hash are always kept)."""
+    max_depth: int = 1
+    """Depth at which rlm_query stops starting child runs (1: rlm_query is a plain sub-call)."""
+    instructions: str | None = None
+    """Extra instructions appended to the system rules."""
+    replace_instructions: bool = False
+    """Use `instructions` instead of the built-in rules rather than after them."""
+    secret_env: tuple[str, ...] = ()
+    """Extra environment variable names kept out of a kernel sandbox."""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Settings owned by extensions (recursion, verification); validated where they are used."""
+
+    def validate(self) -> RLMConfig:
+        positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
+                         "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars")
+        for name in positive_ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
+        for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")
+        for name in ("max_tokens", "max_sub_prompt_tokens", "memory_limit"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")
+        for name in ("timeout", "request_timeout"):
+            value = getattr(self, name)
+            if not _positive_number(value):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}.")
+        for name in ("max_cost", "max_time"):
+            value = getattr(self, name)
+            if value is not None and not _positive_number(value):
+                raise ConfigError(f"{name} must be a positive number or None, got {value!r}.")
+        if self.sandbox not in SANDBOXES:
+            raise ConfigError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {self.sandbox!r}.")
+        if self.min_concurrency > self.max_concurrency:
+            raise ConfigError("min_concurrency must not exceed max_concurrency.")
+        return self
+
+    def replace(self, **changes: Any) -> RLMConfig:
+        return dataclasses.replace(self, **changes).validate()
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings as recorded in a trajectory (no secrets live here by construction)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out["secret_env"] = list(self.secret_env)
+        out["extra"] = {k: v for k, v in self.extra.items() if _jsonable_scalar(v)}
+        return out
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(RLMConfig))
+
+
+def _positive_number(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+def _jsonable_scalar(value: object) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)

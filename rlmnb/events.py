@@ -1,0 +1,362 @@
+"""Typed, frozen event records, the `Trajectory` that holds them, and the bus that emits them.
+
+One JSON format (`Trajectory.to_dict`) serves the widget, the HTML view, export files, the JupyterLab
+renderer and replay. Every event names its run (`run_id`, `parent_run_id`, `root_run_id`, `depth`)
+so child runs nest into one tree. Bump SCHEMA_VERSION on any incompatible change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+SCHEMA_VERSION = 1
+MIME_TYPE = "application/vnd.rlmnb.trajectory+json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Fields every event carries."""
+
+    kind: ClassVar[str] = "event"
+    seq: int
+    ts: float
+    run_id: str
+    parent_run_id: str | None = None
+    root_run_id: str
+    depth: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"kind": self.kind}
+        out.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    question: str
+    model: str
+    sub_model: str
+    sandbox: str
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    parent_turn: int | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnStarted(Event):
+    kind: ClassVar[str] = "turn_started"
+    turn: int
+    max_turns: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReply(Event):
+    kind: ClassVar[str] = "model_reply"
+    turn: int
+    text: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    latency_s: float = 0.0
+    purpose: str = "turn"  # "turn" | "fallback" | "judge"
+    request_sha: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeExecuted(Event):
+    kind: ClassVar[str] = "code_executed"
+    turn: int
+    code: str
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    error_type: str | None = None
+    duration_s: float = 0.0
+    timed_out: bool = False
+    restarted: bool = False
+    observation: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchStarted(Event):
+    kind: ClassVar[str] = "batch_started"
+    batch_id: str
+    turn: int
+    size: int
+    model: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchFinished(Event):
+    kind: ClassVar[str] = "batch_finished"
+    batch_id: str
+    turn: int
+    size: int
+    errors: int = 0
+    latency_s: float = 0.0
+    refused: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubCallStarted(Event):
+    kind: ClassVar[str] = "sub_call_started"
+    call_id: str
+    batch_id: str | None = None
+    turn: int
+    model: str = ""
+    prompt: str = ""
+    prompt_chars: int = 0
+    prompt_sha: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubCallFinished(Event):
+    kind: ClassVar[str] = "sub_call_finished"
+    call_id: str
+    batch_id: str | None = None
+    turn: int
+    reply: str | None = None
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    latency_s: float = 0.0
+    cached: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardRejected(Event):
+    kind: ClassVar[str] = "guard_rejected"
+    turn: int
+    guard: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Submitted(Event):
+    kind: ClassVar[str] = "submitted"
+    turn: int
+    answer: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnsTrimmed(Event):
+    kind: ClassVar[str] = "turns_trimmed"
+    turn: int
+    dropped: list[int] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConcurrencyChanged(Event):
+    kind: ClassVar[str] = "concurrency_changed"
+    limit: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fallback(Event):
+    kind: ClassVar[str] = "fallback"
+    answer: Any = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptVerified(Event):
+    kind: ClassVar[str] = "attempt_verified"
+    attempt: int
+    confidence: float
+    reason: str = ""
+    accepted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinished(Event):
+    kind: ClassVar[str] = "run_finished"
+    status: str
+    answer: Any = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    error: str | None = None
+    verified: bool | None = None
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
+                SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
+                AttemptVerified, RunFinished)
+}
+
+E = TypeVar("E", bound=Event)
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    kind = data.get("kind")
+    cls = EVENT_TYPES.get(str(kind))
+    if cls is None:
+        raise ValueError(f"unknown event kind {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class Trajectory:
+    """The append-only record of a run tree. Safe to append from several threads."""
+
+    def __init__(self, events: list[Event] | None = None) -> None:
+        self._events: list[Event] = list(events or [])
+        self._lock = threading.Lock()
+
+    # ---- building --------------------------------------------------------------------------------
+    def append(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    @property
+    def events(self) -> list[Event]:
+        with self._lock:
+            return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def of(self, cls: type[E], run_id: str | None = None) -> list[E]:
+        return [e for e in self.events if isinstance(e, cls) and (run_id is None or e.run_id == run_id)]
+
+    # ---- reading ---------------------------------------------------------------------------------
+    @property
+    def root_run_id(self) -> str | None:
+        starts = self.of(RunStarted)
+        return starts[0].root_run_id if starts else None
+
+    def run_ids(self) -> list[str]:
+        return [e.run_id for e in self.of(RunStarted)]
+
+    def children(self, run_id: str) -> list[RunStarted]:
+        return [e for e in self.of(RunStarted) if e.parent_run_id == run_id]
+
+    def final(self, run_id: str | None = None) -> RunFinished | None:
+        rid = run_id or self.root_run_id
+        done = [e for e in self.of(RunFinished) if e.run_id == rid]
+        return done[-1] if done else None
+
+    def sub_calls(self) -> list[dict[str, Any]]:
+        """One dict per sub-call, start and finish joined (the shape of `to_frame()`)."""
+        finished = {e.call_id: e for e in self.of(SubCallFinished)}
+        rows = []
+        for s in self.of(SubCallStarted):
+            f = finished.get(s.call_id)
+            usage = f.usage if f else {}
+            rows.append({
+                "run_id": s.run_id, "depth": s.depth, "turn": s.turn, "batch_id": s.batch_id,
+                "call_id": s.call_id, "model": s.model, "prompt": s.prompt, "prompt_chars": s.prompt_chars,
+                "reply": f.reply if f else None, "error": f.error if f else None,
+                "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+                "cost_usd": usage.get("cost_usd"), "cached": f.cached if f else False,
+                "latency_s": f.latency_s if f else None,
+            })
+        return rows
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame with one row per sub-call."""
+        import pandas as pd
+
+        return pd.DataFrame(self.sub_calls())
+
+    # ---- serialising -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "events": [e.to_dict() for e in self.events]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"trajectory schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
+        return cls([event_from_dict(e) for e in data.get("events", [])])
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+    def save(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trajectory:
+        source = Path(path)
+        if not source.is_file():
+            raise FileNotFoundError(f"No trajectory file at {source}; check the path.")
+        data = json.loads(source.read_text(encoding="utf-8"))
+        if "trajectory" in data and "events" not in data:  # a saved RunResult
+            data = data["trajectory"]
+        return cls.from_dict(data)
+
+    def __repr__(self) -> str:
+        return f"Trajectory({len(self)} events, {len(self.run_ids())} run(s))"
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Numbers events, appends them to the trajectory and hands them to subscribers.
+
+    A subscriber that raises is dropped after the first error so a broken view never stops a run.
+    """
+
+    def __init__(self, trajectory: Trajectory | None = None) -> None:
+        self.trajectory = trajectory if trajectory is not None else Trajectory()
+        self._seq = itertools.count(len(self.trajectory))
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+        self.subscriber_errors: list[str] = []
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if fn in self._subscribers:
+                    self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    def emit(self, cls: type[E], scope: RunScope, **fields: Any) -> E:
+        with self._lock:
+            event = cls(seq=next(self._seq), ts=time.time(), run_id=scope.run_id, parent_run_id=scope.parent_run_id,
+                        root_run_id=scope.root_run_id, depth=scope.depth, **fields)
+            self.trajectory.append(event)
+            subscribers = list(self._subscribers)
+        for fn in subscribers:
+            try:
+                fn(event)
+            except Exception as exc:  # a view must never break the run
+                self.subscriber_errors.append(f"{type(exc).__name__}: {exc}")
+                with self._lock:
+                    if fn in self._subscribers:
+                        self._subscribers.remove(fn)
+        return event
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """Where an event belongs in the run tree."""
+
+    run_id: str
+    root_run_id: str
+    parent_run_id: str | None = None
+    depth: int = 0

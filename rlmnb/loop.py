@@ -1,0 +1,258 @@
+"""The turn loop of one run: ask the root model, run its code, guard submissions, build observations.
+
+It renders nothing and owns no resources: `RunContext` brings the models, sandbox, budget and event
+bus; the caller (`api.py`) starts and closes them. Recoverable trouble (bad code, timeouts, rejected
+submissions, exhausted sub-call budget) goes back to the model; terminal trouble raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import observation
+from .budget import Budget
+from .config import RLMConfig
+from .conversation import Conversation, TurnRecord
+from .errors import BudgetExhausted, ModelError
+from .events import (CodeExecuted, EventBus, Fallback, GuardRejected, ModelReply, RunScope, Submitted,
+                     TurnsTrimmed, TurnStarted)
+from .models import LM, Completion, Message, model_label
+from .parsing import extract_code
+from .prompts import load, render
+from .sandbox.base import ExecResult, Sandbox
+from .schema import AnswerSchema
+from .subcalls import SubCaller
+
+
+@dataclass
+class RunContext:
+    """Everything one run's loop needs. Created and torn down by api.py."""
+
+    question: str
+    config: RLMConfig
+    root_lm: LM
+    sub: SubCaller
+    sandbox: Sandbox
+    budget: Budget
+    bus: EventBus
+    scope: RunScope
+    conversation: Conversation
+    schema: AnswerSchema | None = None
+    turn: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # "submitted" | "fallback" | "budget_exhausted"
+    answer: Any
+    reason: str
+
+
+def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any]) -> str:
+    tool_lines = ""
+    if tools:
+        described = []
+        for name, fn in tools.items():
+            doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+            described.append(f"\n- `{name}(...)`: {doc[0] if doc else 'a tool provided by the user.'}")
+        tool_lines = "".join(described)
+    rules = render("system", sub_window=f"{sub_window:,}" if sub_window else "100,000",
+                   max_llm_calls=config.max_llm_calls, max_iterations=config.max_iterations, tools=tool_lines)
+    if config.instructions:
+        return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
+    return rules
+
+
+def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: AnswerSchema | None) -> str:
+    extra = []
+    if config.max_tokens:
+        extra.append(f"{config.max_tokens:,} tokens")
+    if config.max_cost:
+        extra.append(f"${config.max_cost:g}")
+    if config.max_time:
+        extra.append(f"{config.max_time:g} s")
+    text = render("first_user", question=question.strip(), summary=summary_text,
+                  max_iterations=config.max_iterations, max_llm_calls=config.max_llm_calls,
+                  extra_limits="".join(", " + e for e in extra))
+    if schema is not None:
+        text += render("schema", schema=schema.json_schema_text())
+    return text
+
+
+def request_sha(messages: list[Message]) -> str:
+    data = json.dumps(messages, ensure_ascii=False, sort_keys=True).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str) -> Completion:
+    """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after."""
+    reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0)
+    started = time.perf_counter()
+    try:
+        completion = await ctx.root_lm.acomplete(messages)
+    except BaseException:
+        ctx.budget.settle(reservation, _zero_usage(), root=True)
+        raise
+    ctx.budget.settle(reservation, completion.usage, root=True)
+    ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
+                 latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
+                 request_sha=request_sha(messages))
+    return completion
+
+
+def _zero_usage() -> Any:
+    from .usage import CallUsage
+
+    return CallUsage()
+
+
+async def run_turns(ctx: RunContext) -> Outcome:
+    """The loop. Returns how the run ended; raises ModelError/SandboxError for terminal trouble."""
+    cfg = ctx.config
+    max_turns = cfg.max_iterations
+    while ctx.turn < max_turns:
+        ctx.turn += 1
+        turn = ctx.turn
+        ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
+        dropped = ctx.conversation.trim(cfg.max_context_tokens)
+        if dropped:
+            ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
+                         tokens_before=0, tokens_after=ctx.conversation.tokens())
+        try:
+            completion = await root_call(ctx, ctx.conversation.messages(), purpose="turn")
+        except BudgetExhausted as exc:
+            return Outcome("budget_exhausted", None, str(exc))
+        reply = completion.text
+        extracted = extract_code(reply)
+        if extracted.code is None:
+            ctx.conversation.add_turn(TurnRecord(turn, reply, observation.no_code(turn, max_turns)))
+            continue
+        calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
+        timeout = cfg.timeout
+        left = ctx.budget.time_left()
+        if left is not None:
+            timeout = max(0.1, min(timeout, left))
+        result = await ctx.sandbox.execute(extracted.code, timeout, turn=turn)
+        if ctx.sub.fatal is not None:
+            raise ctx.sub.fatal
+        notes: list[str] = []
+        outcome: Outcome | None = None
+        if result.submitted:
+            rejection = _guard(ctx, result)
+            if rejection is None:
+                answer = _validated(ctx, result.answer)
+                if isinstance(answer, _Rejected):
+                    rejection = ("schema", render("reject_schema", error=answer.message))
+                else:
+                    recorded = result.answer
+                    ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=recorded)
+                    outcome = Outcome("submitted", answer, "submit() was called")
+            if rejection is not None:
+                guard, message = rejection
+                ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard=guard, reason=message)
+                notes.append("[rejected] " + message)
+        obs = observation.build(result, turn=turn, max_turns=max_turns, max_chars=cfg.max_output_chars,
+                                timeout=timeout, extra=notes)
+        _emit_code(ctx, turn, extracted.code, result, obs)
+        if outcome is not None:
+            return outcome
+        made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
+        ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or bool(notes),
+                                             findings=made_calls))
+    return await fallback(ctx)
+
+
+class _Rejected:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
+    """Why a submission must be rejected, or None."""
+    if result.submit_during_exception:
+        return "exception", render("reject_exception", error_type=result.submit_during_exception)
+    if result.submit_error:
+        return "jsonable", render("reject_unjsonable", error=result.submit_error)
+    if ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns:
+        return "first_turn", load("reject_first_turn")
+    return None
+
+
+def _validated(ctx: RunContext, answer: Any) -> Any:
+    if ctx.schema is None:
+        return answer
+    try:
+        return ctx.schema.validate(answer)
+    except ValueError as exc:
+        return _Rejected(str(exc))
+
+
+def _emit_code(ctx: RunContext, turn: int, code: str, result: ExecResult, obs: str) -> None:
+    ctx.bus.emit(CodeExecuted, ctx.scope, turn=turn, code=code, stdout=result.stdout, stderr=result.stderr,
+                 error=result.error, error_type=result.error_type, duration_s=round(result.duration_s, 6),
+                 timed_out=result.timed_out, restarted=result.restarted, observation=obs)
+
+
+async def fallback(ctx: RunContext) -> Outcome:
+    """The turns ran out: one last root call for the best answer from the history."""
+    messages = ctx.conversation.messages()
+    messages.append({"role": "user", "content": render("fallback", max_iterations=ctx.config.max_iterations)})
+    try:
+        completion = await root_call(ctx, messages, purpose="fallback")
+    except BudgetExhausted as exc:
+        return Outcome("budget_exhausted", None, f"turns ran out and no budget was left for a final answer: {exc}")
+    answer = final_text(completion.text)
+    if ctx.schema is not None:
+        try:
+            answer = ctx.schema.validate(_maybe_json(answer))
+        except ValueError:
+            pass  # the fallback answer stays text; status "fallback" tells the user it is unvalidated
+    reason = f"no submit() within {ctx.config.max_iterations} turns"
+    ctx.bus.emit(Fallback, ctx.scope, answer=_recordable(answer), reason=reason)
+    return Outcome("fallback", answer, reason)
+
+
+def final_text(text: str) -> Any:
+    """The answer in a fallback reply: the literal inside FINAL(...) if there is one, else the text."""
+    from .parsing import _final_call
+
+    call = _final_call(text)
+    if call and call.startswith("FINAL("):
+        try:
+            node = ast.parse(call, mode="eval").body
+            if isinstance(node, ast.Call) and len(node.args) == 1:
+                return ast.literal_eval(node.args[0])
+        except (ValueError, SyntaxError):
+            pass
+    return text.strip()
+
+
+def _maybe_json(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _recordable(answer: Any) -> Any:
+    from .jsonable import NotJSONable, to_jsonable
+
+    try:
+        return to_jsonable(answer)
+    except NotJSONable:
+        return repr(answer)
+
+
+def model_names(root: LM, sub: LM) -> tuple[str, str]:
+    return model_label(root), model_label(sub)
+
+
+__all__ = ["ModelError", "Outcome", "RunContext", "fallback", "first_prompt", "run_turns", "system_prompt"]

@@ -1,0 +1,167 @@
+"""Sub-model calls on the host: budget first, then the model, every step an event.
+
+`SubCaller.query` serves `llm_query`; `SubCaller.query_batched` serves `llm_query_batched` with the
+batch reserved whole before anything is sent and each slot run concurrently under the run's limiter.
+A failed slot becomes "[error] <Type>: <message>"; it never fails or holds back the other slots.
+Terminal model errors (a missing API key, an exhausted script) are remembered in `fatal` so the loop
+stops the run after the snippet returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .budget import Budget, Reservation
+from .config import RLMConfig
+from .errors import ModelError, PromptTooLarge, format_error_slot
+from .events import BatchFinished, BatchStarted, EventBus, RunScope, SubCallFinished, SubCallStarted
+from .models import LM, Completion, model_label, resolve_model
+from .tokens import count_tokens
+from .usage import CallUsage
+
+
+def prompt_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class SubCaller:
+    """Host-side sub-calls of one run (child runs get their own, sharing the Budget)."""
+
+    def __init__(self, *, lm: LM, config: RLMConfig, budget: Budget, bus: EventBus, scope: RunScope,
+                 limiter: Any = None, cache: Any = None, turn: Callable[[], int] = lambda: 0) -> None:
+        self.lm = lm
+        self.config = config
+        self.budget = budget
+        self.bus = bus
+        self.scope = scope
+        self.turn = turn
+        self.limiter = limiter if limiter is not None else asyncio.Semaphore(config.max_concurrency)
+        self.cache = cache
+        self.fatal: BaseException | None = None
+        self._models: dict[str, LM] = {}
+        self._ids = 0
+        self._batches = 0
+
+    # ---- public ----------------------------------------------------------------------------------
+    async def query(self, prompt: str, model: str | None = None) -> str:
+        """One sub-call; errors are raised so the model sees them in its snippet's traceback."""
+        lm = self._lm_for(model)
+        est = self._check_size(prompt, lm)
+        reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=est)
+        reply, error = await self._call(lm, prompt, reservation, batch_id=None)
+        if error is not None:
+            raise error
+        return reply
+
+    async def query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        """Many sub-calls at once: all-or-nothing budget, order kept, failures as '[error]' slots."""
+        lm = self._lm_for(model)
+        self._batches += 1
+        batch_id = f"{self.scope.run_id}-b{self._batches}"
+        turn = self.turn()
+        results: list[str | None] = [None] * len(prompts)
+        sendable: list[tuple[int, int]] = []
+        for i, prompt in enumerate(prompts):
+            try:
+                sendable.append((i, self._check_size(prompt, lm)))
+            except PromptTooLarge as exc:
+                results[i] = format_error_slot(exc)
+        self.bus.emit(BatchStarted, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
+                      model=model_label(lm))
+        started = time.perf_counter()
+        reservation = None
+        if sendable:
+            try:
+                reservation = self.budget.reserve(self.scope.run_id, len(sendable),
+                                                  est_tokens=sum(e for _, e in sendable))
+            except Exception as exc:
+                self.bus.emit(BatchFinished, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
+                              errors=len(prompts), latency_s=0.0, refused=str(exc))
+                raise
+
+        async def slot(i: int) -> None:
+            assert reservation is not None
+            reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id)
+            results[i] = format_error_slot(error) if error is not None else reply
+
+        try:
+            await asyncio.gather(*(slot(i) for i, _ in sendable))
+        finally:
+            if reservation is not None and reservation.remaining:
+                self.budget.release(reservation)  # cancelled slots were never settled
+        out = [r if r is not None else "[error] CancelledError: not sent" for r in results]
+        self.bus.emit(BatchFinished, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
+                      errors=sum(1 for r in out if r.startswith("[error]")),
+                      latency_s=round(time.perf_counter() - started, 6))
+        return out
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _lm_for(self, model: str | None) -> LM:
+        if model is None or model == model_label(self.lm):
+            return self.lm
+        if model not in self._models:
+            self._models[model] = resolve_model(model, role="llm_query model")
+        return self._models[model]
+
+    def prompt_cap(self, lm: LM) -> int | None:
+        if self.config.max_sub_prompt_tokens is not None:
+            return self.config.max_sub_prompt_tokens
+        window = getattr(lm, "context_window", None)
+        return int(window) if isinstance(window, int) and window > 0 else None
+
+    def _check_size(self, prompt: str, lm: LM) -> int:
+        """The prompt's token estimate; PromptTooLarge (nothing sent) when it exceeds the cap."""
+        cap = self.prompt_cap(lm)
+        if cap is None and self.budget.max_tokens is None:
+            return len(prompt) // 4
+        if cap is not None and len(prompt) // 8 > cap:  # hopeless even at 8 chars a token: skip counting
+            tokens = len(prompt) // 4
+        else:
+            tokens = count_tokens(prompt, model_label(lm))
+        if cap is not None and tokens > cap:
+            raise PromptTooLarge(
+                f"prompt of ~{tokens:,} tokens is larger than the sub-model's limit of {cap:,}; nothing was sent. "
+                f"Split the text into chunks of at most ~{cap * 3:,} characters and use llm_query_batched.")
+        return tokens
+
+    async def _call(self, lm: LM, prompt: str, reservation: Reservation,
+                    batch_id: str | None) -> tuple[str, BaseException | None]:
+        self._ids += 1
+        call_id = f"{self.scope.run_id}-c{self._ids}"
+        turn = self.turn()
+        limit = self.config.max_event_chars
+        self.bus.emit(SubCallStarted, self.scope, call_id=call_id, batch_id=batch_id, turn=turn,
+                      model=model_label(lm), prompt=prompt[:limit], prompt_chars=len(prompt),
+                      prompt_sha=prompt_sha(prompt))
+        started = time.perf_counter()
+        messages = [{"role": "user", "content": prompt}]
+        completion: Completion | None = None
+        error: BaseException | None = None
+        try:
+            async with self.limiter:
+                completion = await lm.acomplete(messages)
+        except asyncio.CancelledError:
+            self.budget.release(reservation, 1)
+            raise
+        except ModelError as exc:
+            self.fatal = self.fatal or exc
+            error = exc
+        except Exception as exc:  # a failed call is this slot's problem only
+            error = exc
+        latency = round(time.perf_counter() - started, 6)
+        usage = completion.usage if completion is not None else CallUsage(
+            input_tokens=0, output_tokens=0, cost_usd=0.0)
+        if isinstance(error, PromptTooLarge):
+            self.budget.release(reservation, 1)  # refused by the provider before any work
+        else:
+            self.budget.settle(reservation, usage)
+        reply = completion.text if completion is not None else ""
+        self.bus.emit(SubCallFinished, self.scope, call_id=call_id, batch_id=batch_id, turn=turn,
+                      reply=None if error else reply, error=format_error_slot(error) if error else None,
+                      usage=usage.to_dict(), latency_s=latency, cached=usage.cached,
+                      meta=dict(completion.meta) if completion is not None else {})
+        return reply, error

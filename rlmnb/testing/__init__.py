@@ -1,0 +1,7 @@
+"""Offline test doubles: scripted models, data generators and a fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from .scripted import ScriptedLM
+
+__all__ = ["ScriptedLM"]

@@ -1,0 +1,40 @@
+"""Deterministic sub-model behaviours: what a competent sub-model would answer, computed with code.
+
+Each responder takes the OpenAI-style message list (or a prompt string) and returns the reply text,
+so it can back a ScriptedLM or the fake server's sub-model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from .generators import LABELS, label_of
+
+_NEEDLE = re.compile(r"magic number is (\d{7})")
+
+
+def _prompt(messages: Any) -> str:
+    if isinstance(messages, str):
+        return messages
+    return str(messages[-1].get("content", "")) if messages else ""
+
+
+def find_needle(messages: Any) -> str:
+    """The 7-digit number after "magic number is" in the prompt, else NONE."""
+    match = _NEEDLE.search(_prompt(messages))
+    return match.group(1) if match else "NONE"
+
+
+def count_labels(messages: Any) -> str:
+    """JSON counts of ticket labels for prompts listing one ticket text per line (after a blank line)."""
+    prompt = _prompt(messages)
+    body = prompt.split("\n\n", 1)[1] if "\n\n" in prompt else prompt
+    counts = Counter(label_of(line.strip()) for line in body.splitlines() if line.strip())
+    counts.pop("unknown", None)
+    return json.dumps({label: counts.get(label, 0) for label in LABELS})
+
+
+BUILTIN = {"find_needle": find_needle, "count_labels": count_labels}

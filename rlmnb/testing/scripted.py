@@ -1,0 +1,76 @@
+"""ScriptedLM: a model whose replies are written in advance, for tests, notebooks and demos.
+
+Replies are a list served in order, or a callable `f(messages) -> str`. Every request is recorded in
+`.requests`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
+behave as they would with a real provider; cost is zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ScriptExhausted
+from ..models import Completion, Message
+from ..tokens import count_messages, count_tokens
+from ..usage import CallUsage
+
+Responder = Callable[[list[Message]], str]
+
+
+class ScriptedLM:
+    """A deterministic LM. `latency` (seconds) is awaited per call, without blocking the event loop."""
+
+    def __init__(self, replies: Sequence[str] | Responder, *, name: str = "scripted",
+                 latency: float = 0.0, count_usage: bool = True) -> None:
+        if callable(replies):
+            self._responder: Responder | None = replies
+            self._replies: list[str] = []
+        else:
+            if isinstance(replies, str):
+                raise TypeError("ScriptedLM takes a list of replies (or a callable), not a single str.")
+            self._responder = None
+            self._replies = [str(r) for r in replies]
+        self.name = name
+        self.latency = latency
+        self.count_usage = count_usage
+        self.requests: list[list[Message]] = []
+        self._lock = threading.Lock()
+        self._served = 0
+
+    @property
+    def remaining(self) -> int | None:
+        """Replies left in a list script (None for a callable)."""
+        return None if self._responder is not None else len(self._replies) - self._served
+
+    def _next(self, messages: list[Message]) -> str:
+        with self._lock:
+            self.requests.append([dict(m) for m in messages])
+            if self._responder is None:
+                if self._served >= len(self._replies):
+                    raise ScriptExhausted(
+                        f"ScriptedLM {self.name!r} ran out of replies after {len(self._replies)}; "
+                        f"add replies to its script or pass a callable.")
+                reply = self._replies[self._served]
+                self._served += 1
+                return reply
+        return str(self._responder(messages))
+
+    def complete(self, messages: list[Message], **_params: Any) -> Completion:
+        text = self._next(messages)
+        usage = CallUsage(
+            input_tokens=count_messages(messages, self.name) if self.count_usage else 0,
+            output_tokens=count_tokens(text, self.name) if self.count_usage else 0,
+            cost_usd=0.0)
+        return Completion(text=text, usage=usage, model=self.name)
+
+    async def acomplete(self, messages: list[Message], **params: Any) -> Completion:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return self.complete(messages, **params)
+
+    def __repr__(self) -> str:
+        kind = "callable" if self._responder is not None else f"{len(self._replies)} replies"
+        return f"ScriptedLM({self.name!r}, {kind})"
