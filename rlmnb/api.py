@@ -9,26 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .budget import Budget
 from .config import RLMConfig, field_names
 from .conversation import Conversation
-from .errors import ConfigError, ModelError, RLMError, SandboxError
-from .events import Event, EventBus, RunFinished, RunScope, RunStarted, Trajectory
-from .host import RunHost
+from .errors import ConfigError
+from .events import Event, EventBus, Trajectory
 from .jsonable import NotJSONable, to_jsonable
-from .loop import Outcome, RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label, resolve_model
-from .sandbox import Sandbox, create_sandbox
+from .runs import RunRecord, RunSpec, Tree, execute_run
+from .sandbox import Sandbox
 from .sandbox.primitives import check_tools
 from .schema import AnswerSchema
-from .subcalls import SubCaller
 from .usage import Usage
 
 STATUSES = ("submitted", "fallback", "budget_exhausted", "error", "interrupted")
@@ -104,28 +100,43 @@ class RLM:
         sandbox: "local" or "kernel"; None takes the config's (RLMConfig.sandbox).
         tools: functions made callable in the sandbox (a list of named functions, or a name -> function dict).
         schema: a pydantic model or dataclass the submitted answer must validate against.
+        child_model: the root model of child runs (rlm_query); defaults to `sub_model`.
+        verify: a guard `(answer, context) -> confidence | (confidence, reason)`, e.g. RuleBased or LLMJudge.
+        revision_prompt: replaces the default revision message ($confidence, $reason... placeholders).
         on_event: a callback receiving every event live (the widget uses this).
         config: a ready RLMConfig; keyword settings (max_iterations=..., timeout=...) override it.
     """
 
     def __init__(self, model: Any = None, sub_model: Any = None, *, sandbox: str | None = None,
                  tools: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
-                 schema: Any = None, on_event: Callable[[Event], None] | None = None,
+                 schema: Any = None, child_model: Any = None, verify: Any = None,
+                 revision_prompt: str | None = None, on_event: Callable[[Event], None] | None = None,
                  config: RLMConfig | None = None, **settings: Any) -> None:
         unknown = sorted(set(settings) - set(field_names()))
         if unknown:
             raise ConfigError(f"Unknown setting(s): {', '.join(unknown)}. Known settings: "
-                              f"{', '.join(n for n in field_names() if n != 'extra')}.")
+                              f"{', '.join(field_names())}.")
         base = config or RLMConfig()
         if sandbox is not None:
             settings["sandbox"] = sandbox
         self.config = base.replace(**settings) if settings else base.validate()
         if model is None:
             raise ConfigError("No model given: pass model='openai/gpt-5-mini' (any litellm model) or an LM object.")
-        self.model: LM = resolve_model(model, role="model")
-        self.sub_model: LM = resolve_model(sub_model, role="sub_model") if sub_model is not None else self.model
+        lm_options = {"max_retries": self.config.max_retries, "timeout": self.config.request_timeout}
+        self.model: LM = resolve_model(model, role="model", **lm_options)
+        self.sub_model: LM = (resolve_model(sub_model, role="sub_model", **lm_options) if sub_model is not None
+                              else self.model)
+        self.child_model: LM | None = (resolve_model(child_model, role="child_model", **lm_options) if child_model
+                                       else None)
         self.tools = check_tools(tools)
         self.schema = AnswerSchema(schema) if schema is not None else None
+        self.verifier = None
+        if verify is not None:
+            from .verify import Verifier
+
+            self.verifier = Verifier(verify, min_confidence=self.config.min_confidence,
+                                     max_revisions=self.config.max_revisions, revision_prompt=revision_prompt,
+                                     timeout=self.config.verify_timeout)
         self.on_event = on_event
 
     # ---- running ---------------------------------------------------------------------------------
@@ -144,9 +155,11 @@ class RLM:
     def dry_run(self, question: str, /, **inputs: Any) -> dict[str, Any]:
         """The first root request this run would send, without calling any model."""
         prepared = self._prepare(question, inputs, None)
-        messages = prepared.conversation.messages()
+        from .runs import new_conversation
         from .tokens import count_messages
 
+        messages = new_conversation(self._tree(Budget(self.config), EventBus()), prepared.spec(),
+                                    self.model).messages()
         return {"summary": prepared.summary, "messages": messages,
                 "tokens": count_messages(messages, model_label(self.model))}
 
@@ -171,109 +184,89 @@ class RLM:
         session = continue_from.session if continue_from is not None else None
         if continue_from is not None and (session is None or session.closed):
             raise ConfigError("That run kept no session to continue: run it with keep_session=True.")
-        if session is not None:
-            conversation = session.conversation
-            note = f"New question (the REPL and its variables are as you left them):\n{question.strip()}"
-            if fields_:
-                note += "\n\nNew inputs:\n" + summary.text
-            conversation.add_question(note)
-            all_fields = [*session.fields, *fields_]
-        else:
-            window = _context_window(self.sub_model, self.config)
-            conversation = Conversation(system=system_prompt(self.config, window, self.tools),
-                                        opening=[first_prompt(question, summary.text, self.config, self.schema)],
-                                        model=model_label(self.model))
-            all_fields = list(fields_)
-        return _Prepared(question.strip(), fields_, all_fields, summary, conversation, session)
+        if session is not None and self.config.rounds > 1:
+            raise ConfigError("rounds > 1 cannot continue an earlier run; start a new run instead.")
+        return _Prepared(question.strip(), list(fields_), summary, session)
+
+    def _tree(self, budget: Budget, bus: EventBus) -> Tree:
+        return Tree(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
+                    tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier)
 
     async def _execute(self, prep: _Prepared, keep_session: bool) -> RunResult:
-        run_id = uuid.uuid4().hex[:12]
-        scope = RunScope(run_id=run_id, root_run_id=run_id)
         bus = EventBus()
         if self.on_event is not None:
             bus.subscribe(self.on_event)
-        budget = Budget(self.config)
-        loop = asyncio.get_running_loop()
-        turn_ref = {"turn": 0}
-        sub = SubCaller(lm=self.sub_model, config=self.config, budget=budget, bus=bus, scope=scope,
-                        turn=lambda: turn_ref["turn"])
-        host = RunHost(loop=loop, sub=sub, tools=self.tools)
-        sandbox = prep.session.sandbox if prep.session is not None else create_sandbox(
-            self.config.sandbox, **_sandbox_options(self.config))
-        bus.emit(RunStarted, scope, question=prep.question, model=model_label(self.model),
-                 sub_model=model_label(self.sub_model), sandbox=self.config.sandbox,
-                 inputs=[f.info.to_dict() for f in prep.fields], summary=prep.summary.text,
-                 config=self.config.public_dict())
-        ctx = RunContext(question=prep.question, config=self.config, root_lm=self.model, sub=sub, sandbox=sandbox,
-                         budget=budget, bus=bus, scope=scope, conversation=prep.conversation, schema=self.schema)
-        sub.turn = lambda: ctx.turn
-        status, answer, reason, error = "error", None, "", None
-        keep = False
+        from .telemetry import attach as attach_telemetry
+
+        detach = attach_telemetry(bus)
+        tree = self._tree(Budget(self.config), bus)
         try:
-            await sandbox.start(host)
-            await sandbox.bind(prep.fields if prep.session is not None else prep.all_fields)
-            outcome: Outcome = await run_turns(ctx)
-            status, answer, reason = outcome.status, outcome.answer, outcome.reason
-            keep = keep_session
-        except asyncio.CancelledError:
-            status, reason = "interrupted", "the run was interrupted"
-        except (ModelError, SandboxError) as exc:
-            status, reason, error = "error", str(exc), f"{type(exc).__name__}: {exc}"
-        except RLMError as exc:
-            status, reason, error = "error", str(exc), f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # a bug in rlmnb or a model adapter: keep the trajectory, report it
-            status, reason, error = "error", f"unexpected {type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"
+            earlier: list[Any] = []
+            record: RunRecord | None = None
+            for round_no in range(1, self.config.rounds + 1):
+                spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
+                if round_no > 1:
+                    spec = self._next_round(prep, spec, earlier, record, round_no)
+                else:
+                    tree.root_run_id = spec.run_id
+                record = await execute_run(tree, spec)
+                if record.status not in ("submitted", "fallback"):
+                    break
+                earlier.append(record.answer)
         finally:
-            if not keep:
-                await asyncio.shield(_close_quietly(sandbox))
-        usage = budget.usage()
-        recorded = _recordable(answer)
-        bus.emit(RunFinished, scope, status=status, answer=recorded, usage=usage.to_dict(), reason=reason, error=error)
-        session = Session(sandbox, prep.conversation, prep.all_fields) if keep else None
-        return RunResult(answer=answer, status=status, usage=usage, trajectory=bus.trajectory, run_id=run_id,
-                         reason=reason, error=error, session=session)
+            detach()
+            await _release_model_clients()
+        assert record is not None
+        return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
+                         trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
+                         error=record.error, verified=record.verified, session=record.session)
+
+    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
+                    round_no: int) -> RunSpec:
+        """Pass k of `rounds`: the same question, with the earlier passes' answers bound as `earlier`."""
+        from .inputs import bind_inputs
+
+        originals = {f.name: f.source for f in prep.fields}
+        fields_, summary = bind_inputs({**originals, "earlier": list(earlier)}, self.config)
+        spec.fields, spec.summary = fields_, summary
+        spec.parent_run_id = last.run_id if last is not None else None
+        spec.label = f"round {round_no}/{self.config.rounds}"
+        return spec
 
     def __repr__(self) -> str:
         return (f"RLM(model={model_label(self.model)!r}, sub_model={model_label(self.sub_model)!r}, "
                 f"sandbox={self.config.sandbox!r})")
 
 
+async def _release_model_clients() -> None:
+    """Close the HTTP clients litellm opened on this run's event loop (only if litellm was used)."""
+    import sys
+
+    module = sys.modules.get("rlmnb.litellm_lm")
+    if module is not None:
+        await asyncio.shield(module.close_loop_clients())
+
+
 @dataclass
 class _Prepared:
     question: str
     fields: list[Any]
-    all_fields: list[Any]
     summary: Any
-    conversation: Conversation
     session: Session | None
 
-
-def _context_window(lm: LM, config: RLMConfig) -> int | None:
-    if config.max_sub_prompt_tokens:
-        return config.max_sub_prompt_tokens
-    window = getattr(lm, "context_window", None)
-    return window if isinstance(window, int) and window > 0 else None
-
-
-def _sandbox_options(config: RLMConfig) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_output_chars": config.max_output_chars}
-    if config.sandbox == "kernel":
-        options.update(memory_limit=config.memory_limit, secret_env=config.secret_env)
-    return options
-
-
-async def _close_quietly(sandbox: Sandbox) -> None:
-    try:
-        await sandbox.close()
-    except Exception:  # closing must never hide the run's own outcome
-        pass
-
-
-def _recordable(answer: Any) -> Any:
-    try:
-        return to_jsonable(answer)
-    except NotJSONable:
-        return repr(answer)
+    def spec(self, keep_session: bool = False) -> RunSpec:
+        """The root run's spec; a continued run reuses the session's sandbox and conversation."""
+        if self.session is None:
+            return RunSpec(question=self.question, fields=self.fields, summary=self.summary,
+                           keep_session=keep_session)
+        conversation = self.session.conversation
+        note = f"New question (the REPL and its variables are as you left them):\n{self.question}"
+        if self.fields:
+            note += "\n\nNew inputs:\n" + self.summary.text
+        conversation.add_question(note)
+        return RunSpec(question=self.question, fields=[*self.session.fields, *self.fields], summary=self.summary,
+                       conversation=conversation, sandbox=self.session.sandbox, bind_fields=self.fields,
+                       keep_session=keep_session)
 
 
 def _run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
@@ -325,9 +318,3 @@ def _run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
         raise KeyboardInterrupt
     return box.get("result")
 
-
-def result_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(RunResult))
-
-
-_ = time  # imported for typing-free timing helpers in subclasses

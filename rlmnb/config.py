@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
@@ -67,31 +67,46 @@ class RLMConfig:
     """Characters of a sub-call prompt kept in the trajectory (its length and hash are always kept)."""
     max_depth: int = 1
     """Depth at which rlm_query stops starting child runs (1: rlm_query is a plain sub-call)."""
+    strict_depth: bool = False
+    """At the depth cap, fail rlm_query with DepthLimitReached instead of making a plain sub-call."""
+    max_child_concurrency: int = 4
+    """Child runs of one rlm_query_batched running at once."""
+    min_confidence: float = 0.7
+    """Confidence a verify guard must give an answer for it to be accepted."""
+    max_revisions: int = 3
+    """Revisions after a low verify score; the run ends within max_revisions + 1 attempts."""
+    verify_timeout: float = 60.0
+    """Seconds a verify guard may take before its attempt counts as confidence 0."""
+    refine: int | None = None
+    """Refinement depth: an answer at depth d < refine becomes the input `draft` of a child run."""
+    rounds: int = 1
+    """Passes of the root run, each with the earlier passes' answers bound as `earlier`."""
     instructions: str | None = None
     """Extra instructions appended to the system rules."""
     replace_instructions: bool = False
     """Use `instructions` instead of the built-in rules rather than after them."""
     secret_env: tuple[str, ...] = ()
     """Extra environment variable names kept out of a kernel sandbox."""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
-    """Settings owned by extensions (recursion, verification); validated where they are used."""
 
     def validate(self) -> RLMConfig:
         positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
-                         "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars")
+                         "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars",
+                         "max_child_concurrency", "rounds")
         for name in positive_ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
-        for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth"):
+        for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth", "max_revisions"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")
-        for name in ("max_tokens", "max_sub_prompt_tokens", "memory_limit"):
+        for name in ("max_tokens", "max_sub_prompt_tokens", "memory_limit", "refine"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
                 raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")
-        for name in ("timeout", "request_timeout"):
+        if not (isinstance(self.min_confidence, int | float) and 0.0 <= self.min_confidence <= 1.0):
+            raise ConfigError(f"min_confidence must be between 0 and 1, got {self.min_confidence!r}.")
+        for name in ("timeout", "request_timeout", "verify_timeout"):
             value = getattr(self, name)
             if not _positive_number(value):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}.")
@@ -110,9 +125,8 @@ class RLMConfig:
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as recorded in a trajectory (no secrets live here by construction)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["secret_env"] = list(self.secret_env)
-        out["extra"] = {k: v for k, v in self.extra.items() if _jsonable_scalar(v)}
         return out
 
 
@@ -124,6 +138,3 @@ def _positive_number(value: object) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value) and value > 0)
 
-
-def _jsonable_scalar(value: object) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)

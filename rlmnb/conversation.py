@@ -36,6 +36,7 @@ class Conversation:
     model: str | None = None
     entries: list[TurnRecord | str] = field(default_factory=list)  # str: a later user question
     dropped: list[int] = field(default_factory=list)
+    _fixed: tuple[int, int] = (-1, 0)  # (number of fixed texts, their tokens): counted once per change
 
     def add_turn(self, record: TurnRecord) -> None:
         record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
@@ -50,7 +51,9 @@ class Conversation:
 
     def _fixed_tokens(self) -> int:
         texts = [self.system, *self.opening, *(e for e in self.entries if isinstance(e, str))]
-        return sum(count_tokens(t, self.model) + 4 for t in texts)
+        if self._fixed[0] != len(texts):
+            self._fixed = (len(texts), sum(count_tokens(t, self.model) + 4 for t in texts))
+        return self._fixed[1]
 
     def tokens(self) -> int:
         return self._fixed_tokens() + sum(t.tokens for t in self.turns if t.turn not in self.dropped)

@@ -52,6 +52,7 @@ class Outcome:
     status: str  # "submitted" | "fallback" | "budget_exhausted"
     answer: Any
     reason: str
+    record: TurnRecord | None = None  # the submitting turn (verification may send the run back to it)
 
 
 def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any]) -> str:
@@ -161,7 +162,7 @@ async def run_turns(ctx: RunContext) -> Outcome:
                                 timeout=timeout, extra=notes)
         _emit_code(ctx, turn, extracted.code, result, obs)
         if outcome is not None:
-            return outcome
+            return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))
         made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
         ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or bool(notes),
                                              findings=made_calls))

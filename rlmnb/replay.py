@@ -81,7 +81,7 @@ def _clip(text: str, n: int = 80) -> str:
 
 
 def recorded_config(start: RunStarted) -> RLMConfig:
-    known = set(field_names()) - {"extra"}
+    known = set(field_names())
     values = {k: v for k, v in start.config.items() if k in known}
     if "secret_env" in values:
         values["secret_env"] = tuple(values["secret_env"])

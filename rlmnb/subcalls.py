@@ -16,10 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .budget import Budget, Reservation
+from .cache import ResponseCache, cache_identity, open_cache, request_key
+from .concurrency import AdaptiveLimiter
 from .config import RLMConfig
 from .errors import ModelError, PromptTooLarge, format_error_slot
-from .events import BatchFinished, BatchStarted, EventBus, RunScope, SubCallFinished, SubCallStarted
-from .models import LM, Completion, model_label, resolve_model
+from .events import (BatchFinished, BatchStarted, ConcurrencyChanged, EventBus, RunScope, SubCallFinished,
+                     SubCallStarted)
+from .models import LM, Completion, Message, model_label, resolve_model
 from .tokens import count_tokens
 from .usage import CallUsage
 
@@ -39,15 +42,17 @@ class SubCaller:
         self.bus = bus
         self.scope = scope
         self.turn = turn
-        self.limiter = limiter if limiter is not None else asyncio.Semaphore(config.max_concurrency)
-        self.cache = cache
+        self.limiter = limiter if limiter is not None else AdaptiveLimiter(
+            config.max_concurrency, config.min_concurrency, on_change=self._limit_changed)
+        self.cache: ResponseCache | None = cache  # opened on the first cacheable call when None
+        self._inflight: dict[str, asyncio.Future[Completion | None]] = {}
         self.fatal: BaseException | None = None
         self._models: dict[str, LM] = {}
         self._ids = 0
         self._batches = 0
 
     # ---- public ----------------------------------------------------------------------------------
-    async def query(self, prompt: str, model: str | None = None) -> str:
+    async def query(self, prompt: str, model: Any = None) -> str:
         """One sub-call; errors are raised so the model sees them in its snippet's traceback."""
         lm = self._lm_for(model)
         est = self._check_size(prompt, lm)
@@ -100,11 +105,14 @@ class SubCaller:
         return out
 
     # ---- internals -------------------------------------------------------------------------------
-    def _lm_for(self, model: str | None) -> LM:
-        if model is None or model == model_label(self.lm):
+    def _lm_for(self, model: Any) -> LM:
+        if model is None or model is self.lm or model == model_label(self.lm):
             return self.lm
+        if not isinstance(model, str):
+            return resolve_model(model, role="llm_query model")
         if model not in self._models:
-            self._models[model] = resolve_model(model, role="llm_query model")
+            self._models[model] = resolve_model(model, role="llm_query model", max_retries=self.config.max_retries,
+                                                timeout=self.config.request_timeout)
         return self._models[model]
 
     def prompt_cap(self, lm: LM) -> int | None:
@@ -142,8 +150,7 @@ class SubCaller:
         completion: Completion | None = None
         error: BaseException | None = None
         try:
-            async with self.limiter:
-                completion = await lm.acomplete(messages)
+            completion = await self._complete(lm, messages)
         except asyncio.CancelledError:
             self.budget.release(reservation, 1)
             raise
@@ -165,3 +172,40 @@ class SubCaller:
                       usage=usage.to_dict(), latency_s=latency, cached=usage.cached,
                       meta=dict(completion.meta) if completion is not None else {})
         return reply, error
+
+    async def _complete(self, lm: LM, messages: list[Message]) -> Completion:
+        """The reply from the response cache when allowed and present, else from the model under the limiter.
+
+        Identical requests in flight at once are sent once; the others wait and are served as cached.
+        """
+        identity = cache_identity(lm) if self.config.cache else None
+        if identity is None:
+            async with self.limiter:
+                return await lm.acomplete(messages)
+        if self.cache is None:
+            self.cache = open_cache()
+        key = request_key(identity, messages)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        twin = self._inflight.get(key)
+        if twin is not None:
+            shared = await asyncio.shield(twin)
+            if shared is not None:
+                return Completion(text=shared.text, usage=CallUsage(0, 0, 0.0, cached=True), model=shared.model,
+                                  meta={"cached": True, "shared": True})
+        future: asyncio.Future[Completion | None] = asyncio.get_running_loop().create_future()
+        self._inflight.setdefault(key, future)
+        completion: Completion | None = None
+        try:
+            async with self.limiter:
+                completion = await lm.acomplete(messages)
+            self.cache.put(key, completion)
+            return completion
+        finally:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+            future.set_result(completion)
+
+    def _limit_changed(self, limit: int, reason: str) -> None:
+        self.bus.emit(ConcurrencyChanged, self.scope, limit=limit, reason=reason)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 
@@ -61,11 +61,15 @@ class Usage:
         )
 
     def with_wall(self, wall_s: float) -> Usage:
-        return Usage(**{**asdict(self), "wall_s": wall_s})
+        return replace(self, wall_s=wall_s)
 
     def __add__(self, other: Usage) -> Usage:
-        a, b = asdict(self), asdict(other)
-        return Usage(**{k: a[k] + b[k] for k in a})
+        return Usage(
+            root_calls=self.root_calls + other.root_calls, sub_calls=self.sub_calls + other.sub_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens, cost_usd=self.cost_usd + other.cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            cached_calls=self.cached_calls + other.cached_calls, wall_s=self.wall_s + other.wall_s)
 
     def cost_text(self) -> str:
         text = f"${self.cost_usd:.4f}"

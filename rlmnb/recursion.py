@@ -1,0 +1,93 @@
+"""Child runs: `rlm_query` / `rlm_query_batched` start RLM runs at depth + 1 on the shared budget.
+
+A child exists only while its depth is below `max_depth` (default 1: rlm_query is then a plain
+sub-call, as in the reference implementation). At the cap a request degrades to a plain sub-call
+with its inputs written into the prompt, or, with `strict_depth`, fails before any model call with
+DepthLimitReached. Children inherit the parent's settings; their root model is the parent's
+sub-model unless `child_model` says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import DepthLimitReached, RecoverableError, format_error_slot
+from .events import RunScope
+from .host import inline_inputs
+from .subcalls import SubCaller
+
+if TYPE_CHECKING:
+    from .runs import RunRecord, Tree
+
+
+class ChildRunFailed(RecoverableError):
+    """A child run ended without an answer; shown to the parent model."""
+
+
+class Children:
+    """Implements host.ChildRunner for one run."""
+
+    def __init__(self, tree: Tree, scope: RunScope, sub: SubCaller, *, turn: Callable[[], int]) -> None:
+        self.tree = tree
+        self.scope = scope
+        self.sub = sub
+        self.turn = turn
+
+    @property
+    def at_cap(self) -> bool:
+        return self.scope.depth + 1 >= self.tree.config.max_depth
+
+    def _refuse(self) -> DepthLimitReached:
+        cap = self.tree.config.max_depth
+        return DepthLimitReached(
+            f"rlm_query at depth {self.scope.depth} would start a child run at depth {self.scope.depth + 1}, but "
+            f"max_depth is {cap}; nothing was sent. Use llm_query for this piece, or split the work with code.")
+
+    async def run_child(self, prompt: str, inputs: Mapping[str, Any]) -> Any:
+        if self.at_cap:
+            if self.tree.config.strict_depth:
+                raise self._refuse()
+            return await self.sub.query(inline_inputs(prompt, inputs))
+        record = await self._start(prompt, inputs)
+        if record.status in ("submitted", "fallback"):
+            return record.answer
+        raise _failure(record)
+
+    async def run_children(self, prompts: Sequence[str],
+                           inputs_list: Sequence[Mapping[str, Any]] | None) -> list[Any]:
+        lists = list(inputs_list) if inputs_list is not None else [{} for _ in prompts]
+        if self.at_cap:
+            if self.tree.config.strict_depth:
+                raise self._refuse()
+            return await self.sub.query_batched([inline_inputs(p, i) for p, i in zip(prompts, lists, strict=True)])
+        limit = asyncio.Semaphore(self.tree.config.max_child_concurrency)
+
+        async def one(prompt: str, inputs: Mapping[str, Any]) -> Any:
+            async with limit:
+                record = await self._start(prompt, inputs)
+            if record.status in ("submitted", "fallback"):
+                return record.answer
+            return format_error_slot(_failure(record))
+
+        return list(await asyncio.gather(*(one(p, i) for p, i in zip(prompts, lists, strict=True))))
+
+    async def _start(self, prompt: str, inputs: Mapping[str, Any]) -> RunRecord:
+        from .inputs import bind_inputs
+        from .runs import RunSpec, execute_run
+
+        fields, summary = bind_inputs(dict(inputs), self.tree.config)
+        spec = RunSpec(question=prompt, fields=fields, summary=summary, depth=self.scope.depth + 1,
+                       parent_run_id=self.scope.run_id, parent_turn=self.turn(), label="child run")
+        return await execute_run(self.tree, spec)
+
+
+def _failure(record: RunRecord) -> RecoverableError:
+    if record.status == "budget_exhausted":
+        from .errors import BudgetExhausted
+
+        return BudgetExhausted(f"child run {record.run_id} ran out of budget: {record.reason}")
+    if record.status == "interrupted":
+        return ChildRunFailed(f"child run {record.run_id} was interrupted")
+    return ChildRunFailed(f"child run {record.run_id} ended with {record.status}: {record.reason}")

@@ -1,0 +1,187 @@
+"""Executing runs of one run tree: the root run, its child runs, revisions, refinements and rounds.
+
+A `Tree` holds what every run of a tree shares: models, settings, the one Budget, the one EventBus,
+the sub-call limiter and cache, and tree metadata (the verification attempt counters).
+`execute_run` runs one run (any depth) from start to RunFinished: sandbox up, turns, verification,
+refinement, sandbox down. `api.RLM` builds the Tree; `recursion.Children` starts child runs with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .budget import Budget
+from .config import RLMConfig
+from .conversation import Conversation
+from .errors import ModelError, RLMError, SandboxError
+from .events import EventBus, RunFinished, RunScope, RunStarted
+from .host import RunHost
+from .jsonable import NotJSONable, to_jsonable
+from .loop import RunContext, first_prompt, run_turns, system_prompt
+from .models import LM, model_label
+from .sandbox import Sandbox, create_sandbox
+from .schema import AnswerSchema
+from .subcalls import SubCaller
+
+
+@dataclass
+class Tree:
+    """Shared by every run of one tree."""
+
+    config: RLMConfig
+    root_lm: LM
+    sub_lm: LM
+    child_lm: LM | None
+    tools: dict[str, Callable[..., Any]]
+    schema: AnswerSchema | None
+    budget: Budget
+    bus: EventBus
+    verify: Any = None  # a Verifier (verify.py) or None
+    limiter: Any = None
+    cache: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    root_run_id: str = ""
+
+    def child_root_lm(self) -> LM:
+        return self.child_lm if self.child_lm is not None else self.sub_lm
+
+
+@dataclass
+class RunRecord:
+    """How one run ended (api.RunResult is built from the root's record)."""
+
+    run_id: str
+    status: str
+    answer: Any
+    reason: str = ""
+    error: str | None = None
+    verified: bool | None = None
+    session: Any = None
+
+
+@dataclass
+class RunSpec:
+    """One run to execute."""
+
+    question: str
+    fields: Sequence[Any]
+    summary: Any
+    depth: int = 0
+    parent_run_id: str | None = None
+    parent_turn: int | None = None
+    label: str = ""
+    root_lm: LM | None = None  # None: the tree's root model (depth 0) or child model (deeper)
+    conversation: Conversation | None = None  # a continued run's conversation
+    sandbox: Sandbox | None = None  # a continued run's sandbox
+    bind_fields: Sequence[Any] | None = None  # what to bind now (default: all fields)
+    keep_session: bool = False
+    refine_level: int = 0
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+def sandbox_options(config: RLMConfig) -> dict[str, Any]:
+    options: dict[str, Any] = {"max_output_chars": config.max_output_chars}
+    if config.sandbox == "kernel":
+        options.update(memory_limit=config.memory_limit, secret_env=config.secret_env)
+    return options
+
+
+def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
+    window = tree.config.max_sub_prompt_tokens or getattr(tree.sub_lm, "context_window", None)
+    return Conversation(system=system_prompt(tree.config, window if isinstance(window, int) else None, tree.tools),
+                        opening=[first_prompt(spec.question, spec.summary.text, tree.config, tree.schema)],
+                        model=model_label(lm))
+
+
+def recordable(answer: Any) -> Any:
+    try:
+        return to_jsonable(answer)
+    except NotJSONable:
+        return repr(answer)
+
+
+async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
+    """Run one run of the tree to its end; never raises for the run's own trouble (see RunRecord)."""
+    from .recursion import Children
+
+    scope = RunScope(run_id=spec.run_id, root_run_id=tree.root_run_id or spec.run_id,
+                     parent_run_id=spec.parent_run_id, depth=spec.depth)
+    lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())
+    sub = SubCaller(lm=tree.sub_lm, config=tree.config, budget=tree.budget, bus=tree.bus, scope=scope,
+                    limiter=tree.limiter, cache=tree.cache)
+    children = Children(tree, scope, sub, turn=lambda: ctx.turn)
+    host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
+    sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
+    conversation = spec.conversation or new_conversation(tree, spec, lm)
+    tree.bus.emit(RunStarted, scope, question=spec.question, model=model_label(lm),
+                  sub_model=model_label(tree.sub_lm), sandbox=tree.config.sandbox,
+                  inputs=[f.info.to_dict() for f in spec.fields], summary=spec.summary.text,
+                  config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label)
+    ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
+                     budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation, schema=tree.schema)
+    ctx.extra["tree_metadata"] = tree.metadata
+    sub.turn = lambda: ctx.turn
+    record = RunRecord(run_id=spec.run_id, status="error", answer=None)
+    keep = False
+    try:
+        await sandbox.start(host)
+        await sandbox.bind(spec.bind_fields if spec.bind_fields is not None else spec.fields)
+        outcome = await run_turns(ctx)
+        verified: bool | None = None
+        if tree.verify is not None and outcome.status in ("submitted", "fallback"):
+            outcome, verified = await tree.verify.check(ctx, outcome, run_turns)
+        record = RunRecord(spec.run_id, outcome.status, outcome.answer, outcome.reason, verified=verified)
+        keep = spec.keep_session
+    except asyncio.CancelledError:
+        record = RunRecord(spec.run_id, "interrupted", None, "the run was interrupted")
+    except (ModelError, SandboxError, RLMError) as exc:
+        record = RunRecord(spec.run_id, "error", None, str(exc), error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a bug in rlmnb or an adapter: keep the trajectory and report it
+        record = RunRecord(spec.run_id, "error", None, f"unexpected {type(exc).__name__}: {exc}",
+                           error=f"{type(exc).__name__}: {exc}")
+    finally:
+        if not keep:
+            await asyncio.shield(_close_quietly(sandbox))
+    if keep:
+        from .api import Session
+
+        record.session = Session(sandbox, conversation, list(spec.fields))
+    refine_to = tree.config.refine
+    if refine_to and record.status in ("submitted", "fallback") and spec.refine_level < refine_to:
+        record = await refine(tree, spec, record)
+    tree.bus.emit(RunFinished, scope, status=record.status, answer=recordable(record.answer),
+                  usage=tree.budget.run_usage(spec.run_id).to_dict(), reason=record.reason, error=record.error,
+                  verified=record.verified)
+    return record
+
+
+async def refine(tree: Tree, spec: RunSpec, record: RunRecord) -> RunRecord:
+    """The answer becomes the input `draft` of a child run of the same question; its answer bubbles up."""
+    from .inputs import bind_inputs
+
+    originals = {f.name: f.source for f in spec.fields if f.name != "draft"}
+    fields, summary = bind_inputs({**originals, "draft": recordable(record.answer)}, tree.config)
+    child = RunSpec(question=spec.question, fields=fields, summary=summary, depth=spec.depth + 1,
+                    parent_run_id=spec.run_id, label=f"refinement {spec.refine_level + 1}",
+                    root_lm=spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm()),
+                    refine_level=spec.refine_level + 1)
+    result = await execute_run(tree, child)
+    if result.status in ("submitted", "fallback"):
+        return RunRecord(spec.run_id, result.status, result.answer,
+                         f"refined by run {result.run_id}: {result.reason}", verified=result.verified,
+                         session=record.session)
+    return RunRecord(spec.run_id, record.status, record.answer,
+                     f"{record.reason}; refinement {result.run_id} ended {result.status}, draft kept",
+                     verified=record.verified, session=record.session)
+
+
+async def _close_quietly(sandbox: Sandbox) -> None:
+    try:
+        await sandbox.close()
+    except Exception:  # closing must never hide the run's own outcome
+        pass
+
