@@ -20,7 +20,12 @@ copies them in bulk:
 
 `list(x)` and `dict(x)` give shallow copies whose nested lists and dicts are still read-only views;
 `copy.deepcopy(x)` gives a plain, writable, JSON-able copy. Views are not JSON-serialisable
-themselves (json only accepts real lists and dicts, which would mean copying).
+themselves (json only accepts real lists and dicts, which would mean copying), and pandas treats
+any Mapping that is not a dict as a list of its keys: `pd.DataFrame(dict(x))`, not `pd.DataFrame(x)`.
+
+Previews: `config.preview_chars` governs text, bytes, files and scalars; `config.preview_rows`
+governs tables, series, arrays, lists, dicts and a directory's file names. With both at 0 the
+summary holds no data at all, only names, kinds, sizes, column names and dtypes.
 """
 
 from __future__ import annotations
@@ -475,7 +480,8 @@ def _describe_frame(name: str, df: Any, config: RLMConfig) -> Field:
     if k > 0:
         head = first.iloc[:k]
         show_index = not _default_index(df.index)
-        header = ([_clip_end(_one_line(str(df.index.name or "index")), NAME_CHARS)] if show_index else []) + [
+        index_name = ", ".join(str(x) for x in df.index.names if x is not None) or "index"
+        header = ([_clip_end(_one_line(index_name), NAME_CHARS)] if show_index else []) + [
             _clip_end(_one_line(str(c)), NAME_CHARS) for c in head.columns]
         lines = [" | ".join(header)]
         clipped = False
@@ -554,7 +560,7 @@ def _describe_array(name: str, arr: Any, config: RLMConfig) -> Field:
     if k > 0 and arr.size:
         def fmt(a: Any) -> str:
             text = np.array2string(a, threshold=2 * k, edgeitems=k, max_line_width=10**6, separator=", ")
-            return _clip_end(" ".join(text.split()), 2 * ITEM_CHARS)
+            return _clip_end(" ".join(text.split()).replace(" ,", ","), 2 * ITEM_CHARS)
 
         rows = range(min(k, arr.shape[0])) if arr.ndim > 1 else range(0)
         lines = [f"[{i}] {fmt(arr[i])}" for i in rows] if arr.ndim > 1 else [fmt(arr)]
@@ -576,8 +582,8 @@ def _array_truncated(arr: Any, k: int) -> bool:
     if k <= 0:
         return True
     if arr.ndim <= 1:
-        return arr.size > 2 * k
-    return arr.shape[0] > k or arr[0].size > 2 * k
+        return bool(arr.size > 2 * k)
+    return bool(arr.shape[0] > k or arr[0].size > 2 * k)
 
 
 def _readonly_array(arr: Any) -> Any:
@@ -680,7 +686,7 @@ def _describe_scalar(name: str, value: Any, config: RLMConfig) -> Field:
 
 def _container_tokens(item_chars: list[float], sample_texts: list[str], n: int) -> int:
     if not n or not item_chars:
-        return 1
+        return 0
     text = "\n".join(sample_texts)
     ratio = count_tokens(text) / max(1, len(text))
     return max(1, round(ratio * (sum(item_chars) / len(item_chars) * n + 2)))
@@ -1083,6 +1089,8 @@ def _cell(v: Any, limit: int = CELL_CHARS) -> str:
         text = v[: limit + 1]
     elif v is None or _is_scalar(v):
         text = str(v)
+    elif isinstance(v, tuple) and len(v) <= 8 and all(x is None or isinstance(x, str) or _is_scalar(x) for x in v):
+        text = "(" + ", ".join(str(x) for x in v) + ")"  # a MultiIndex label
     else:
         text = _brief(v, limit + 1)
     return _clip_end(_one_line(text), limit)
@@ -1187,16 +1195,20 @@ def _approx_chars(value: Any, depth: int = 0) -> float:
         return 2 + len(value) * sum(_approx_chars(v, depth + 1) + 2 for v in sample) / len(sample)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(value, pd.DataFrame):
-        return 10.0 * value.shape[0] * value.shape[1]
+        return 10.0 * int(value.shape[0]) * int(value.shape[1])
     if pd is not None and isinstance(value, pd.Series):
         return 10.0 * len(value)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(value, np.ndarray):
-        return 10.0 * value.size
+        return 10.0 * int(value.size)
     pa = sys.modules.get("pyarrow")
     if pa is not None and isinstance(value, pa.Table | pa.RecordBatch):
-        return 10.0 * value.num_rows * value.num_columns
+        return 10.0 * int(value.num_rows) * int(value.num_columns)
     return len(_brief(value, 200))
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n:,} {unit}" if n == 1 else f"{n:,} {unit}s"
 
 
 def _human_bytes(n: int) -> str:
@@ -1325,7 +1337,7 @@ def _render_block(info: FieldInfo, plan: _Plan) -> str:
     lines = [_header(info)]
     if plan.detail and info.detail:
         lines.append(f"  {info.detail}")
-    if info.kind in ("table", "arrow") and (info.dtypes or info.more_columns):
+    if info.kind in ("table", "arrow") and plan.max_cols > 0 and (info.dtypes or info.more_columns):
         lines.append(_columns_line(info, plan.max_cols))
     if plan.scale is not None and info.preview:
         lines.extend(_preview_lines(info, plan.scale))
@@ -1334,7 +1346,7 @@ def _render_block(info: FieldInfo, plan: _Plan) -> str:
 
 def _header(info: FieldInfo) -> str:
     kind = info.kind
-    tokens = f"~{_human_count(info.est_tokens)} tokens"
+    tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
     size = _human_bytes(info.size_bytes) if info.size_bytes is not None else None
     if kind == "text":
         what, sizes = info.python_type, [f"{info.size_chars or 0:,} chars", tokens]
@@ -1343,20 +1355,20 @@ def _header(info: FieldInfo) -> str:
         sizes = [size or "", tokens] if kind != "binary_file" else [size or ""]
     elif kind == "directory":
         what = f"read-only mapping of relative path -> str, or bytes for binary files; from {info.path}"
-        files = f"{info.rows or 0:,}{'+' if info.truncated else ''} files"
+        files = f"{info.rows or 0:,}{'+' if info.truncated else ''} file{'' if info.rows == 1 else 's'}"
         sizes = [files, size or "", f"{tokens} if all read"]
     elif kind in ("table", "arrow"):
-        what, sizes = info.python_type, [f"{info.rows or 0:,} rows x {info.columns or 0:,} columns",
+        what, sizes = info.python_type, [f"{_plural(info.rows or 0, 'row')} x {_plural(info.columns or 0, 'column')}",
                                          f"~{size}", tokens]
     elif kind == "series":
         dtype = info.dtypes[0][1] if info.dtypes else "?"
         label = f"name {info.dtypes[0][0]!r}, " if info.dtypes and info.dtypes[0][0] else ""
-        what, sizes = info.python_type, [f"{info.rows or 0:,} rows", f"{label}dtype {dtype}", f"~{size}", tokens]
+        what, sizes = info.python_type, [_plural(info.rows or 0, "row"), f"{label}dtype {dtype}", f"~{size}", tokens]
     elif kind == "array":
         what, sizes = info.python_type, [size or "", tokens]
     elif kind in ("list", "dict"):
-        unit = "items" if kind == "list" else "keys"
-        what, sizes = f"read-only view of a {info.python_type}", [f"{info.rows or 0:,} {unit}", tokens]
+        unit = "item" if kind == "list" else "key"
+        what, sizes = f"read-only view of a {info.python_type}", [_plural(info.rows or 0, unit), tokens]
     else:
         what, sizes = info.python_type, []
     return f'inputs["{info.name}"]: {kind} ({what})' + "".join(f", {s}" for s in sizes if s)
@@ -1364,8 +1376,6 @@ def _header(info: FieldInfo) -> str:
 
 def _columns_line(info: FieldInfo, max_cols: int) -> str:
     total = len(info.dtypes) + info.more_columns
-    if max_cols <= 0:
-        return f"  columns: {total:,} (names not listed here)"
     shown = info.dtypes[:max_cols]
     text = "  columns: " + ", ".join(f"{_clip_end(name, NAME_CHARS)} {dtype}" for name, dtype in shown)
     if total > len(shown):
@@ -1394,6 +1404,6 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
     keep = lines[: max(1, math.ceil(len(lines) * scale))]
     width = max((len(line) for line in header + keep), default=0)
     limit = width if scale >= 1 else max(60, int(width * scale))
-    label = {"table": "rows", "arrow": "rows", "series": "rows", "list": "items", "dict": "keys"}.get(info.kind)
-    title = f"  first {len(keep):,} {label}:" if label else "  preview:"
+    label = {"table": "row", "arrow": "row", "series": "row", "list": "item", "dict": "key"}.get(info.kind)
+    title = f"  first {_plural(len(keep), label)}:" if label else "  preview:"
     return [title] + [f"    {_clip_end(line, limit)}" for line in header + keep]

@@ -297,7 +297,7 @@ def test_keyboard_interrupt_returns_interrupted_result() -> None:
     timer.join()
     assert result.status == "interrupted"
     assert result.trajectory.final() is not None
-    assert not [t for t in threading.enumerate() if t.name.startswith("rlmnb-")]
+    assert not [t for t in threading.enumerate() if t.name.startswith(("rlmnb-run", "rlmnb-snippet"))]
 
 
 def test_continue_keeps_sandbox_and_conversation() -> None:
