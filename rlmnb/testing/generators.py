@@ -90,14 +90,19 @@ def labelled_table(rows: int = 100_000, *, seed: int = 0) -> tuple[Any, Any]:
     return frame, labels
 
 
+def _key(text: str) -> str:
+    """The words that tell templates apart: the first word, or the first two after 'The' / 'I'."""
+    words = text.split(" ", 2)
+    return " ".join(words[:2]) if words[0] in ("The", "I") else words[0]
+
+
+_KEY_LABEL = {_key(template): label for label, templates in _TEMPLATES.items() for template in templates}
+assert len(_KEY_LABEL) == sum(len(t) for t in _TEMPLATES.values()), "template keys must be unique"
+
+
 def label_of(text: str) -> str:
     """The hidden label of a `labelled_table` text (what a perfect sub-model would answer)."""
-    for label, templates in _TEMPLATES.items():
-        for template in templates:
-            prefix = template.split("{n}")[0]
-            if text.startswith(prefix):
-                return label
-    return "unknown"
+    return _KEY_LABEL.get(_key(text), "unknown")
 
 
 def log_folder(root: str | Path, *, seed: int = 0, days: int = 5, lines_per_day: int = 2000) -> Path:

@@ -38,3 +38,16 @@ def count_labels(messages: Any) -> str:
 
 
 BUILTIN = {"find_needle": find_needle, "count_labels": count_labels}
+
+
+def runbook_owner(messages: Any) -> str:
+    """The on-call owner the runbook names for the service asked about."""
+    prompt = _prompt(messages)
+    asked = re.search(r"owner for (\w+)", prompt)
+    if not asked:
+        return "UNKNOWN"
+    owner = re.search(rf"owner for {re.escape(asked.group(1))}: ([^.\n]+)", prompt.split("\n\n", 1)[-1])
+    return owner.group(1).strip() if owner else "UNKNOWN"
+
+
+BUILTIN["runbook_owner"] = runbook_owner

@@ -71,3 +71,157 @@ def needle_scenario(size_chars: int = 2_000_000, *, seed: int = 0, chunks: int =
     sub = ScriptedLM(find_needle, name="scripted-sub", latency=latency)
     return Scenario(question="What is the magic number hidden in the text?", inputs={"text": hay.text},
                     root=root, sub=sub, expected=hay.needle, settings={"max_llm_calls": max(50, chunks + 5)})
+
+
+def needle_models(chunks: int, text_chars: int, *, latency: float = 0.0) -> tuple[ScriptedLM, ScriptedLM]:
+    """The scripted root and sub-model of the needle search, for a text of `text_chars` characters."""
+    chunk = -(-text_chars // chunks)
+    root = ScriptedLM([NEEDLE_EXPLORE, NEEDLE_SEARCH.format(chunk=chunk), NEEDLE_VERIFY, NEEDLE_SUBMIT],
+                      name="scripted-root")
+    return root, ScriptedLM(find_needle, name="scripted-sub", latency=latency)
+
+
+# ---- tutorial 2: counting hidden labels in a large table ------------------------------------------------
+TABLE_EXPLORE = '''First, the shape of the table and a few rows.
+```python
+df = inputs["tickets"]
+print(df.shape)
+print(df.dtypes.to_string())
+print(df.head(3).to_string())
+```'''
+
+TABLE_COUNT = '''The label is only implied by the wording, so the sub-model has to read every text. I will send the
+texts in chunks of {rows:,} rows, one ticket per line, and add up the JSON counts with code.
+```python
+import json
+from collections import Counter
+
+texts = df["text"].tolist()
+size = {rows}
+instruction = ("Classify each support ticket below (one per line) as billing, shipping, technical, "
+               "account or praise. Reply with JSON counts per label only.")
+prompts = [instruction + "\\n\\n" + "\\n".join(texts[i : i + size]) for i in range(0, len(texts), size)]
+replies = llm_query_batched(prompts)
+counts, unparsed = Counter(), 0
+for reply in replies:
+    try:
+        counts.update(json.loads(reply))
+    except ValueError:
+        unparsed += 1
+print(len(prompts), "chunks,", unparsed, "unparsed")
+print(dict(counts), "total", sum(counts.values()))
+```'''
+
+TABLE_SUBMIT = '''Every row was counted once (the total matches the number of rows), so I can submit.
+```python
+assert sum(counts.values()) == len(df)
+submit({"counts": dict(counts), "total": sum(counts.values())})
+```'''
+
+
+def table_models(rows_per_chunk: int = 20_000) -> tuple[ScriptedLM, ScriptedLM]:
+    from .responders import count_labels
+
+    root = ScriptedLM([TABLE_EXPLORE, TABLE_COUNT.format(rows=rows_per_chunk), TABLE_SUBMIT], name="scripted-root")
+    return root, ScriptedLM(count_labels, name="scripted-sub")
+
+
+# ---- tutorial 3: a question across several files --------------------------------------------------------
+FILES_EXPLORE = '''Several inputs of different kinds: let me see what each one is.
+```python
+for name in inputs:
+    value = inputs[name]
+    print(name, type(value).__name__, len(value))
+print(sorted(inputs["logs"])[:5])
+print(inputs["logs"]["day1.log"][:160])
+```'''
+
+FILES_ANALYSE = '''The logs have a fixed format, so counting errors per service is a job for code. The runbook is prose:
+I will ask the sub-model who owns the worst service. Costs come from the Parquet file.
+```python
+import io
+import re
+from collections import Counter
+
+import pandas as pd
+
+errors = Counter()
+for name, text in inputs["logs"].items():
+    errors.update(re.findall(r" ERROR (\\w+) ", text))
+worst, worst_count = errors.most_common(1)[0]
+owner = llm_query(f"Who is the on-call owner for {worst}? Reply with the name only.\\n\\n" + inputs["runbook"]).strip()
+costs = pd.read_parquet(io.BytesIO(inputs["costs"]))
+monthly = float(costs.loc[costs["service"] == worst, "monthly_cost"].iloc[0])
+print(dict(errors), worst, owner, monthly)
+```'''
+
+FILES_SUBMIT = '''All three facts are checked against the files.
+```python
+submit({"service": worst, "errors": worst_count, "owner": owner, "monthly_cost": monthly})
+```'''
+
+
+def files_models() -> tuple[ScriptedLM, ScriptedLM]:
+    from .responders import runbook_owner
+
+    root = ScriptedLM([FILES_EXPLORE, FILES_ANALYSE, FILES_SUBMIT], name="scripted-root")
+    return root, ScriptedLM(runbook_owner, name="scripted-sub")
+
+
+# ---- tutorial 4: child runs, verification and refinement ------------------------------------------------
+RECURSE_SPLIT = '''The report has sections; each deserves its own small investigation, so I will hand each section
+to a child run with the section bound as its input.
+```python
+sections = [s for s in inputs["report"].split("\\n## ") if s.strip()]
+print(len(sections), "sections:", [s.splitlines()[0][:40] for s in sections])
+```'''
+
+RECURSE_CHILDREN = '''```python
+findings = rlm_query_batched(
+    ["Find the magic number in this section; answer with the number or NONE." for _ in sections],
+    [{"section": s} for s in sections],
+)
+print(findings)
+```'''
+
+RECURSE_SUBMIT = '''```python
+numbers = [f for f in findings if isinstance(f, str) and f.isdigit()]
+submit(f"The magic number is {numbers[0]}; it was found in 1 of {len(sections)} sections by child runs.")
+```'''
+
+CHILD_SEARCH = '''```python
+text = inputs["section"]
+print(len(text))
+```'''
+
+CHILD_ASK = '''```python
+reply = llm_query("Reply with the 7-digit number after 'magic number is', or NONE.\\n\\n" + text).strip()
+print(reply)
+```'''
+
+CHILD_SUBMIT = '''```python
+submit(reply)
+```'''
+
+
+def recursion_models() -> tuple[ScriptedLM, ScriptedLM, ScriptedLM]:
+    """(root, child root, sub): the root fans out to child runs; each child asks the sub-model."""
+
+    def child(messages: list[dict[str, Any]]) -> str:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        return (CHILD_SEARCH, CHILD_ASK, CHILD_SUBMIT)[min(turn, 2)]
+
+    root = ScriptedLM([RECURSE_SPLIT, RECURSE_CHILDREN, RECURSE_SUBMIT], name="scripted-root")
+    return root, ScriptedLM(child, name="scripted-child"), ScriptedLM(find_needle, name="scripted-sub")
+
+
+def report_text(sections: int = 6, section_chars: int = 50_000, *, seed: int = 0) -> tuple[str, str]:
+    """(markdown report with `sections` sections, the hidden number) for tutorial 4."""
+    hay = haystack(sections * section_chars, seed=seed, position=0.55)
+    text = hay.text
+    size = len(text) // sections
+    parts = []
+    for i in range(sections):
+        body = text[i * size: (i + 1) * size if i < sections - 1 else len(text)]
+        parts.append(f"## Section {i + 1}\n{body}")
+    return "\n".join(parts), hay.needle
