@@ -97,7 +97,7 @@ class RLM:
     Args:
         model: the root model, a litellm model string or an LM object (e.g. ScriptedLM).
         sub_model: the model behind llm_query; defaults to `model`.
-        sandbox: "local" or "kernel"; None takes the config's (RLMConfig.sandbox).
+        sandbox: "kernel" or "local"; None takes the config's (RLMConfig.sandbox, "kernel" by default).
         tools: functions made callable in the sandbox (a list of named functions, or a name -> function dict).
         schema: a pydantic model or dataclass the submitted answer must validate against.
         child_model: the root model of child runs (rlm_query); defaults to `sub_model`.
@@ -144,7 +144,7 @@ class RLM:
             **inputs: Any) -> RunResult:
         """Answer `question` over the named inputs; blocks until the run ends (see module docs)."""
         prepared = self._prepare(question, inputs, continue_from)
-        return _run_coroutine_blocking(self._execute(prepared, keep_session), interruptible=True)
+        return _run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True), interruptible=True)
 
     async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
                    **inputs: Any) -> RunResult:
@@ -181,6 +181,10 @@ class RLM:
         from .inputs import bind_inputs
 
         fields_, summary = bind_inputs(inputs, self.config)
+        for lm in {id(m): m for m in (self.model, self.sub_model, self.child_model) if m is not None}.values():
+            check = getattr(lm, "check_key", None)
+            if callable(check):
+                check()  # MissingAPIKey now, before any model call, naming the provider's variable
         session = continue_from.session if continue_from is not None else None
         if continue_from is not None and (session is None or session.closed):
             raise ConfigError("That run kept no session to continue: run it with keep_session=True.")
@@ -192,7 +196,7 @@ class RLM:
         return Tree(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
                     tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier)
 
-    async def _execute(self, prep: _Prepared, keep_session: bool) -> RunResult:
+    async def _execute(self, prep: _Prepared, keep_session: bool, own_loop: bool = False) -> RunResult:
         bus = EventBus()
         if self.on_event is not None:
             bus.subscribe(self.on_event)
@@ -201,6 +205,7 @@ class RLM:
         detach = attach_telemetry(bus)
         tree = self._tree(Budget(self.config), bus)
         try:
+            await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
             record: RunRecord | None = None
             for round_no in range(1, self.config.rounds + 1):
@@ -215,7 +220,8 @@ class RLM:
                 earlier.append(record.answer)
         finally:
             detach()
-            await _release_model_clients()
+            if own_loop:  # the loop dies with the run: close what litellm opened on it
+                await _release_model_clients()
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
@@ -236,6 +242,14 @@ class RLM:
     def __repr__(self) -> str:
         return (f"RLM(model={model_label(self.model)!r}, sub_model={model_label(self.sub_model)!r}, "
                 f"sandbox={self.config.sandbox!r})")
+
+
+async def _prepare_models(*models: Any) -> None:
+    """Let models do slow first-use work (LiteLLM imports litellm) off the run's event loop."""
+    for lm in {id(m): m for m in models if m is not None}.values():
+        prepare = getattr(lm, "aprepare", None)
+        if prepare is not None:
+            await prepare()
 
 
 async def _release_model_clients() -> None:

@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("question")
     run.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
     run.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
+    run.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
     run.add_argument("-f", "--file", action="append", default=[], metavar="NAME=PATH",
                      help="bind a file or directory as inputs[NAME] (repeatable)")
     run.add_argument("--max-iterations", type=int)
@@ -92,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
     result = rlm.run(scenario.question, **scenario.inputs)
     elapsed = time.perf_counter() - started
     print(render_text(result.trajectory))
-    Path(args.html).write_text(render_html(result.trajectory, standalone=True), encoding="utf-8")
+    Path(args.html).write_text(render_html(result.trajectory, full_page=True, title="rlmnb demo"), encoding="utf-8")
     verdict = "correct" if result.answer == scenario.expected else f"WRONG (expected {scenario.expected})"
     print(f"\nAnswer: {result.answer!r} ({verdict}) in {elapsed:.2f} s; "
           f"HTML view written to {args.html}")
@@ -137,10 +138,19 @@ def _run(args: argparse.Namespace) -> int:
         settings["cache"] = False
     if args.sandbox:
         settings["sandbox"] = args.sandbox
-    rlm = RLM(args.model, args.sub_model, on_event=None if args.quiet else _progress, **settings)
+    model: Any = args.model
+    sub_model: Any = args.sub_model
+    if args.api_base:
+        from .litellm_lm import LiteLLM
+
+        model = LiteLLM(args.model, api_base=args.api_base)
+        sub_model = LiteLLM(args.sub_model, api_base=args.api_base) if args.sub_model else None
+    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress, **settings)
     result = rlm.run(args.question, **inputs)
     if args.save:
         result.save(args.save)
+    if result.status == "error" and (result.error or "").startswith("MissingAPIKey"):
+        raise CLIError(result.reason)
     _print_result(result, args.json)
     return _exit_for(result.status)
 
@@ -176,7 +186,7 @@ def _view(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:
         raise CLIError(f"{source} is not an rlmnb trajectory: {exc}") from None
     target = Path(args.output) if args.output else source.with_suffix(".html")
-    target.write_text(render_html(trajectory, standalone=True), encoding="utf-8")
+    target.write_text(render_html(trajectory, full_page=True, title=source.stem), encoding="utf-8")
     print(f"wrote {target}")
     return EXIT_OK
 
