@@ -55,6 +55,10 @@ class _CaptureRouter(io.TextIOBase):
         self.stream = stream
         self.local = threading.local()
 
+    def __getattr__(self, name: str) -> Any:
+        # everything else (ipykernel's set_parent, session, ...) is the original stream's business
+        return getattr(self.original, name)
+
     def _sink(self) -> Any:
         return getattr(self.local, "sink", None) or self.original
 
@@ -262,6 +266,8 @@ class LocalSandbox:
         except TimeoutError:
             timed_out = True
             outcome = await self._stop(thread, done)
+            if outcome is not None:
+                thread.join(0.5)  # it reported back; let it finish unwinding
             if thread.is_alive():
                 self._stray.append(thread)
                 notice = ("the snippet is blocked in a call that cannot be interrupted and keeps running in the "

@@ -1,0 +1,404 @@
+"""The live trajectory widget: header, budget meters and a tree of turns, sub-call groups and child runs.
+
+Built from ipywidgets 8 core widgets only, so it works in JupyterLab 4, Notebook 7 and VS Code
+without installing an extension. Events arrive on the run's thread through `on_event`, which only
+folds them into a `RunTree` (O(1)); a pusher thread redraws what changed at most every `interval`
+seconds (4 times a second by default) and `finish()` flushes the final state. A sub-call group is
+one row; its calls become widgets only when the row is expanded, a page at a time, so a run of
+10,000 calls stays light. When displayed, the output also carries the static HTML tree, a stable
+`text/plain` line and the trajectory JSON, refreshed through the display id when the run ends, so a
+saved notebook shows the final state even where widgets cannot render.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .events import Event, Trajectory
+from .render import (
+    RunTree,
+    answer_html,
+    call_html,
+    compact_trajectory,
+    group_summary_html,
+    header_html,
+    meters_html,
+    render_html,
+    summary_line,
+    turn_html,
+)
+
+__all__ = ["RunWidget"]
+
+PAGE_SIZE = 50  # calls shown per page of an expanded group
+_BAR_STYLES = {"submitted": "success", "fallback": "warning", "budget_exhausted": "warning", "error": "danger"}
+
+
+class _RunPanel:
+    """Header, turns and answer of one run (the root run's parts sit directly in the widget)."""
+
+    def __init__(self, header: Any, body: Any, answer: Any, box: Any) -> None:
+        self.header, self.body, self.answer, self.box = header, body, answer, box
+        self.turns: list[int] = []
+
+
+class _TurnPanel:
+    def __init__(self, owner: RunWidget) -> None:
+        self.html = owner._html()
+        self.box = owner._vbox([self.html], owner._turn_layout)
+        self.items: list[tuple[str, str]] = []
+
+
+class _GroupPanel:
+    """One row per sub-call group; the calls are rendered on expansion only, a page at a time."""
+
+    def __init__(self, owner: RunWidget, key: str) -> None:
+        w = owner._w
+        self.owner, self.key = owner, key
+        self.summary = owner._html()
+        self.toggle = w.ToggleButton(value=False, description="calls", icon="chevron-right",
+                                     tooltip="show the calls of this group", layout=owner._button_layout,
+                                     style=owner._toggle_style)
+        self.row = w.HBox([self.toggle, self.summary], layout=owner._layout)
+        self.box = owner._vbox([self.row])
+        self.calls: Any = None  # created on the first expansion
+        self.more: Any = None
+        self.shown = 0
+        self.toggle.observe(self._on_toggle, names="value")
+
+    def _on_toggle(self, change: dict[str, Any]) -> None:
+        if change["new"]:
+            self.expand(self.owner.page_size)
+        else:
+            self.collapse()
+
+    @property
+    def expanded(self) -> bool:
+        return bool(self.toggle.value)
+
+    def expand(self, count: int) -> None:
+        owner = self.owner
+        w = owner._w
+        calls = owner.tree.call_views(self.key, 0, count)
+        self.shown = len(calls)
+        total = owner.tree.group_view(self.key)["started"]
+        if self.calls is None:
+            self.calls = w.VBox(layout=owner._calls_layout)
+        children = [owner._html("".join(call_html(c) for c in calls))]
+        if total > self.shown:
+            if self.more is None:
+                self.more = w.Button(description="more", layout=owner._button_layout)
+                self.more.on_click(lambda _button: self.expand(self.shown + owner.page_size))
+            self.more.description = f"show {min(owner.page_size, total - self.shown):,} more of " \
+                                    f"{total - self.shown:,}"
+            children.append(self.more)
+        self._replace(children)
+        self.toggle.icon = "chevron-down"
+        if len(self.box.children) == 1:
+            self.box.children = [self.row, self.calls]
+
+    def collapse(self) -> None:
+        self.shown = 0
+        self.toggle.icon = "chevron-right"
+        if self.calls is not None:
+            self._replace([])
+
+    def _replace(self, children: list[Any]) -> None:
+        old = list(self.calls.children)
+        self.calls.children = children
+        for widget in old:
+            if widget is not self.more:
+                widget.close()
+
+    def close(self) -> None:
+        if self.calls is not None:
+            self._replace([])
+        for widget in (self.summary, self.toggle, self.row, self.box, self.calls, self.more):
+            if widget is not None:
+                widget.close()
+
+
+class RunWidget:
+    """A live view of one run tree.
+
+    Use: `view = RunWidget(); view.display(); view.start(); RLM(..., on_event=view.on_event).run(...);
+    view.finish()`. `on_event` only folds the event into `view.tree` (O(1), safe from any thread);
+    `start()` runs the throttled pusher that draws; `finish()` stops it, draws the final state and
+    refreshes the displayed output (widget, static HTML and trajectory JSON).
+
+    Args:
+        interval: seconds between redraws while the run goes on (default 0.25: at most 4 per second).
+        page_size: calls shown per page when a sub-call group is expanded (default 50).
+        embed_trajectory: put the trajectory JSON in the displayed output (default True); it is what
+            the JupyterLab extension renders, and for thousands of sub-calls it is megabytes.
+    """
+
+    def __init__(self, *, interval: float = 0.25, page_size: int = PAGE_SIZE, embed_trajectory: bool = True) -> None:
+        import ipywidgets as w
+        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
+        from ipywidgets.widgets.widget_int import ProgressStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        self._w = w
+        self.interval = interval
+        self.page_size = page_size
+        self.embed_trajectory = embed_trajectory
+        self.tree = RunTree()
+        self.on_event = self.tree.add  # the subscriber: O(1), no drawing (see the class docs)
+        self.pushes = 0
+        self.push_seconds = 0.0  # CPU time spent drawing (for benchmarks)
+        self.errors: list[str] = []
+        # layouts and styles are widgets too: share them so each row costs one message, not three
+        self._layout = w.Layout()
+        self._html_style = HTMLStyle()
+        self._button_layout = w.Layout(width="auto", height="24px")
+        self._toggle_style = ToggleButtonStyle()
+        self._calls_layout = w.Layout(margin="0 0 0 24px")
+        self._turn_layout = w.Layout(border_left="3px solid rgba(127,127,127,0.35)", padding="0 0 0 10px",
+                                     margin="6px 0")
+        self._child_layout = w.Layout(border_left="3px solid rgba(25,118,210,0.45)", padding="0 0 0 8px",
+                                      margin="4px 0 4px 4px")
+        self._bar_layout = w.Layout(width="300px")
+        self._bar_style = ProgressStyle(description_width="110px")
+        self._shared = (self._layout, self._html_style, self._button_layout, self._toggle_style,
+                        self._calls_layout, self._turn_layout, self._child_layout, self._bar_layout,
+                        self._bar_style)
+        self.header = self._html(header_html(self.tree.run_view()))
+        bar = {"layout": self._bar_layout, "style": self._bar_style, "min": 0, "max": 1, "value": 0,
+               "bar_style": "info"}
+        self.turns_bar = w.IntProgress(description="turns 0", **bar)
+        self.calls_bar = w.IntProgress(description="sub-calls 0", **bar)
+        self.stats = self._html()
+        self.body = self._vbox()
+        self.answer = self._html()
+        self.meters = w.HBox([self.turns_bar, self.calls_bar], layout=self._layout)
+        self.box = self._vbox([self.header, self.meters, self.stats, self.body, self.answer])
+        self._root_panel = _RunPanel(self.header, self.body, self.answer, self.box)
+        self._runs: dict[str, _RunPanel] = {}
+        self._turns: dict[tuple[str, int], _TurnPanel] = {}
+        self._groups: dict[str, _GroupPanel] = {}
+        self._push_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handle: Any = None
+        self.finished = False
+
+    def _html(self, value: str = "") -> Any:
+        return self._w.HTML(value, layout=self._layout, style=self._html_style)
+
+    def _vbox(self, children: list[Any] | None = None, layout: Any = None) -> Any:
+        return self._w.VBox(children or [], layout=layout or self._layout)
+
+    # ---- feeding --------------------------------------------------------------------------------
+    @property
+    def events(self) -> list[Event]:
+        return self.tree.events
+
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory, **options: Any) -> RunWidget:
+        """A finished view of a saved or past run."""
+        view = cls(**options)
+        for event in trajectory.events:
+            view.on_event(event)
+        view.finish()
+        return view
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def display(self) -> RunWidget:
+        """Show the widget in the current output, with a display id so `finish()` can refresh it."""
+        from IPython.display import display
+
+        self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        return self
+
+    def start(self) -> None:
+        """Start the throttled pusher thread (idempotent)."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._pump, name="rlmnb-widget", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the pusher thread and wait for it (no thread is left behind)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=10)
+
+    def finish(self) -> None:
+        """Stop pushing, draw the final state and refresh the displayed output."""
+        self.stop()
+        self.push()
+        self.finished = True
+        style = _BAR_STYLES.get(self.tree.run_view()["status"], "")
+        for bar in (self.turns_bar, self.calls_bar):
+            bar.bar_style = style
+        if self._handle is not None:
+            self._handle.update(self)
+
+    def discard(self) -> None:
+        """The run never started (a usage error): stop, blank the output and close the widgets."""
+        self.stop()
+        if self._handle is not None:
+            from IPython.display import HTML
+
+            self._handle.update(HTML(""))  # type: ignore[no-untyped-call]
+        self.close()
+
+    def close(self) -> None:
+        """Close every widget of this view (front-end models are released)."""
+        for group in self._groups.values():
+            group.close()
+        for turn in self._turns.values():
+            turn.html.close()
+            turn.box.close()
+        for panel in self._runs.values():
+            for widget in (panel.header, panel.body, panel.answer, panel.box):
+                widget.close()
+        for widget in (self.header, self.body, self.answer, self.turns_bar, self.calls_bar, self.stats,
+                       self.meters, self.box, *self._shared):
+            widget.close()
+
+    def _pump(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.push()
+            except Exception as exc:  # a broken view must never break the run
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+
+    # ---- drawing --------------------------------------------------------------------------------
+    def push(self) -> None:
+        """Redraw the parts that changed since the last push (and the clock)."""
+        with self._push_lock:
+            started = time.thread_time()
+            changes = self.tree.take_changes()
+            now = time.time()
+            root = self.tree.run_view(now=now)
+            self.header.value = header_html(root)
+            self._draw_meters(self.tree.meters_view(now=now))
+            # creation order matters: runs, then their turn lists, then turn bodies, items and groups
+            for change in sorted(changes, key=_change_order):
+                kind = change[0]
+                if kind == "run":
+                    self._draw_run(change[1])
+                elif kind == "turns":
+                    self._draw_turn_list(change[1])
+                elif kind == "turn":
+                    self._draw_turn(change[1], change[2])
+                elif kind == "items":
+                    self._draw_items(change[1], change[2])
+                elif kind == "group":
+                    self._draw_group(change[1])
+            self.pushes += 1
+            self.push_seconds += time.thread_time() - started
+
+    def _draw_meters(self, m: dict[str, Any]) -> None:
+        for bar, used, limit, label in ((self.turns_bar, m["turns"], m["max_turns"], "turns"),
+                                        (self.calls_bar, m["sub_calls"], m["max_llm_calls"], "sub-calls")):
+            top = max(1, limit or 0, used)
+            text = f"{label} {used:,}" + (f"/{limit:,}" if limit else "")
+            if bar.max != top or bar.value != used or bar.description != text:
+                with bar.hold_sync():
+                    bar.max = top
+                    bar.value = used
+                    bar.description = text
+        self.stats.value = meters_html(m, counts=False)
+
+    def _panel(self, run_id: str) -> _RunPanel:
+        panel = self._runs.get(run_id)
+        if panel is None:
+            if run_id == self.tree.root_id:
+                panel = self._root_panel
+            else:
+                header, body, answer = self._html(), self._vbox(), self._html()
+                panel = _RunPanel(header, body, answer, self._vbox([header, body, answer], self._child_layout))
+            self._runs[run_id] = panel
+        return panel
+
+    def _draw_run(self, run_id: str) -> None:
+        panel = self._panel(run_id)
+        view = self.tree.run_view(run_id)
+        if panel is not self._root_panel:
+            panel.header.value = header_html(view, title="child run")
+        panel.answer.value = answer_html(view)
+
+    def _turn_panel(self, run_id: str, turn: int) -> _TurnPanel:
+        key = (run_id, turn)
+        panel = self._turns.get(key)
+        if panel is None:
+            panel = _TurnPanel(self)
+            self._turns[key] = panel
+        return panel
+
+    def _draw_turn_list(self, run_id: str) -> None:
+        panel = self._panel(run_id)
+        numbers = self.tree.turn_numbers(run_id)
+        if numbers != panel.turns:
+            panel.turns = numbers
+            panel.body.children = [self._turn_panel(run_id, n).box for n in numbers]
+
+    def _draw_turn(self, run_id: str, turn: int) -> None:
+        self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn))
+
+    def _draw_items(self, run_id: str, turn: int) -> None:
+        panel = self._turn_panel(run_id, turn)
+        items = self.tree.turn_items(run_id, turn)
+        if items == panel.items:
+            return
+        panel.items = items
+        boxes = [panel.html]
+        for kind, key in items:
+            if kind == "group":
+                boxes.append(self._group_panel(key).box)
+            else:
+                self._draw_run(key)
+                boxes.append(self._panel(key).box)
+        panel.box.children = boxes
+
+    def _group_panel(self, key: str) -> _GroupPanel:
+        group = self._groups.get(key)
+        if group is None:
+            group = _GroupPanel(self, key)
+            self._groups[key] = group
+        return group
+
+    def _draw_group(self, key: str) -> None:
+        group = self._group_panel(key)
+        group.summary.value = group_summary_html(self.tree.group_view(key))
+        if group.expanded and group.shown < self.page_size:
+            group.expand(self.page_size)  # keep an open first page current while calls arrive
+
+    # ---- display --------------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .events import MIME_TYPE
+
+        bundle = dict(self.box._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/plain"] = summary_line(self.tree)
+        bundle["text/html"] = render_html(self.tree)
+        if self.embed_trajectory:
+            bundle[MIME_TYPE] = compact_trajectory(Trajectory(list(self.tree.events)))
+        return bundle
+
+    @property
+    def model_state(self) -> dict[str, Any]:
+        """What the front end shows, as plain values (for tests and debugging)."""
+        root = self.tree.run_view()
+        return {"status": root["status"], "turns": len(self.body.children),
+                "turn_bar": (self.turns_bar.value, self.turns_bar.max, self.turns_bar.description),
+                "calls_bar": (self.calls_bar.value, self.calls_bar.max, self.calls_bar.description),
+                "groups": len(self._groups), "pushes": self.pushes}
+
+    def __repr__(self) -> str:
+        m = self.tree.meters_view()
+        status = self.tree.run_view()["status"]
+        return f"RunWidget(status={status!r}, turns={m['turns']}, sub_calls={m['sub_calls']})"
+
+
+_ORDER = {"run": 0, "turns": 1, "turn": 2, "items": 3, "group": 4, "meters": 5}
+
+
+def _change_order(change: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (_ORDER.get(change[0], 9), *(str(part) for part in change[1:]))
