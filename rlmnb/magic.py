@@ -80,6 +80,15 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag("--max-time", "max_time", float, metavar="SECONDS"),
     SettingFlag("--no-cache", "cache", None, const=False,
                 help="Send every sub-call to the model (do not serve repeats from the response cache)."),
+    SettingFlag("--depth", "max_depth", int, metavar="N",
+                help="Recursion depth: rlm_query starts child runs while their depth is below N (default 1: "
+                     "rlm_query is a plain sub-call)."),
+    SettingFlag("--strict-depth", "strict_depth", None, const=True,
+                help="At the depth cap, fail rlm_query with DepthLimitReached instead of a plain sub-call."),
+    SettingFlag("--min-confidence", "min_confidence", float, metavar="X"),
+    SettingFlag("--max-revisions", "max_revisions", int, metavar="N"),
+    SettingFlag("--refine", "refine", int, metavar="N"),
+    SettingFlag("--rounds", "rounds", int, metavar="K"),
 )
 
 
@@ -201,6 +210,13 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--dry-run",), {"action": "store_true", "dest": "dry_run", "help": "Show the inputs summary, the "
                       "exact first root prompt, its token count and an estimated cost range; call no model."}),
     (("--quiet",), {"action": "store_true", "help": "Show no widget; the cell's value is still the answer."}),
+    (("--child-model",), {"metavar": "MODEL", "dest": "child_model", "help": "Root model of child runs "
+                          "(rlm_query), given like --model. Default: the sub-model."}),
+    (("--verify",), {"metavar": "RULE", "action": "append", "dest": "verify", "default": [],
+                     "help": "Check each answer and revise while it scores below --min-confidence "
+                     "(repeatable): min_chars=N, pattern=REGEX, judge=MODEL."}),
+    (("--replay",), {"metavar": "PATH", "help": "Re-run a saved trajectory (.json) with every model reply "
+                     "served from the record: same code, zero cost. Bind the run's in-memory inputs with -i."}),
     (("--no-interpolate",), {"action": "store_false", "dest": "interpolate", "default": None,
                              "help": "Take the question literally: do not fill {name} from your namespace."}),
 )
@@ -285,11 +301,18 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         out_name = self._out_name(args.out)
         inputs = self._inputs(args.inputs, args.files)
         schema = self._evaluate(args.schema, "--schema") if args.schema else None
+        if args.replay:
+            return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet)
         model, sub_model = self._models(args.model, args.sub_model)
         settings = {f.setting: getattr(args, f.dest) for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
+        extras: dict[str, Any] = {}
+        if args.child_model:
+            extras["child_model"] = self._model_value(args.child_model.strip(), "--child-model")
+        if args.verify:
+            extras["verify"] = self._guard(args.verify)
         quiet = args.quiet or self.quiet
         view = None if quiet or args.dry_run else self._new_view()
-        rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, settings, view)
+        rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
         if args.dry_run:
             return self._dry_run(rlm, question, inputs)
         self._check_keys(rlm)
@@ -482,6 +505,57 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         except ImportError as exc:
             raise UsageError(f"Cannot load the model adapter ({exc}); install it with: pip install litellm") \
                 from None
+
+    def _guard(self, specs: list[str]) -> Any:
+        """--verify min_chars=N / pattern=REGEX / judge=MODEL as one guard (all rules must hold)."""
+        from .verify import AllOf, LLMJudge, RuleBased
+
+        rules: dict[str, Any] = {}
+        judges: list[Any] = []
+        for spec in specs:
+            key, sep, value = _unquote(spec).partition("=")
+            key, value = key.strip(), value.strip()
+            if not sep or not value:
+                raise UsageError(f"--verify {spec}: use min_chars=N, pattern=REGEX or judge=MODEL.")
+            if key == "min_chars":
+                if not value.isdigit() or int(value) <= 0:
+                    raise UsageError(f"--verify min_chars={value}: give a positive whole number.")
+                rules["min_chars"] = int(value)
+            elif key == "pattern":
+                import re
+
+                try:
+                    re.compile(value)
+                except re.error as exc:
+                    raise UsageError(f"--verify pattern={value}: not a valid regular expression ({exc}).") from None
+                rules["pattern"] = value
+            elif key == "judge":
+                judges.append(LLMJudge(self._model_value(value, "--verify judge")))
+            else:
+                raise UsageError(f"--verify {key}=...: unknown rule; use min_chars=N, pattern=REGEX or judge=MODEL.")
+        guards = ([RuleBased(**rules)] if rules else []) + judges
+        return guards[0] if len(guards) == 1 else AllOf(guards)
+
+    def _replay(self, path: str, inputs: dict[str, Any], out_name: str | None, quiet: bool) -> Any:
+        from .api import RLM
+
+        source = Path(_unquote(path)).expanduser()
+        if not source.is_file():
+            raise UsageError(f"--replay {path}: no trajectory file there; check the path.")
+        try:
+            result = RLM.replay(source, **inputs)
+        except RLMError as exc:
+            raise UsageError(_sentence(exc)) from None
+        except (ValueError, KeyError) as exc:
+            raise UsageError(f"--replay {path}: not an rlmnb trajectory ({exc}).") from None
+        self._record(result, out_name)
+        if not quiet:
+            from IPython.display import display
+
+            from .render import TrajectoryView
+
+            display(TrajectoryView(result.trajectory))  # type: ignore[no-untyped-call]
+        return self._outcome(result)
 
     def _check_keys(self, rlm: RLM) -> None:
         """A missing API key is a usage error before the run, where the adapter can tell."""

@@ -220,3 +220,20 @@ def parse_judgement(reply: str) -> tuple[float, str]:
         if match:
             return float(match.group(1)), reply.strip()[:500]
     return 0.0, f"the judge's reply had no confidence: {reply[:200]!r}"
+
+
+class AllOf:
+    """Several guards at once: the lowest confidence wins, the reasons are joined."""
+
+    def __init__(self, guards: list[Guard]) -> None:
+        if not guards:
+            raise ConfigError("AllOf needs at least one guard.")
+        self.guards = list(guards)
+
+    def __call__(self, answer: Any, context: dict[str, Any]) -> tuple[float, str]:
+        verdicts = [interpret(guard(answer, context)) for guard in self.guards]
+        worst = min(v.confidence for v in verdicts)
+        return worst, "; ".join(v.reason for v in verdicts if v.reason)
+
+    def __repr__(self) -> str:
+        return "AllOf(" + ", ".join(repr(g) for g in self.guards) + ")"

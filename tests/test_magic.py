@@ -412,3 +412,72 @@ def test_reprs_are_stable(shell: InteractiveShell) -> None:
     from rlmnb.magic import GlobFiles
 
     assert repr(GlobFiles("logs/*.log", [])) == "GlobFiles('logs/*.log', 0 files)"
+
+
+# ---- recursion, verification and replay flags (issues 6 and 7) -------------------------------------------
+def _rec_code(body: str) -> str:
+    return f"```python\n{body}\n```"
+
+
+def test_recursion_and_verify_flags_reach_the_run(shell: InteractiveShell) -> None:
+    from rlmnb.events import AttemptVerified, RunStarted
+
+    def child(messages: list[dict[str, Any]]) -> str:
+        done = sum(1 for m in messages if m["role"] == "assistant")
+        return _rec_code("print(1)") if done == 0 else _rec_code("submit('the child says hi there')")
+
+    shell.user_ns["root"] = ScriptedLM([_rec_code("r = rlm_query('Greet', who='you')\nprint(r)"),
+                                     _rec_code("submit('short')"),
+                                     _rec_code("submit(r + ' and a long enough answer')")])
+    shell.user_ns["kid"] = ScriptedLM(child)
+    shell.user_ns["sub"] = ScriptedLM(lambda m: "x")
+    answer = shell.run_cell_magic("rlm", "-m root -s sub --child-model kid --depth 2 --verify min_chars=20 "
+                               "--verify pattern=hi --max-revisions 2 --min-confidence 0.5 -i text='t' --quiet",
+                               "Say hi")
+    result = shell.user_ns["_rlm"]
+    assert answer == "the child says hi there and a long enough answer"
+    assert [s.depth for s in result.trajectory.of(RunStarted)] == [0, 1]
+    attempts = [(a.depth, a.accepted) for a in result.trajectory.of(AttemptVerified)]
+    assert attempts == [(1, True), (0, False), (0, True)]
+
+
+def test_refine_and_rounds_flags(shell: InteractiveShell) -> None:
+    def brain(messages: list[dict[str, Any]]) -> str:
+        if sum(1 for m in messages if m["role"] == "assistant") == 0:
+            return _rec_code("print(1)")
+        return _rec_code("d = inputs['draft'] + '!' if 'draft' in inputs else 'a'\nsubmit(d)")
+
+    shell.user_ns["brain"] = ScriptedLM(brain)
+    assert shell.run_cell_magic("rlm", "-m brain --refine 2 --rounds 2 -i text='t' --quiet", "q") == "a!!"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("--verify min_chars=x", "positive whole number"),
+    ("--verify pattern=(", "not a valid regular expression"),
+    ("--verify colour=red", "unknown rule"),
+    ("--verify judge", "use min_chars=N"),
+    ("--rounds 0", "rounds"),
+    ("--refine 0", "refine"),
+    ("--depth -1", "max_depth"),
+])
+def test_recursion_flag_mistakes_are_usage_errors(shell: InteractiveShell, line: str, message: str) -> None:
+    shell.user_ns["root"] = ScriptedLM([])
+    with pytest.raises(UsageError, match=message):
+        shell.run_cell_magic("rlm", f"-m root -i text='t' --quiet {line}", "q")
+    assert shell.user_ns["root"].requests == []
+
+
+def test_replay_flag_reproduces_a_saved_run(shell: InteractiveShell, tmp_path: Path) -> None:
+    shell.user_ns["root"] = ScriptedLM([_rec_code("print(llm_query(inputs['text']))"),
+                                     _rec_code("submit(llm_query(inputs['text']))")])
+    shell.user_ns["sub"] = ScriptedLM(lambda m: m[0]["content"].upper())
+    first = shell.run_cell_magic("rlm", "-m root -s sub -i text='abc' --quiet", "Shout")
+    path = tmp_path / "run.json"
+    shell.user_ns["_rlm"].save(path)
+    again = shell.run_cell_magic("rlm", f"--replay {path} -i text='abc' --quiet", "ignored: the record's question")
+    assert again == first == "ABC"
+    assert shell.user_ns["_rlm"].usage.cost_usd == 0.0
+    with pytest.raises(UsageError, match="replay diverged"):
+        shell.run_cell_magic("rlm", f"--replay {path} -i text='xyz' --quiet", "q")
+    with pytest.raises(UsageError, match="no trajectory file"):
+        shell.run_cell_magic("rlm", f"--replay {tmp_path / 'nope.json'} --quiet", "q")
