@@ -36,7 +36,7 @@ class TimedLM(ScriptedLM):
 def one_run(turns: int) -> tuple[float, float]:
     replies = ["```python\nx = 1\n```"] * (turns - 1) + ["```python\nsubmit(x)\n```"]
     root = TimedLM(replies, count_usage=False)
-    rlm = RLM(root, max_iterations=turns, allow_first_turn_submit=True)
+    rlm = RLM(root, sandbox="local", max_iterations=turns, allow_first_turn_submit=True)
     started = time.perf_counter()
     result = rlm.run("What is x?", text="abc")
     wall = time.perf_counter() - started

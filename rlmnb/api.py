@@ -144,12 +144,14 @@ class RLM:
             **inputs: Any) -> RunResult:
         """Answer `question` over the named inputs; blocks until the run ends (see module docs)."""
         prepared = self._prepare(question, inputs, continue_from)
+        self.check_keys()
         return _run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True), interruptible=True)
 
     async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
                    **inputs: Any) -> RunResult:
         """Async form of run()."""
         prepared = self._prepare(question, inputs, continue_from)
+        self.check_keys()
         return await self._execute(prepared, keep_session)
 
     def dry_run(self, question: str, /, **inputs: Any) -> dict[str, Any]:
@@ -162,6 +164,13 @@ class RLM:
                                     self.model).messages()
         return {"summary": prepared.summary, "messages": messages,
                 "tokens": count_messages(messages, model_label(self.model))}
+
+    def check_keys(self) -> None:
+        """Raise MissingAPIKey, naming the provider's variable, if a model needs a key it does not have."""
+        for lm in {id(m): m for m in (self.model, self.sub_model, self.child_model) if m is not None}.values():
+            check = getattr(lm, "check_key", None)
+            if callable(check):
+                check()
 
     @staticmethod
     def replay(source: str | Path | Trajectory, /, **inputs: Any) -> RunResult:
@@ -181,10 +190,6 @@ class RLM:
         from .inputs import bind_inputs
 
         fields_, summary = bind_inputs(inputs, self.config)
-        for lm in {id(m): m for m in (self.model, self.sub_model, self.child_model) if m is not None}.values():
-            check = getattr(lm, "check_key", None)
-            if callable(check):
-                check()  # MissingAPIKey now, before any model call, naming the provider's variable
         session = continue_from.session if continue_from is not None else None
         if continue_from is not None and (session is None or session.closed):
             raise ConfigError("That run kept no session to continue: run it with keep_session=True.")

@@ -53,10 +53,11 @@ class RLMConfig:
     """Columns listed per table before '... N more'."""
     allow_first_turn_submit: bool = False
     """Accept submit() on the first turn, before the model has seen any output."""
-    sandbox: str = "local"
-    """'local' (a namespace in this process) or 'kernel' (a separate IPython kernel process)."""
-    memory_limit: int | None = None
-    """Address-space cap of a kernel sandbox in bytes; None for no cap."""
+    sandbox: str = "kernel"
+    """'kernel' (a separate IPython kernel process: hard timeouts, memory cap, no secrets) or 'local'
+    (a namespace in this process: faster, but not a boundary against the code the model writes)."""
+    memory_limit: int | str | None = None
+    """Data-memory cap of a kernel sandbox: bytes, or a size such as "2GB" or "512MiB"; None for no cap."""
     cache: bool = True
     """Serve identical sub-model requests from the on-disk response cache."""
     max_retries: int = 4
@@ -100,7 +101,8 @@ class RLMConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")
-        for name in ("max_tokens", "max_sub_prompt_tokens", "memory_limit", "refine"):
+        parse_size(self.memory_limit, "memory_limit")
+        for name in ("max_tokens", "max_sub_prompt_tokens", "refine"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
                 raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")
@@ -128,6 +130,31 @@ class RLMConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["secret_env"] = list(self.secret_env)
         return out
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(value: object, setting: str) -> int | None:
+    """Bytes from 2_000_000_000, "2GB", "1.5 GiB" or "500M"; None stays None; anything else is a ConfigError."""
+    import re
+
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value) if isinstance(value, str) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        number, unit = float(value), ""
+    elif match is not None:
+        number, unit = float(match.group(1)), match.group(2).lower()
+    else:
+        raise ConfigError(f"{setting} must be a number of bytes or a size such as '2GB', got {value!r}.")
+    if unit not in _SIZE_UNITS:
+        raise ConfigError(f"{setting}: unknown unit in {value!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB.")
+    size = int(number * _SIZE_UNITS[unit])
+    if size <= 0:
+        raise ConfigError(f"{setting} must be a positive size, got {value!r}.")
+    return size
 
 
 def field_names() -> tuple[str, ...]:

@@ -252,7 +252,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                     "variable holding a model object. Empty: $RLMNB_MODEL.").tag(config=True)
     sub_model = Unicode("", help="Sub-model when -s is not given (same forms as model). Empty: "
                         "$RLMNB_SUB_MODEL, then the root model.").tag(config=True)
-    sandbox = Enum(SANDBOXES, default_value="local", help="Where the model's code runs: 'local' (a "
+    sandbox = Enum(SANDBOXES, default_value="kernel", help="Where the model's code runs: 'local' (a "
                    "namespace in this kernel) or 'kernel' (a separate process).").tag(config=True)
     quiet = Bool(False, help="Show no widget by default (as --quiet).").tag(config=True)
     interpolate = Bool(True, help="Fill {name} in the question from your namespace (--no-interpolate "
@@ -365,6 +365,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if out_name and result.status not in ("interrupted", "error"):
             self.ip.user_ns[out_name] = result
         kept = result.session is not None and not result.session.closed
+        previous = self._session_holder
+        if previous is not None and previous.session is not result.session:
+            self._close_session()  # never orphan a kept sandbox (for a kernel: its process)
         self._session_holder = result if kept else None
 
     # ---- parsing and checks (all before any model call) -----------------------------------------
@@ -542,6 +545,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         source = Path(_unquote(path)).expanduser()
         if not source.is_file():
             raise UsageError(f"--replay {path}: no trajectory file there; check the path.")
+        self._close_session()  # a replay is a new run: the kept session cannot be continued after it
         try:
             result = RLM.replay(source, **inputs)
         except RLMError as exc:

@@ -51,14 +51,17 @@ class SyncLMAdapter:
         return f"SyncLMAdapter({self.name!r})"
 
 
-def resolve_model(model: Any, *, role: str = "model") -> LM:
-    """Turn a model string, an LM or a sync model object into an LM; a clear ConfigError otherwise."""
+def resolve_model(model: Any, *, role: str = "model", **lm_options: Any) -> LM:
+    """Turn a model string, an LM or a sync model object into an LM; a clear ConfigError otherwise.
+
+    `lm_options` (max_retries, timeout) apply only to the LiteLLM made from a string.
+    """
     if isinstance(model, str):
         if not model.strip():
             raise ConfigError(f"{role} is an empty string; pass a litellm model name such as 'openai/gpt-5-mini'.")
         from .litellm_lm import LiteLLM  # deferred: importing litellm takes seconds
 
-        return LiteLLM(model.strip())
+        return LiteLLM(model.strip(), **lm_options)
     if model is None:
         raise ConfigError(f"No {role} given; pass a litellm model name such as 'openai/gpt-5-mini' or an LM object.")
     if hasattr(model, "acomplete"):

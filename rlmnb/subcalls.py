@@ -20,8 +20,15 @@ from .cache import ResponseCache, cache_identity, open_cache, request_key
 from .concurrency import AdaptiveLimiter
 from .config import RLMConfig
 from .errors import ModelError, PromptTooLarge, format_error_slot
-from .events import (BatchFinished, BatchStarted, ConcurrencyChanged, EventBus, RunScope, SubCallFinished,
-                     SubCallStarted)
+from .events import (
+    BatchFinished,
+    BatchStarted,
+    ConcurrencyChanged,
+    EventBus,
+    RunScope,
+    SubCallFinished,
+    SubCallStarted,
+)
 from .models import LM, Completion, Message, model_label, resolve_model
 from .tokens import count_tokens
 from .usage import CallUsage

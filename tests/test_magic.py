@@ -39,6 +39,9 @@ def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     sh.reset(new_session=False)
     sh.config.pop("RLMMagics", None)  # %config settings of an earlier test live in the shell's config
     sh.run_line_magic("load_ext", "rlmnb")
+    # these tests are about the magic, not the sandbox: the in-process one keeps them fast and timing-free
+    # (the kernel sandbox has its own contract and fault suites; test_magic_interrupt uses both)
+    sh.magics_manager.registry["RLMMagics"].sandbox = "local"
     published: list[dict[str, Any]] = []
     monkeypatch.setattr(sh.display_pub, "publish",
                         lambda data, metadata=None, *a, **k: published.append({"data": data, **k}))
@@ -409,6 +412,7 @@ def test_line_subcommands(shell: InteractiveShell, tmp_path: Path, capsys: pytes
 
 def test_reprs_are_stable(shell: InteractiveShell) -> None:
     assert repr(magics(shell)) == "RLMMagics(model='', sandbox='local')"
+    assert RLMMagics.class_traits()["sandbox"].default_value == "kernel"  # the default for users
     from rlmnb.magic import GlobFiles
 
     assert repr(GlobFiles("logs/*.log", [])) == "GlobFiles('logs/*.log', 0 files)"

@@ -8,15 +8,15 @@ from .base import ExecResult, Sandbox, SandboxHost
 
 
 def create_sandbox(kind: str, **options: Any) -> Sandbox:
-    """A new sandbox of the given kind ('local' or 'kernel')."""
+    """A new sandbox of the given kind ('kernel' or 'local'); options go to its constructor."""
     if kind == "local":
         from .local import LocalSandbox
 
         return LocalSandbox(max_output_chars=options.get("max_output_chars", 10_000))
     if kind == "kernel":
-        from .kernel import KernelSandbox  # type: ignore[import-not-found,unused-ignore]
+        from .kernel import KernelSandbox
 
-        return KernelSandbox(**options)  # type: ignore[no-any-return]
+        return KernelSandbox(**options)
     raise ValueError(f"unknown sandbox {kind!r}; use 'local' or 'kernel'")
 
 

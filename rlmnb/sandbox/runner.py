@@ -56,6 +56,10 @@ class BoundedBuffer:
             self._head_len += min(room, len(text))
             text = text[room:]
         if text:
+            if len(text) > self.limit:
+                self._tail.clear()
+                self._tail_len = 0
+                text = text[-self.limit:]
             self._tail.append(text)
             self._tail_len += len(text)
             while self._tail_len - len(self._tail[0]) >= self.limit:

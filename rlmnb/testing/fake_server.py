@@ -80,6 +80,12 @@ def load_responder(spec: str | Responder) -> Responder:
         return spec
     if spec in BUILTIN_RESPONDERS:
         return BUILTIN_RESPONDERS[spec]
+    try:  # the shared deterministic behaviours (find_needle, count_labels, ...)
+        from .responders import BUILTIN
+    except ImportError:
+        BUILTIN = {}
+    if spec in BUILTIN:
+        return BUILTIN[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep:
         raise ValueError(f"responder {spec!r} is neither built in ({', '.join(BUILTIN_RESPONDERS)}) "
@@ -108,13 +114,17 @@ class Latency:
 
     def __init__(self, spec: float | str = 0.0) -> None:
         self.spec = spec
+        self.args: tuple[float, ...]
         if isinstance(spec, int | float):
             self.kind, self.args = "fixed", (float(spec),)
         else:
             kind, _, rest = str(spec).partition(":")
             if not rest:
                 kind, rest = "fixed", kind
-            self.kind, self.args = kind, tuple(float(x) for x in rest.split(","))
+            try:
+                self.kind, self.args = kind, tuple(float(x) for x in rest.split(","))
+            except ValueError:
+                self.kind, self.args = "?", ()
         arity = {"fixed": 1, "uniform": 2, "exp": 1, "normal": 2}
         if arity.get(self.kind) != len(self.args) or any(a < 0 for a in self.args):
             raise ValueError(f"latency {spec!r}: use seconds, 'uniform:A,B', 'exp:MEAN' or 'normal:MEAN,SD'.")
@@ -149,6 +159,7 @@ class FakeServer:
         hang_s: how long a "timeout" fault waits before answering; default 30.
         api_key: the only accepted bearer key; default: any key.
         context_window: prompt tokens above which requests get a context-length error; default none.
+        report_usage: include a usage block in replies (some local servers omit it); default True.
         seed: makes latency and fault draws reproducible; default 0.
         port: 0 picks a free port.
     """
@@ -157,7 +168,8 @@ class FakeServer:
                  responder: str | Responder = "needle", latency: float | str = 0.0,
                  faults: Mapping[str, float] | None = None, fault_models: set[str] | None = None,
                  retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
-                 context_window: int | None = None, seed: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+                 context_window: int | None = None, report_usage: bool = True, seed: int = 0,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = load_script(script)
         self.responder = load_responder(responder)
         self.latency = Latency(latency)
@@ -171,6 +183,7 @@ class FakeServer:
         self.hang_s = hang_s
         self.api_key = api_key
         self.context_window = context_window
+        self.report_usage = report_usage
         self.seed = seed
         self.host = host
         self.port = port
@@ -191,6 +204,10 @@ class FakeServer:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def lm(self, name: str = "fake-sub", **kwargs: Any) -> Any:
+        """A `LiteLLM` for `name` on this server (provider "openai/", a dummy key); kwargs go to LiteLLM."""
+        return _lm_for(self.url, name, **kwargs)
 
     def start(self) -> FakeServer:
         """Serve from a daemon thread; returns once the port is bound."""
@@ -273,12 +290,13 @@ class FakeServer:
     @staticmethod
     def _empty_stats() -> dict[str, Any]:
         return {"requests": 0, "in_flight": 0, "peak_in_flight": 0, "replies": 0, "faults": {},
-                "statuses": {}, "models": {}}
+                "statuses": {}, "models": {}, "prompt_tokens": 0, "completion_tokens": 0}
 
     def stats(self) -> dict[str, Any]:
-        """Request count, in-flight and peak in-flight requests, faults injected, replies by status and model."""
+        """Requests, in-flight and peak in-flight, replies, faults injected, statuses, models, usage reported."""
         with self._lock:
-            return json.loads(json.dumps(self._stats))
+            copy: dict[str, Any] = json.loads(json.dumps(self._stats))
+        return copy
 
     def reset(self) -> None:
         """Clear the stats and the per-request draw history (the script restarts by construction)."""
@@ -319,7 +337,7 @@ class FakeServer:
         status = "dropped"
         try:
             response = await self._answer(request)
-            status = str(response.status) if response is not None else "dropped"
+            status = "dropped" if response.status == 499 else str(response.status)
             return response
         finally:
             with self._lock:
@@ -359,7 +377,7 @@ class FakeServer:
         if fault == "drop":
             if request.transport is not None:
                 request.transport.abort()
-            return None
+            return web.Response(status=499)  # never delivered: the connection is gone
         if fault == "timeout":
             await asyncio.sleep(self.hang_s)
         prompt_tokens = sum(plausible_tokens(_text_of(m)) + 4 for m in messages) + 2
@@ -378,13 +396,18 @@ class FakeServer:
         completion_tokens = plausible_tokens(text)
         with self._lock:
             self._stats["replies"] += 1
-        return web.json_response({
+        reply: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": "fp_rlmnb_fake",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}})
+                         "finish_reason": "stop"}]}
+        if self.report_usage:
+            reply["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                              "total_tokens": prompt_tokens + completion_tokens}
+            with self._lock:
+                self._stats["prompt_tokens"] += prompt_tokens
+                self._stats["completion_tokens"] += completion_tokens
+        return web.json_response(reply)
 
     def _reply(self, model: str, messages: list[dict[str, Any]]) -> str:
         script = self.script.get(model)
@@ -448,6 +471,7 @@ class FakeServerProcess:
         self.host = str(knobs.get("host", "127.0.0.1"))
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
+        self._stderr: Any = None
 
     @property
     def url(self) -> str:
@@ -458,19 +482,30 @@ class FakeServerProcess:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> FakeServerProcess:
+        import tempfile
+
         args = [sys.executable, "-m", "rlmnb.testing.fake_server", *_cli_args(self.knobs)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # a file, not a pipe, so a chatty server never blocks; closed in stop()
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         assert self.proc.stdout is not None
+        import select
+
         deadline = time.monotonic() + timeout
         line = ""
         while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
             line = self.proc.stdout.readline()
             if line.startswith("PORT "):
                 self.port = int(line.split()[1])
                 return self
             if not line and self.proc.poll() is not None:
                 break
-        err = self.proc.stderr.read() if self.proc.stderr is not None and self.proc.poll() is not None else ""
+        self.proc.poll()
+        self._stderr.seek(0)
+        err = self._stderr.read()[-2000:]
         self.stop()
         raise RuntimeError(f"the fake server did not start: {line.strip() or err.strip() or 'no output'}")
 
@@ -485,12 +520,18 @@ class FakeServerProcess:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def lm(self, name: str = "fake-sub", **kwargs: Any) -> Any:
+        return _lm_for(self.url, name, **kwargs)
 
     def stats(self) -> dict[str, Any]:
-        return _http_json("GET", f"{self.base_url}/stats")
+        stats: dict[str, Any] = _http_json("GET", f"{self.base_url}/stats")
+        return stats
 
     def reset(self) -> None:
         _http_json("POST", f"{self.base_url}/reset")
@@ -503,6 +544,13 @@ class FakeServerProcess:
 
     def __repr__(self) -> str:
         return f"FakeServerProcess({self.url!r}, {'running' if self.proc else 'stopped'})"
+
+
+def _lm_for(url: str, name: str, **kwargs: Any) -> Any:
+    from ..litellm_lm import LiteLLM
+
+    kwargs.setdefault("api_key", "fake-key")
+    return LiteLLM(name if "/" in name else f"openai/{name}", api_base=url, **kwargs)
 
 
 def _http_json(method: str, url: str) -> Any:
@@ -525,6 +573,8 @@ def _cli_args(knobs: Mapping[str, Any]) -> list[str]:
             out += [flag, ",".join(value)]
         elif key == "responder" and callable(value):
             raise ValueError("a subprocess server needs the responder as a built-in name or import path")
+        elif key == "report_usage":
+            out += [] if value else ["--no-usage"]
         else:
             out += [flag, str(value)]
     return out
@@ -552,13 +602,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--context-window", type=int, default=None)
+    parser.add_argument("--no-usage", action="store_true", help="leave the usage block out of replies")
     parser.add_argument("--seed", type=int, default=0)
     ns = parser.parse_args(argv)
     latency: float | str = float(ns.latency) if re.fullmatch(r"[\d.]+", ns.latency) else ns.latency
     server = FakeServer(script=ns.script, responder=ns.responder, latency=latency, faults=_parse_faults(ns.faults),
                         fault_models=set(filter(None, ns.fault_models.split(","))) or None,
                         retry_after=ns.retry_after, hang_s=ns.hang_s, api_key=ns.api_key,
-                        context_window=ns.context_window, seed=ns.seed, host=ns.host, port=ns.port)
+                        context_window=ns.context_window, report_usage=not ns.no_usage, seed=ns.seed,
+                        host=ns.host, port=ns.port)
 
     async def serve() -> None:
         await server.start_async()

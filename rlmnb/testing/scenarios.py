@@ -225,3 +225,45 @@ def report_text(sections: int = 6, section_chars: int = 50_000, *, seed: int = 0
         body = text[i * size: (i + 1) * size if i < sections - 1 else len(text)]
         parts.append(f"## Section {i + 1}\n{body}")
     return "\n".join(parts), hay.needle
+
+
+# ---- tutorial 4b: refinement --------------------------------------------------------------------------
+REFINE_DRAFT = '''```python
+import re
+from collections import Counter
+
+words = Counter(re.findall(r"[a-z]+", inputs["report"].lower()))
+top = [w for w, _ in words.most_common(3)]
+print(top)
+```'''
+
+REFINE_DRAFT_SUBMIT = '''```python
+submit({"top_words": top})
+```'''
+
+REFINE_CHECK = '''A draft answer is bound as inputs["draft"]. I will check it against the report and add the counts.
+```python
+import re
+from collections import Counter
+
+draft = dict(inputs["draft"])
+words = Counter(re.findall(r"[a-z]+", inputs["report"].lower()))
+checked = [w for w, _ in words.most_common(3)]
+print(draft, checked)
+```'''
+
+REFINE_CHECK_SUBMIT = '''```python
+submit({"top_words": checked, "counts": [words[w] for w in checked], "draft_was_right": draft["top_words"] == checked})
+```'''
+
+
+def refine_models() -> ScriptedLM:
+    """One root model for every pass: it drafts when there is no draft, and checks a draft when there is."""
+
+    def brain(messages: list[dict[str, Any]]) -> str:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        has_draft = 'inputs["draft"]' in messages[1]["content"]
+        steps = (REFINE_CHECK, REFINE_CHECK_SUBMIT) if has_draft else (REFINE_DRAFT, REFINE_DRAFT_SUBMIT)
+        return steps[min(turn, 1)]
+
+    return ScriptedLM(brain, name="scripted-root")

@@ -1,0 +1,242 @@
+"""Write the five tutorial notebooks and execute them in a real kernel so their outputs are saved.
+
+    .venv/bin/python notebooks/make_notebooks.py          # all of them
+    .venv/bin/python notebooks/make_notebooks.py 02 04    # some of them
+
+The notebooks are committed with their outputs; `make test` re-runs them under nbval and compares.
+Everything runs offline: data comes from rlmnb.testing generators (seeded, written to notebooks/data/,
+which is not committed) and the models are scripted.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+
+SWITCH = '''# This tutorial runs offline: scripted models play the root model and the sub-model.
+# To use a real provider instead, set the models (and the provider's key, e.g. OPENAI_API_KEY) and
+# leave out -m/-s in the %%rlm cells below:
+#   %env RLMNB_MODEL=openai/gpt-5
+#   %env RLMNB_SUB_MODEL=openai/gpt-5-mini
+%load_ext rlmnb'''
+
+
+def md(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text.strip())
+
+
+def code(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(text.strip())
+
+
+NOTEBOOKS: dict[str, list[nbformat.NotebookNode]] = {
+    "01_quickstart": [
+        md("""
+# Quickstart: one question over 20 MB of text
+
+A Recursive Language Model never puts your data in the model's prompt. The data stays in a sandbox as
+`inputs[name]`; the root model sees only a short summary and answers with Python that slices the data and
+hands pieces to a sub-model with `llm_query_batched`. This notebook hides one fact in 20 MB of generated
+text and asks for it."""),
+        code(SWITCH),
+        code("""
+from rlmnb.testing.generators import haystack
+
+hay = haystack(20_000_000, seed=1)
+text = hay.text
+print(f"{len(text):,} characters; the first 120: {text[:120]!r}")"""),
+        md("""
+The scripted models below stand in for a provider. Their replies are the code a capable model writes for
+this task: look at the input, split it into overlapping chunks, ask the sub-model about every chunk in one
+batch, check the candidate, submit."""),
+        code("""
+from rlmnb.testing.scenarios import needle_models
+
+root, sub = needle_models(chunks=20, text_chars=len(text))
+root, sub"""),
+        md("""
+`-i text` binds the variable `text` as `inputs["text"]`; `-o run` keeps the `RunResult`. The widget shows
+each turn's code and output, every sub-call, and the budget. The cell's value is the answer."""),
+        code("""
+%%rlm -m root -s sub -i text -o run
+What is the magic number hidden in the text?"""),
+        code("""
+print(run.status, run.usage)
+print("correct:", run.answer == hay.needle)"""),
+        md("What the root model was shown about the input (its first prompt holds this, never the text itself):"),
+        code("print(run.trajectory.events[0].summary)"),
+    ],
+    "02_dataframes": [
+        md("""
+# DataFrames: counting labels that only the text reveals
+
+An OOLONG-style task: a million support tickets (user, date, free text). Each ticket's label (billing,
+shipping, technical, account, praise) is never stored; it is only implied by the wording, so the model must
+read every row. Code does the structure (chunks of rows, adding up counts); the sub-model does the reading.
+A pydantic schema makes the answer structured and checked."""),
+        code(SWITCH),
+        code("""
+from rlmnb.testing.generators import labelled_table
+
+df, truth = labelled_table(1_000_000, seed=0)
+print(df.shape)
+df.head()"""),
+        code("""
+from pydantic import BaseModel
+
+
+class LabelCounts(BaseModel):
+    counts: dict[str, int]
+    total: int"""),
+        code("""
+from rlmnb.testing.scenarios import table_models
+
+root, sub = table_models(rows_per_chunk=20_000)"""),
+        code("""
+%%rlm -m root -s sub -i tickets=df --schema LabelCounts --max-llm-calls 60 -o run
+How many tickets of each label (billing, shipping, technical, account, praise) are there?"""),
+        md("The answer is a validated `LabelCounts`. Check it against the ground truth pandas knows:"),
+        code("""
+print(run.answer.counts == truth.value_counts().to_dict(), run.answer.total == len(df))
+print(run.usage)"""),
+        md("The user's DataFrame is untouched: the sandbox saw a copy-on-write view."),
+        code("df.shape, list(df.columns)"),
+    ],
+    "03_files": [
+        md("""
+# Files and folders: one question across logs, prose and tables
+
+`-f NAME=PATH` binds a file (text, or bytes for binary files such as Parquet) or a whole directory (a lazy
+mapping of relative path to text). Nothing is read until the model's code asks for it."""),
+        code(SWITCH),
+        code("""
+from pathlib import Path
+
+from rlmnb.testing.generators import log_folder
+
+ops = log_folder(Path("data/ops"), seed=0, days=5, lines_per_day=2000)
+sorted(p.relative_to(ops).as_posix() for p in ops.rglob("*") if p.is_file())"""),
+        code("""
+from rlmnb.testing.scenarios import files_models
+
+root, sub = files_models()"""),
+        code("""
+%%rlm -m root -s sub -f logs=data/ops/logs -f runbook=data/ops/runbook.md -f costs=data/ops/costs.parquet -f services=data/ops/services.csv -o run
+Which service logged the most errors, who is its on-call owner, and what does it cost per month?"""),
+        code("""
+import re
+from collections import Counter
+
+errors = Counter(m for p in (ops / "logs").glob("*.log") for m in re.findall(r" ERROR (\\w+) ", p.read_text()))
+print("ground truth:", errors.most_common(1))"""),
+    ],
+    "04_recursion_and_verification": [
+        md("""
+# Recursion and verification
+
+Three ways a run can recurse, all on one shared budget and shown as one tree:
+- `--depth 2`: `rlm_query` hands a piece of the data to a **child run** with its own sandbox.
+- `--verify`: a guard scores each answer; a low score sends the run back to revise it.
+- `--refine N`: the answer becomes the input `draft` of a child run that improves it."""),
+        code(SWITCH),
+        code("""
+from rlmnb.testing.scenarios import recursion_models, report_text
+
+report, secret = report_text(sections=6, section_chars=50_000, seed=3)
+root, child, sub = recursion_models()
+print(f"{len(report):,} characters in {report.count('## Section')} sections")"""),
+        md("The root splits the report into sections and starts one child run per section:"),
+        code("""
+%%rlm -m root -s sub --child-model child --depth 2 --verify min_chars=40 -i report -o tree
+Find the magic number in the report."""),
+        code("""
+from rlmnb.events import AttemptVerified, RunFinished, RunStarted
+
+for start in tree.trajectory.of(RunStarted):
+    print("  " * start.depth + f"depth {start.depth}: {start.label or 'root run'}: {start.question[:50]}")
+print("attempts:", [(a.depth, a.confidence) for a in tree.trajectory.of(AttemptVerified)])
+print("correct:", secret in tree.answer)
+per_run = sum(f.usage["sub_calls"] + f.usage["root_calls"] for f in tree.trajectory.of(RunFinished))
+print("usage rolls up:", per_run == tree.usage.calls, tree.usage)"""),
+        md("Refinement: the first answer is bound as `draft` in a child run of the same question, which checks it:"),
+        code("""
+from rlmnb.testing.scenarios import refine_models
+
+drafter = refine_models()"""),
+        code("""
+%%rlm -m drafter --refine 1 -i report -o refined
+What are the three most common words in the report?"""),
+        code("[(s.depth, s.label or 'root run') for s in refined.trajectory.of(RunStarted)]"),
+    ],
+    "05_inspecting_runs": [
+        md("""
+# Inspecting runs: dry runs, exports, pandas, replay
+
+Before spending anything, `--dry-run` shows exactly what the root model would be sent and what it may
+cost. After a run, the trajectory can be exported, read as a DataFrame (one row per sub-call) and replayed
+offline with every model reply served from the record."""),
+        code(SWITCH),
+        code("""
+from rlmnb.testing.generators import haystack
+from rlmnb.testing.scenarios import needle_models
+
+text = haystack(2_000_000, seed=5).text
+root, sub = needle_models(chunks=10, text_chars=len(text))"""),
+        md("A dry run against a priced model: no call is made, no key is needed."),
+        code("""
+%%rlm --dry-run -m openai/gpt-5-mini -i text
+What is the magic number hidden in the text?"""),
+        code("""
+%%rlm -m root -s sub -i text -o run --quiet
+What is the magic number hidden in the text?"""),
+        code("""
+%rlm export data/run.json
+%rlm export data/run.html"""),
+        code("""
+from rlmnb import Trajectory
+
+calls = Trajectory.load("data/run.json").to_frame()
+calls[["turn", "prompt_chars", "reply", "input_tokens", "output_tokens"]].head()"""),
+        code("""calls.groupby("reply").size()"""),
+        md("Replay the saved run: same code, same sandbox, every reply from the record, zero cost."),
+        code("""
+%%rlm --replay data/run.json -i text --quiet
+(the question comes from the record)"""),
+        code("""
+print(_rlm.status, _rlm.answer == run.answer, _rlm.usage.cost_usd)"""),
+        md("A run whose inputs changed diverges, and says where:"),
+        code("""
+from rlmnb import RLM, ReplayDivergence
+
+try:
+    RLM.replay("data/run.json", text=text.replace("magic", "secret"))
+except ReplayDivergence as exc:
+    print(str(exc)[:90])"""),
+    ],
+}
+
+
+def build(name: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = NOTEBOOKS[name]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    started = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    path = HERE / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    print(f"{path.name}: {len(nb.cells)} cells, executed in {time.perf_counter() - started:.1f} s")
+    return path
+
+
+if __name__ == "__main__":
+    wanted = sys.argv[1:]
+    for key in NOTEBOOKS:
+        if not wanted or any(key.startswith(w) for w in wanted):
+            build(key)

@@ -1,0 +1,103 @@
+"""Helpers shared by the sandbox contract tests and the kernel fault tests (not a test module)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psutil
+
+from rlmnb.sandbox.transfer import transfer_root
+from rlmnb.sandbox.warm import pool
+from rlmnb.testing import ScriptedLM
+
+
+def code(body: str) -> str:
+    return f"```python\n{body}\n```"
+
+
+def observations(lm: ScriptedLM) -> list[str]:
+    """The observation texts the root model was shown, in order (the last request's user turns)."""
+    last = lm.requests[-1]
+    return [m["content"] for m in last[2:] if m["role"] == "user"]
+
+
+class EchoHost:
+    """A SandboxHost without models: llm_query upper-cases its prompt."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tools: Mapping[str, Any] | None = None) -> None:
+        self.loop = loop
+        self.tools = dict(tools or {})
+        self.prompts: list[str] = []
+
+    async def llm_query(self, prompt: str, model: str | None = None) -> str:
+        self.prompts.append(prompt)
+        await asyncio.sleep(0)
+        return prompt.upper()
+
+    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        return [await self.llm_query(p) for p in prompts]
+
+    async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
+        return {"prompt": prompt, "inputs": sorted(inputs or {})}
+
+    async def rlm_query_batched(self, prompts: Sequence[str], inputs_list: Any = None) -> list[Any]:
+        return [await self.rlm_query(p) for p in prompts]
+
+
+def _spare_paths() -> tuple[set[int], set[str]]:
+    spare = pool.spare()
+    if spare is None:
+        return set(), set()
+    return {spare.pid} if spare.pid else set(), {spare.runtime_dir, spare.cwd}
+
+
+def leftovers(wait: float = 5.0) -> dict[str, list[Any]]:
+    """Sandbox processes, transfer directories and kernel temp dirs still around (the warm spare excepted)."""
+    pool.wait_idle(60)
+    deadline = time.monotonic() + wait
+    while True:
+        spare_pids, spare_dirs = _spare_paths()
+        procs = [p for p in psutil.Process().children(recursive=True)
+                 if p.pid not in spare_pids and not _is_spare_child(p, spare_pids) and _alive(p)]
+        shm = [n for n in _listdir(transfer_root()) if re.match(rf"^rlmnb-{os.getpid()}-[0-9a-f]+$", n)]
+        mine = tuple(f"rlmnb-{kind}-{os.getpid()}-" for kind in ("kernel", "cwd"))
+        tmp = [os.path.join(tempfile.gettempdir(), n) for n in _listdir(tempfile.gettempdir()) if n.startswith(mine)]
+        tmp = [p for p in tmp if p not in spare_dirs]
+        found = {"processes": [f"{p.pid} {_cmd(p)}" for p in procs], "transfer_dirs": shm, "temp_dirs": tmp}
+        if not any(found.values()) or time.monotonic() > deadline:
+            return {k: v for k, v in found.items() if v}
+        time.sleep(0.05)
+
+
+def _is_spare_child(p: psutil.Process, spare_pids: set[int]) -> bool:
+    try:
+        return any(parent.pid in spare_pids for parent in p.parents())
+    except psutil.Error:
+        return False
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _cmd(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())[:120]
+    except psutil.Error:
+        return "?"
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
