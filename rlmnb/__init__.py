@@ -31,8 +31,19 @@ __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension
 if TYPE_CHECKING:
     from .api import RLM, RunResult, Session
     from .config import RLMConfig
-    from .errors import (BudgetExhausted, ConfigError, DepthLimitReached, InputError, MissingAPIKey, ModelError,
-                         PromptTooLarge, ReplayDivergence, RLMError, SandboxError, ScriptExhausted)
+    from .errors import (
+        BudgetExhausted,
+        ConfigError,
+        DepthLimitReached,
+        InputError,
+        MissingAPIKey,
+        ModelError,
+        PromptTooLarge,
+        ReplayDivergence,
+        RLMError,
+        SandboxError,
+        ScriptExhausted,
+    )
     from .events import Trajectory
     from .inputs import FieldInfo, InputsSummary
     from .litellm_lm import LiteLLM

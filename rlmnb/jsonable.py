@@ -34,9 +34,8 @@ def to_jsonable(value: Any, *, _depth: int = 0) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value), _depth=_depth + 1)
     module = type(value).__module__
-    if module.startswith("numpy"):
-        if hasattr(value, "tolist"):
-            return to_jsonable(value.tolist(), _depth=_depth + 1)
+    if module.startswith("numpy") and hasattr(value, "tolist"):
+        return to_jsonable(value.tolist(), _depth=_depth + 1)
     if module.startswith("pandas"):
         name = type(value).__name__
         if name == "DataFrame":

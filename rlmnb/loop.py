@@ -8,6 +8,7 @@ submissions, exhausted sub-call budget) goes back to the model; terminal trouble
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import time
@@ -19,8 +20,17 @@ from .budget import Budget
 from .config import RLMConfig
 from .conversation import Conversation, TurnRecord
 from .errors import BudgetExhausted, ModelError
-from .events import (CodeExecuted, EventBus, Fallback, GuardRejected, ModelReply, RunScope, Submitted,
-                     TurnsTrimmed, TurnStarted)
+from .events import (
+    CodeExecuted,
+    EventBus,
+    Fallback,
+    GuardRejected,
+    ModelReply,
+    RunScope,
+    Submitted,
+    TurnStarted,
+    TurnsTrimmed,
+)
 from .models import LM, Completion, Message, model_label
 from .parsing import extract_code
 from .prompts import load, render
@@ -87,8 +97,14 @@ def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: An
 
 
 def request_sha(messages: list[Message]) -> str:
-    data = json.dumps(messages, ensure_ascii=False, sort_keys=True).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(data).hexdigest()[:16]
+    """A short hash of what a request sends (roles and contents); replay matches requests by it."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(str(message.get("role", "")).encode())
+        digest.update(b"\x00")
+        digest.update(str(message.get("content", "")).encode("utf-8", "surrogatepass"))
+        digest.update(b"\x01")
+    return digest.hexdigest()[:16]
 
 
 async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str) -> Completion:
@@ -210,10 +226,8 @@ async def fallback(ctx: RunContext) -> Outcome:
         return Outcome("budget_exhausted", None, f"turns ran out and no budget was left for a final answer: {exc}")
     answer = final_text(completion.text)
     if ctx.schema is not None:
-        try:
+        with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so
             answer = ctx.schema.validate(_maybe_json(answer))
-        except ValueError:
-            pass  # the fallback answer stays text; status "fallback" tells the user it is unvalidated
     reason = f"no submit() within {ctx.config.max_iterations} turns"
     ctx.bus.emit(Fallback, ctx.scope, answer=_recordable(answer), reason=reason)
     return Outcome("fallback", answer, reason)

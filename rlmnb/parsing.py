@@ -37,9 +37,8 @@ def extract_code(reply: str) -> Extracted:
     for match in _FENCE.finditer(text):
         tag = match.group("tag").lower()
         body = _strip_prompts(match.group("body"))
-        if tag in PYTHON_TAGS or (not tag and _parses(body)):
-            if body.strip():
-                blocks.append(body.rstrip())
+        if (tag in PYTHON_TAGS or (not tag and _parses(body))) and body.strip():
+            blocks.append(body.rstrip())
     if blocks:
         return Extracted("\n\n".join(blocks), "fenced", len(blocks))
     indented = _indented_block(text)

@@ -9,6 +9,7 @@ refinement, sandbox down. `api.RLM` builds the Tree; `recursion.Children` starts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -180,8 +181,6 @@ async def refine(tree: Tree, spec: RunSpec, record: RunRecord) -> RunRecord:
 
 
 async def _close_quietly(sandbox: Sandbox) -> None:
-    try:
+    with contextlib.suppress(Exception):  # closing must never hide the run's own outcome
         await sandbox.close()
-    except Exception:  # closing must never hide the run's own outcome
-        pass
 

@@ -4,33 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from sandbox_support import EchoHost
 
 from rlmnb.sandbox.local import LocalSandbox
-
-
-class EchoHost:
-    def __init__(self, loop: asyncio.AbstractEventLoop, tools: Mapping[str, Any] | None = None) -> None:
-        self.loop = loop
-        self.tools = dict(tools or {})
-        self.prompts: list[str] = []
-
-    async def llm_query(self, prompt: str, model: str | None = None) -> str:
-        self.prompts.append(prompt)
-        await asyncio.sleep(0)
-        return prompt.upper()
-
-    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        return [await self.llm_query(p) for p in prompts]
-
-    async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
-        return {"prompt": prompt, "inputs": sorted(inputs or {})}
-
-    async def rlm_query_batched(self, prompts: Sequence[str], inputs_list: Any = None) -> list[Any]:
-        return [await self.rlm_query(p) for p in prompts]
 
 
 async def started(tools: Mapping[str, Any] | None = None, **kw: Any) -> tuple[LocalSandbox, EchoHost]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_support import code, observations
 
 from rlmnb import RLM, ConfigError, InputError, Trajectory
 from rlmnb.events import CodeExecuted, GuardRejected, ModelReply, RunFinished, SubCallStarted, TurnsTrimmed
@@ -17,16 +18,6 @@ from rlmnb.testing import ScriptedLM
 from rlmnb.testing.generators import haystack
 from rlmnb.testing.responders import find_needle
 from rlmnb.testing.scenarios import needle_scenario
-
-
-def code(body: str) -> str:
-    return f"```python\n{body}\n```"
-
-
-def observations(lm: ScriptedLM) -> list[str]:
-    """The observation texts the root model was shown, in order (last request's user turns)."""
-    last = lm.requests[-1]
-    return [m["content"] for m in last[2:] if m["role"] == "user"]
 
 
 def run(replies: list[str], *, sub: Any = None, **kw: Any) -> tuple[Any, ScriptedLM]:

@@ -5,12 +5,12 @@ Templates use `$name` placeholders (string.Template), which leaves Python braces
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> str:
     """The text of prompts/<name>.md, without its trailing newline."""
     return resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8").rstrip("\n")

@@ -12,12 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_WORDS = (
-    "data system report value market policy service customer account network signal model review "
-    "quarter budget process record update request result support team order delivery invoice contract "
-    "region product feature release schedule meeting project status office travel weather river garden "
-    "window paper music city forest ocean mountain engine station library kitchen village harbour field"
-).split()
+_WORDS = ["data", "system", "report", "value", "market", "policy", "service", "customer", "account", "network", "signal", "model", "review", "quarter", "budget", "process", "record", "update", "request", "result", "support", "team", "order", "delivery", "invoice", "contract", "region", "product", "feature", "release", "schedule", "meeting", "project", "status", "office", "travel", "weather", "river", "garden", "window", "paper", "music", "city", "forest", "ocean", "mountain", "engine", "station", "library", "kitchen", "village", "harbour", "field"]
 
 
 @dataclass(frozen=True)
