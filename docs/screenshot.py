@@ -39,7 +39,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 WIDTH = 1440  # browser window; the left sidebar is closed, so the cell output is ~1,330 px wide
-RUN_TIMEOUT = 180  # seconds for the whole notebook to run
+RUN_TIMEOUT = int(os.environ.get("RLMNB_SHOT_TIMEOUT", 180))  # seconds for the whole notebook to run
 
 T0 = time.monotonic()
 
@@ -65,7 +65,9 @@ def start_server(port: int, token: str, scratch: Path) -> subprocess.Popen[bytes
     cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
            f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={NOTEBOOKS}", f"--LabApp.user_settings_dir={settings}",
-           f"--LabApp.workspaces_dir={scratch / 'workspaces'}"]
+           f"--LabApp.workspaces_dir={scratch / 'workspaces'}", "--LabApp.extension_manager=readonly"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
     logfile = open(scratch / "server.log", "wb")  # noqa: SIM115 (closed with the process)
     proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env, cwd=NOTEBOOKS,
                             start_new_session=True)
@@ -181,6 +183,14 @@ def take_screenshot(port: int, token: str, notebook: str, console: list[str]) ->
             OUT.parent.mkdir(parents=True, exist_ok=True)
             output.screenshot(path=str(OUT), animations="disabled")
             log(f"wrote {OUT} ({OUT.stat().st_size / 1024:.0f} KB)")
+        except BaseException:
+            debug = os.environ.get("RLMNB_SHOT_DEBUG")  # a folder for a full-page picture and the DOM
+            if debug:
+                Path(debug).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(Path(debug) / "failure.png"))
+                (Path(debug) / "failure.html").write_text(page.content())
+                print(f"debug: {debug}/failure.png, failure.html", file=sys.stderr)
+            raise
         finally:
             browser.close()
 

@@ -138,6 +138,7 @@ class RLM:
                                      max_revisions=self.config.max_revisions, revision_prompt=revision_prompt,
                                      timeout=self.config.verify_timeout)
         self.on_event = on_event
+        self.pinned_models = False  # replay: every model name is served by the record
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -173,7 +174,8 @@ class RLM:
                 check()
 
     @staticmethod
-    def replay(source: str | Path | Trajectory, /, **inputs: Any) -> RunResult:
+    def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None,
+               **inputs: Any) -> RunResult:
         """Re-run a recorded trajectory with every model reply served from the record (zero cost).
 
         In-memory inputs must be passed again by name; file inputs are re-read from their paths.
@@ -181,7 +183,7 @@ class RLM:
         """
         from .replay import replay
 
-        return replay(source, **inputs)  # type: ignore[no-any-return]
+        return replay(source, schema=schema, verify=verify, **inputs)  # type: ignore[no-any-return]
 
     # ---- internals -------------------------------------------------------------------------------
     def _prepare(self, question: str, inputs: dict[str, Any], continue_from: RunResult | None) -> _Prepared:
@@ -199,7 +201,8 @@ class RLM:
 
     def _tree(self, budget: Budget, bus: EventBus) -> Tree:
         return Tree(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
-                    tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier)
+                    tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier,
+                    pinned_models=self.pinned_models)
 
     async def _execute(self, prep: _Prepared, keep_session: bool, own_loop: bool = False) -> RunResult:
         bus = EventBus()

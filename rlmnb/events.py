@@ -51,6 +51,8 @@ class RunStarted(Event):
     config: dict[str, Any] = field(default_factory=dict)
     parent_turn: int | None = None
     label: str = ""
+    schema: dict[str, Any] | None = None  # {"name": ..., "json_schema": ...} when answers are validated
+    verify: dict[str, Any] | None = None  # the guard's description (verify.describe_guard)
 
 
 @dataclass(frozen=True, kw_only=True)

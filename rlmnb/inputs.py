@@ -1344,6 +1344,12 @@ def _render_block(info: FieldInfo, plan: _Plan) -> str:
     return "\n".join(lines)
 
 
+def _shown_path(info: FieldInfo) -> str:
+    """Only the file or folder name: the provider never learns the user's directory layout, and a
+    recorded run replays wherever its files are."""
+    return os.path.basename(str(info.path or "").rstrip("/\\")) or "?"
+
+
 def _header(info: FieldInfo) -> str:
     kind = info.kind
     tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
@@ -1351,10 +1357,10 @@ def _header(info: FieldInfo) -> str:
     if kind == "text":
         what, sizes = info.python_type, [f"{info.size_chars or 0:,} chars", tokens]
     elif kind in ("bytes", "text_file", "binary_file"):
-        what = info.python_type if kind == "bytes" else f"{info.python_type}, read from {info.path}"
+        what = info.python_type if kind == "bytes" else f"{info.python_type}, read from {_shown_path(info)}"
         sizes = [size or "", tokens] if kind != "binary_file" else [size or ""]
     elif kind == "directory":
-        what = f"read-only mapping of relative path -> str, or bytes for binary files; from {info.path}"
+        what = f"read-only mapping of relative path -> str, or bytes for binary files; from {_shown_path(info)}"
         files = f"{info.rows or 0:,}{'+' if info.truncated else ''} file{'' if info.rows == 1 else 's'}"
         sizes = [files, size or "", f"{tokens} if all read"]
     elif kind in ("table", "arrow"):

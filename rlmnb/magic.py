@@ -302,7 +302,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         inputs = self._inputs(args.inputs, args.files)
         schema = self._evaluate(args.schema, "--schema") if args.schema else None
         if args.replay:
-            return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet)
+            schema = self._evaluate(args.schema, "--schema") if args.schema else None
+            return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet, schema)
         model, sub_model = self._models(args.model, args.sub_model)
         settings = {f.setting: getattr(args, f.dest) for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
         extras: dict[str, Any] = {}
@@ -539,7 +540,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         guards = ([RuleBased(**rules)] if rules else []) + judges
         return guards[0] if len(guards) == 1 else AllOf(guards)
 
-    def _replay(self, path: str, inputs: dict[str, Any], out_name: str | None, quiet: bool) -> Any:
+    def _replay(self, path: str, inputs: dict[str, Any], out_name: str | None, quiet: bool, schema: Any) -> Any:
         from .api import RLM
 
         source = Path(_unquote(path)).expanduser()
@@ -547,7 +548,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             raise UsageError(f"--replay {path}: no trajectory file there; check the path.")
         self._close_session()  # a replay is a new run: the kept session cannot be continued after it
         try:
-            result = RLM.replay(source, **inputs)
+            result = RLM.replay(source, schema=schema, **inputs)
         except RLMError as exc:
             raise UsageError(_sentence(exc)) from None
         except (ValueError, KeyError) as exc:

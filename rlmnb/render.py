@@ -32,7 +32,8 @@ JSON_CALL_CHARS = 1_000   # prompt and reply characters kept per sub-call in the
 JSON_TEXT_CHARS = 20_000  # other strings kept in the saved MIME JSON
 
 _METERS = ("meters",)
-_CALL_TEXT_FIELDS = ("prompt", "reply", "error")
+_CALL_TEXT_FIELDS = ("prompt",)  # replies and errors stay whole: replay serves them from the record
+_REPLAY_FIELDS = {"model_reply": ("text",)}  # root replies stay whole for the same reason
 
 STATUS_COLORS = {"running": "#1976d2", "submitted": "#2e7d32", "fallback": "#ef6c00",
                  "budget_exhausted": "#ef6c00", "interrupted": "#757575", "error": "#c62828"}
@@ -958,7 +959,8 @@ def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CH
                        text_chars: int = JSON_TEXT_CHARS) -> dict[str, Any]:
     """`trajectory.to_dict()` with long strings clipped, so a saved notebook stays a sensible size.
 
-    Sub-call prompts and replies keep `call_chars`, other strings `text_chars`; `"clipped": true`
+    Sub-call prompts keep `call_chars`, other strings `text_chars`; model replies (root and sub) are
+    kept whole, with every request hash, so a saved notebook's run can still be replayed. `"clipped": true`
     is set when anything was cut (`%rlm export` and `RunResult.save` keep everything). Built from
     each event's attributes directly: this runs once per displayed run over every event.
     """
@@ -990,7 +992,8 @@ def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CH
                     data[key] = clip(value, call_chars)
                     clipped = True
         else:
-            data = {key: cut(value, text_chars) for key, value in data.items()}
+            keep = _REPLAY_FIELDS.get(event.kind, ())
+            data = {key: value if key in keep else cut(value, text_chars) for key, value in data.items()}
         events.append(data)
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "events": events}
     if clipped:

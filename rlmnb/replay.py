@@ -89,9 +89,11 @@ def recorded_config(start: RunStarted) -> RLMConfig:
     return RLMConfig(**values).validate()
 
 
-def replay(source: str | Path | Trajectory, /, **inputs: Any) -> Any:
+def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None, **inputs: Any) -> Any:
     """Re-run a recorded trajectory offline; returns the new RunResult (zero cost).
 
+    A run that validated answers against a schema needs `schema=` again (a class is code, not data);
+    a built-in verify guard is rebuilt from the record, any other guard must be passed as `verify=`.
     Raises ReplayDivergence when the re-run asks for a call the record does not have.
     """
     from .api import RLM
@@ -115,8 +117,24 @@ def replay(source: str | Path | Trajectory, /, **inputs: Any) -> Any:
     if missing:
         raise ConfigError(f"Replay needs the run's in-memory inputs again: pass {', '.join(missing)} as keyword "
                           f"arguments (files are re-read from their recorded paths).")
+    if root.schema and schema is None:
+        raise ConfigError(f"That run validated its answer against the schema {root.schema.get('name')}; pass it "
+                          f"again: replay(path, schema={root.schema.get('name')}, ...).")
+    revision_prompt = None
+    if root.verify:
+        revision_prompt = root.verify.get("revision_prompt")
+        if verify is None:
+            from .verify import guard_from_description
+
+            verify = guard_from_description(root.verify)
+        if verify is None:
+            raise ConfigError(f"That run checked answers with {root.verify.get('name', 'a custom guard')}; pass the "
+                              f"same guard again: replay(path, verify=...).")
     lm = ReplayLM(trajectory)
-    result = RLM(lm, lm, config=recorded_config(root)).run(root.question, **bound)
+    rlm = RLM(lm, lm, child_model=lm, schema=schema, verify=verify, revision_prompt=revision_prompt,
+              config=recorded_config(root))
+    rlm.pinned_models = True
+    result = rlm.run(root.question, **bound)
     if result.status == "error" and result.error and result.error.startswith("ReplayDivergence"):
         raise ReplayDivergence(result.reason)
     return result

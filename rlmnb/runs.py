@@ -46,6 +46,7 @@ class Tree:
     cache: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     root_run_id: str = ""
+    pinned_models: bool = False  # replay: every model name a run asks for is served by sub_lm
 
     def child_root_lm(self) -> LM:
         return self.child_lm if self.child_lm is not None else self.sub_lm
@@ -114,6 +115,7 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())
     sub = SubCaller(lm=tree.sub_lm, config=tree.config, budget=tree.budget, bus=tree.bus, scope=scope,
                     limiter=tree.limiter, cache=tree.cache)
+    sub.pinned = tree.pinned_models
     children = Children(tree, scope, sub, turn=lambda: ctx.turn)
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
     sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
@@ -121,7 +123,9 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     tree.bus.emit(RunStarted, scope, question=spec.question, model=model_label(lm),
                   sub_model=model_label(tree.sub_lm), sandbox=tree.config.sandbox,
                   inputs=[f.info.to_dict() for f in spec.fields], summary=spec.summary.text,
-                  config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label)
+                  config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label,
+                  schema=tree.schema.describe() if tree.schema is not None else None,
+                  verify=tree.verify.describe() if tree.verify is not None else None)
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation, schema=tree.schema)
     ctx.extra["tree_metadata"] = tree.metadata

@@ -24,6 +24,10 @@ class AnswerSchema:
         self.name = schema.__name__
         self._adapter = TypeAdapter(schema)
 
+    def describe(self) -> dict[str, Any]:
+        """What a trajectory records about the schema (replay needs the class itself again)."""
+        return {"name": self.name, "json_schema": self._adapter.json_schema()}
+
     def json_schema_text(self) -> str:
         return json.dumps(self._adapter.json_schema(), indent=1)
 

@@ -54,6 +54,7 @@ class SubCaller:
         self.cache: ResponseCache | None = cache  # opened on the first cacheable call when None
         self._inflight: dict[str, asyncio.Future[Completion | None]] = {}
         self.fatal: BaseException | None = None
+        self.pinned = False  # replay: every model asked for is served by `lm` (the record)
         self._models: dict[str, LM] = {}
         self._ids = 0
         self._batches = 0
@@ -113,7 +114,7 @@ class SubCaller:
 
     # ---- internals -------------------------------------------------------------------------------
     def _lm_for(self, model: Any) -> LM:
-        if model is None or model is self.lm or model == model_label(self.lm):
+        if self.pinned or model is None or model is self.lm or model == model_label(self.lm):
             return self.lm
         if not isinstance(model, str):
             return resolve_model(model, role="llm_query model")

@@ -67,9 +67,14 @@ class Verifier:
             raise ConfigError(f"verify_timeout must be a positive number of seconds, got {timeout!r}.")
         self.guard = guard
         self.min_confidence = float(min_confidence)
+        self.revision_prompt_text = revision_prompt
         self.max_revisions = max_revisions
         self.revision_prompt = revision_prompt
         self.timeout = float(timeout)
+
+    def describe(self) -> dict[str, Any]:
+        """The guard as recorded in a trajectory; built-in guards can be rebuilt from it (replay)."""
+        return {**describe_guard(self.guard), "revision_prompt": self.revision_prompt_text}
 
     async def check(self, ctx: RunContext, outcome: Outcome,
                     run_turns: Callable[[RunContext], Awaitable[Outcome]]) -> tuple[Outcome, bool]:
@@ -237,3 +242,30 @@ class AllOf:
 
     def __repr__(self) -> str:
         return "AllOf(" + ", ".join(repr(g) for g in self.guards) + ")"
+
+
+def describe_guard(guard: Any) -> dict[str, Any]:
+    """A JSON description of a guard: built-ins fully, anything else by name."""
+    if isinstance(guard, RuleBased):
+        return {"kind": "rule_based", "min_chars": guard.min_chars,
+                "pattern": guard.pattern.pattern if guard.pattern else None,
+                "schema": guard.schema.name if guard.schema else None}
+    if isinstance(guard, LLMJudge):
+        name = guard.model if isinstance(guard.model, str) else getattr(guard.model, "name", repr(guard.model))
+        return {"kind": "llm_judge", "model": str(name), "rubric": guard.rubric}
+    if isinstance(guard, AllOf):
+        return {"kind": "all_of", "guards": [describe_guard(g) for g in guard.guards]}
+    return {"kind": "callable", "name": getattr(guard, "__qualname__", type(guard).__name__)}
+
+
+def guard_from_description(data: dict[str, Any]) -> Guard | None:
+    """Rebuild a built-in guard from its description; None when the user must pass it again."""
+    kind = data.get("kind")
+    if kind == "rule_based" and not data.get("schema"):
+        return RuleBased(min_chars=data.get("min_chars"), pattern=data.get("pattern"))
+    if kind == "llm_judge":
+        return LLMJudge(str(data.get("model")), str(data.get("rubric", "")))
+    if kind == "all_of":
+        parts = [guard_from_description(g) for g in data.get("guards", [])]
+        return AllOf([p for p in parts if p is not None]) if all(p is not None for p in parts) else None
+    return None

@@ -72,3 +72,20 @@ def test_recorded_sub_call_errors_replay_as_the_same_slots(tmp_path: Path) -> No
     assert result.answer == ["fine", "[error] ValueError: cannot read this"]
     again = RLM.replay(result.save(tmp_path / "r.json"), text="t")
     assert again.answer == result.answer
+
+
+def test_custom_guards_must_be_passed_again_and_then_replay_exactly(tmp_path: Path) -> None:
+    scores = iter([0.1, 0.9])
+
+    def picky(answer: object, context: dict[str, object]) -> float:
+        return next(scores)
+
+    root = ScriptedLM(["```python\nprint(1)\n```", "```python\nsubmit('a')\n```", "```python\nsubmit('b')\n```"])
+    result = RLM(root, verify=picky, sandbox="local").run("q", text="t")
+    assert result.answer == "b" and result.verified
+    path = result.save(tmp_path / "v.json")
+    with pytest.raises(ConfigError, match="pass the same guard again"):
+        RLM.replay(path, text="t")
+    replay_scores = iter([0.1, 0.9])
+    again = RLM.replay(path, verify=lambda a, c: next(replay_scores), text="t")
+    assert again.answer == "b" and again.usage.root_calls == 3
