@@ -1,7 +1,7 @@
 """Take docs/widget.png: rlmnb's live run widget in JupyterLab 4, in a real (headless) Chromium.
 
     .venv/bin/pip install playwright            # the Python package ships its driver
-    .venv/bin/python docs/screenshot.py         # ~20-30 s; writes docs/widget.png
+    .venv/bin/python docs/screenshot.py         # ~20 s; writes docs/widget.png
 
 What it does: starts `jupyter lab` headless on 127.0.0.1 (free port, random token, no browser, throwaway
 settings/workspace/runtime directories), copies notebooks/01_quickstart.ipynb to a temporary notebook in
@@ -13,10 +13,14 @@ messages and page errors are printed at the end.
 
 Playwright's own browser download does not work offline: this uses Debian's /usr/bin/chromium
 (`apt-get install chromium`); set CHROMIUM=/path/to/chrome to use another one.
+Other settings: RLMNB_SHOT_OUT (where the PNG goes), RLMNB_SHOT_THEME ("JupyterLab Dark" for a dark
+picture), RLMNB_SHOT_TIMEOUT (seconds for the notebook to run, default 180), RLMNB_SHOT_DEBUG (a folder
+that receives a full-window screenshot and the page's HTML when something fails).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -34,10 +38,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 SOURCE = NOTEBOOKS / "01_quickstart.ipynb"
-OUT = REPO / "docs" / "widget.png"
+OUT = Path(os.environ.get("RLMNB_SHOT_OUT", REPO / "docs" / "widget.png"))
+THEME = os.environ.get("RLMNB_SHOT_THEME", "JupyterLab Light")  # or "JupyterLab Dark"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTH = 1440  # browser window; the left sidebar is closed, so the cell output is ~1,330 px wide
 RUN_TIMEOUT = int(os.environ.get("RLMNB_SHOT_TIMEOUT", 180))  # seconds for the whole notebook to run
 
@@ -60,6 +65,7 @@ def start_server(port: int, token: str, scratch: Path) -> subprocess.Popen[bytes
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (notification.parent / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEME}))
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONUNBUFFERED="1")
     jupyter = Path(sys.executable).with_name("jupyter")
     cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
@@ -94,12 +100,12 @@ def server_log(scratch: Path) -> str:
 
 def stop_server(proc: subprocess.Popen[bytes], port: int, token: str) -> None:
     """Ask the server to shut down (it stops its kernels), then make sure every process of it is gone."""
-    try:
+    try:  # its kernels (and the rlmnb sandbox kernels they start) run in sessions of their own
         import psutil
 
-        family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        children = psutil.Process(proc.pid).children(recursive=True)
     except Exception:
-        family = [proc.pid]
+        children = []
     if proc.poll() is None:
         try:
             req = urllib.request.Request(f"http://127.0.0.1:{port}/api/shutdown", method="POST",
@@ -112,11 +118,13 @@ def stop_server(proc: subprocess.Popen[bytes], port: int, token: str) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-    for pid in family[1:]:  # kernels run in their own sessions: end any that outlived the server, by pid
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    killed = 0
+    for child in children:  # psutil checks the process is still the same one (no pid reuse)
+        with contextlib.suppress(Exception):
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                child.kill()
+                killed += 1
+    log(f"server stopped ({len(children)} child processes; {killed} outlived it and were killed)")
 
 
 def take_screenshot(port: int, token: str, notebook: str, console: list[str]) -> None:
@@ -146,7 +154,9 @@ def take_screenshot(port: int, token: str, notebook: str, console: list[str]) ->
             menu("Edit", "Clear Outputs of All Cells")  # the committed outputs are not this run's
             menu("Run", "Run All Cells")
             log("Run All Cells")
-            cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text="%%rlm")).first
+            # the %%rlm cell (cell 1 mentions "%%rlm" in a comment)
+            magic = page.locator(".jp-InputArea .cm-line", has_text=re.compile(r"^%%rlm\b"))
+            cell = page.locator(".jp-CodeCell").filter(has=magic).first
             output = cell.locator(".jp-Cell-outputArea")
             header = output.locator(".widget-html", has_text="What is the magic number").first
             header.wait_for(timeout=RUN_TIMEOUT * 1000)
@@ -165,10 +175,9 @@ def take_screenshot(port: int, token: str, notebook: str, console: list[str]) ->
             if toggle.count():
                 toggle.click()  # the batch of sub-calls, one line each
                 output.locator("details summary", has_text="#19").first.wait_for(timeout=20_000)
-                # open the call that found the number (its reply preview is 7 digits): one prompt and reply
-                found = output.locator("details summary").filter(has_text=re.compile(r"#\d+ · ok .*\b\d{7}\b"))
-                if found.count():
-                    found.first.click()
+            # make the next cell the active one: no blue active-cell bar or button focus ring in the picture
+            cell.locator("xpath=following-sibling::div[contains(@class,'jp-CodeCell')][1]//div[contains("
+                         "@class,'jp-InputPrompt')]").first.click()
             page.wait_for_timeout(500)
 
             # make the window tall enough that the whole output area is on screen, then shoot it
@@ -177,11 +186,17 @@ def take_screenshot(port: int, token: str, notebook: str, console: list[str]) ->
             page.set_viewport_size({"width": WIDTH, "height": min(6000, int(box["height"]) + 400)})
             page.wait_for_timeout(300)
             output.scroll_into_view_if_needed()
-            page.evaluate("""el => el.scrollIntoView({block: 'start'})""", output.element_handle())
+            page.evaluate("""el => el.scrollIntoView({block: 'center'})""", output.element_handle())
             page.wait_for_timeout(500)
             page.mouse.move(0, 0)  # no hover highlight
+            box = output.bounding_box()
+            assert box is not None
+            pad = 10  # a little page around the output area (not above: that is the cell's input)
+            x = max(0, box["x"] - pad)
             OUT.parent.mkdir(parents=True, exist_ok=True)
-            output.screenshot(path=str(OUT), animations="disabled")
+            page.screenshot(path=str(OUT), animations="disabled",
+                            clip={"x": x, "y": box["y"], "width": min(WIDTH - x, box["width"] + 2 * pad),
+                                  "height": box["height"] + pad})
             log(f"wrote {OUT} ({OUT.stat().st_size / 1024:.0f} KB)")
         except BaseException:
             debug = os.environ.get("RLMNB_SHOT_DEBUG")  # a folder for a full-page picture and the DOM
@@ -214,7 +229,6 @@ def main() -> int:
     finally:
         if proc is not None:
             stop_server(proc, port, token)
-            log("server stopped")
         copy.unlink(missing_ok=True)
         if checkpoints.exists():
             for leftover in checkpoints.glob(f"{copy.stem}-checkpoint*"):
