@@ -95,8 +95,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(render_text(result.trajectory))
     Path(args.html).write_text(render_html(result.trajectory, full_page=True, title="rlmnb demo"), encoding="utf-8")
     verdict = "correct" if result.answer == scenario.expected else f"WRONG (expected {scenario.expected})"
-    print(f"\nAnswer: {result.answer!r} ({verdict}) in {elapsed:.2f} s; "
-          f"HTML view written to {args.html}")
+    print(f"\nThe answer is {verdict}; the run took {elapsed:.2f} s. HTML view written to {args.html}")
     return EXIT_OK if result.answer == scenario.expected else EXIT_FAILED
 
 

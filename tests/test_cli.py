@@ -18,7 +18,7 @@ def test_demo_prints_the_trajectory_and_writes_html(tmp_path: Path, capsys: pyte
     assert main(["demo", "--size", "300000", "--html", str(html)]) == 0
     out = capsys.readouterr().out
     assert "Turn 1" in out or "turn 1" in out
-    assert "(correct)" in out and "llm_query_batched" in out
+    assert "The answer is correct" in out and "llm_query_batched" in out
     page = html.read_text()
     assert page.lower().startswith("<!doctype html>") and "<details" in page
 
