@@ -214,3 +214,38 @@ def test_interrupted_run_shows_partial_state() -> None:
     assert "interrupted" in view.header.value and "Interrupted" in view.answer.value
     assert len(view.body.children) == 2 and "× 4" in view.body.children[1].children[1].children[0].children[1].value
     assert widget_threads() == []
+
+
+def test_child_runs_nest_under_their_turn_and_attempts_show_their_scores() -> None:
+    def kid(messages: list[dict[str, Any]]) -> str:
+        done = sum(1 for m in messages if m["role"] == "assistant")
+        return code("print(inputs['piece'])") if done == 0 else code("submit('piece read')")
+
+    scores = iter([0.2, 0.95, 0.9])
+    view = RunWidget(interval=0.25)
+    view.start()
+    rlm = RLM(ScriptedLM([code("r = rlm_query('Read it', piece='xyz')\nprint(r)"), code("submit(r)"),
+                          code("submit(r + '!')")], name="root"),
+              ScriptedLM(lambda m: "ok", name="sub"), child_model=ScriptedLM(kid, name="kid"), max_depth=2,
+              verify=lambda a, c: next(scores), on_event=view.on_event, sandbox="local")
+    try:
+        result = rlm.run("q", text="t")
+    finally:
+        view.finish()
+    assert result.answer == "piece read" and result.verified  # the child revised once, the root passed
+    from rlmnb.render import render_html
+
+    html = render_html(result.trajectory)
+
+    def text_of(widget: Any) -> str:
+        own = getattr(widget, "value", "")
+        return (own if isinstance(own, str) else "") + " ".join(text_of(c) for c in getattr(widget, "children", ()))
+
+    turn1, turn2 = view.body.children[:2]
+    nested = " ".join(text_of(c) for c in turn1.children[1:])
+    assert "child run" in nested and "Read it" in nested  # the child sits under the turn that started it
+    assert "child run" not in text_of(turn2)
+    shown = view.header.value + text_of(view.body) + view.answer.value
+    for where in (shown, html):
+        assert "attempt 1 rejected (confidence 0.20)" in where or "confidence 0.20" in where
+        assert "confidence 0.95" in where and "confidence 0.90" in where
