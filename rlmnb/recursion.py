@@ -79,7 +79,8 @@ class Children:
 
         fields, summary = bind_inputs(dict(inputs), self.tree.config)
         spec = RunSpec(question=prompt, fields=fields, summary=summary, depth=self.scope.depth + 1,
-                       parent_run_id=self.scope.run_id, parent_turn=self.turn(), label="child run")
+                       parent_run_id=self.scope.run_id, parent_turn=self.turn(), label="child run",
+                       answers_question=False)
         return await execute_run(self.tree, spec)
 
 

@@ -82,6 +82,7 @@ class RunSpec:
     bind_fields: Sequence[Any] | None = None  # what to bind now (default: all fields)
     keep_session: bool = False
     refine_level: int = 0
+    answers_question: bool = True  # False for rlm_query children: the user's schema is not theirs
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
@@ -95,8 +96,13 @@ def sandbox_options(config: RLMConfig) -> dict[str, Any]:
 def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
     window = tree.config.max_sub_prompt_tokens or getattr(tree.sub_lm, "context_window", None)
     return Conversation(system=system_prompt(tree.config, window if isinstance(window, int) else None, tree.tools),
-                        opening=[first_prompt(spec.question, spec.summary.text, tree.config, tree.schema)],
+                        opening=[first_prompt(spec.question, spec.summary.text, tree.config, schema_for(tree, spec))],
                         model=model_label(lm))
+
+
+def schema_for(tree: Tree, spec: RunSpec) -> AnswerSchema | None:
+    """The user's answer schema binds runs that answer the user's question (root, rounds, refinements)."""
+    return tree.schema if spec.answers_question else None
 
 
 def recordable(answer: Any) -> Any:
@@ -124,10 +130,11 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
                   sub_model=model_label(tree.sub_lm), sandbox=tree.config.sandbox,
                   inputs=[f.info.to_dict() for f in spec.fields], summary=spec.summary.text,
                   config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label,
-                  schema=tree.schema.describe() if tree.schema is not None else None,
+                  schema=tree.schema.describe() if schema_for(tree, spec) is not None else None,
                   verify=tree.verify.describe() if tree.verify is not None else None)
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
-                     budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation, schema=tree.schema)
+                     budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
+                     schema=schema_for(tree, spec))
     ctx.extra["tree_metadata"] = tree.metadata
     sub.turn = lambda: ctx.turn
     record = RunRecord(run_id=spec.run_id, status="error", answer=None)

@@ -304,3 +304,20 @@ def test_opentelemetry_spans_for_runs_turns_sub_calls_and_attempts() -> None:
     assert attempt.attributes["rlmnb.confidence"] == 0.9 and attempt.parent.span_id == run.context.span_id
     assert run.attributes["rlmnb.sub_calls"] == 2
     assert trace.get_tracer_provider() is not provider  # the global provider was left alone
+
+
+def test_the_answer_schema_binds_the_root_and_its_refinements_but_not_rlm_query_children() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Final:
+        total: int
+
+    def child(messages: list[dict[str, Any]]) -> str:
+        assert "JSON schema" not in messages[1]["content"]
+        return code("print(1)") if turn_of(messages) == 0 else code("submit('three')")  # not a Final: fine here
+
+    root = ScriptedLM([code("r = rlm_query('count', piece='abc')\nprint(r)"), code("submit({'total': 3})")])
+    result = RLM(root, child_model=ScriptedLM(child), max_depth=2, schema=Final, sandbox="local").run("q", text="t")
+    assert result.answer == Final(3)
+    assert "JSON schema" in root.requests[0][1]["content"]
