@@ -547,20 +547,41 @@ def _pre(text: str, style: str = "") -> str:
     return f'<pre style="{PRE};{style}">{_esc(text)}</pre>'
 
 
-_formatter: Any = None
+_lexer: Any = None
+
+# Token colours follow the notebook's theme: JupyterLab's editor colour variables, with light-theme
+# fallbacks where those variables do not exist (exported HTML, other front ends).
+_TOKEN_COLOURS = (
+    ("Comment", "comment", "#408080"), ("Keyword", "keyword", "#008000"), ("Operator.Word", "keyword", "#aa22ff"),
+    ("Name.Builtin", "builtin", "#008000"), ("Name.Function", "def", "#0000ff"), ("Name.Class", "def", "#0000ff"),
+    ("Literal.String", "string", "#ba2121"), ("Literal.Number", "number", "#080"), ("Operator", "operator", "#aa22ff"),
+)
+
+
+def _colour(token: Any) -> str | None:
+    name = str(token).removeprefix("Token.")
+    for prefix, var, fallback in _TOKEN_COLOURS:
+        if name == prefix or name.startswith(prefix + "."):
+            return f"var(--jp-mirror-editor-{var}-color,{fallback})"
+    return None
 
 
 def highlight_python(code: str) -> str:
-    """Syntax-highlighted code as a <pre> with inline colours (pygments), or plain escaped text."""
-    global _formatter
+    """Syntax-highlighted code as a <pre> with inline, theme-aware colours, or plain escaped text."""
+    global _lexer
     try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
+        if _lexer is None:
+            from pygments.lexers import PythonLexer
 
-        if _formatter is None:
-            _formatter = (HtmlFormatter(noclasses=True, nowrap=True, style="default"), PythonLexer())
-        body = highlight(code, _formatter[1], _formatter[0]).rstrip("\n")
+            _lexer = PythonLexer()
+        runs: list[tuple[str | None, str]] = []  # neighbouring tokens of one colour share a span
+        for token, text in _lexer.get_tokens(code):
+            colour = _colour(token)
+            if runs and runs[-1][0] == colour:
+                runs[-1] = (colour, runs[-1][1] + text)
+            else:
+                runs.append((colour, text))
+        body = "".join(f'<span style="color:{c}">{_esc(t)}</span>' if c else _esc(t) for c, t in runs).rstrip("\n")
     except Exception:  # pygments missing or failing: plain text is still correct
         body = _esc(code)
     return f'<pre style="{PRE}">{body}</pre>'

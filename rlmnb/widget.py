@@ -33,7 +33,9 @@ from .render import (
 __all__ = ["RunWidget"]
 
 PAGE_SIZE = 50  # calls shown per page of an expanded group
-_BAR_STYLES = {"submitted": "success", "fallback": "warning", "budget_exhausted": "warning", "error": "danger"}
+# The bars are budget meters, not progress: they stay neutral on a good run and take a colour only
+# when the run ended short of an answer.
+_BAR_STYLES = {"submitted": "info", "fallback": "warning", "budget_exhausted": "warning", "error": "danger"}
 
 
 class _RunPanel:
@@ -161,7 +163,7 @@ class RunWidget:
         self._child_layout = w.Layout(border_left="3px solid rgba(25,118,210,0.45)", padding="0 0 0 8px",
                                       margin="4px 0 4px 4px")
         self._bar_layout = w.Layout(width="300px")
-        self._bar_style = ProgressStyle(description_width="110px")
+        self._bar_style = ProgressStyle(description_width="initial")  # labels start flush with the header
         self._shared = (self._layout, self._html_style, self._button_layout, self._toggle_style,
                         self._calls_layout, self._turn_layout, self._child_layout, self._bar_layout,
                         self._bar_style)

@@ -73,7 +73,7 @@ def test_model_state_after_a_scripted_run() -> None:
     assert state["status"] == "submitted" and state["turns"] == 3 == len(view.body.children)
     assert view.turns_bar.value == 3 and view.turns_bar.max == 20 and view.turns_bar.description == "turns 3/20"
     assert (view.calls_bar.value, view.calls_bar.max, view.calls_bar.description) == (31, 40, "sub-calls 31/40")
-    assert view.turns_bar.bar_style == "success"
+    assert view.turns_bar.bar_style == "info"  # a budget meter: neutral when the run answered
     assert f"{result.usage.input_tokens:,}" in view.stats.value and "$0.0000" in view.stats.value
     assert "answered" in view.header.value and "root" in view.header.value and "sub" in view.header.value
     assert "Answer" in view.answer.value and "&quot;count&quot;: 30" in view.answer.value
