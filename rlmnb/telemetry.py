@@ -15,10 +15,13 @@ TRACER_NAME = "rlmnb"
 
 
 def _tracer() -> Any:
+    """rlmnb's tracer, or None when spans would go nowhere (no opentelemetry, or no SDK provider set)."""
     try:
         from opentelemetry import trace
     except ImportError:
         return None
+    if type(trace.get_tracer_provider()).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        return None  # the API alone records nothing: skip the per-event work entirely
     return trace.get_tracer(TRACER_NAME)
 
 

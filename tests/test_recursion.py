@@ -321,3 +321,13 @@ def test_the_answer_schema_binds_the_root_and_its_refinements_but_not_rlm_query_
     result = RLM(root, child_model=ScriptedLM(child), max_depth=2, schema=Final, sandbox="local").run("q", text="t")
     assert result.answer == Final(3)
     assert "JSON schema" in root.requests[0][1]["content"]
+
+
+def test_no_span_work_without_a_configured_tracer_provider() -> None:
+    from rlmnb import telemetry
+    from rlmnb.events import EventBus
+
+    bus = EventBus()
+    detach = telemetry.attach(bus)  # the global provider is the API's default proxy: nothing to record
+    assert bus._subscribers == []
+    detach()
