@@ -111,6 +111,21 @@ class ResponseCache:
         return Completion(text=str(data["text"]), usage=CallUsage(0, 0, 0.0, cached=True),
                           model=str(data.get("model", "")), meta=meta)
 
+    def get_many(self, keys: list[str]) -> dict[str, Completion]:
+        """The stored replies among `keys`, read in one transaction (call it off the event loop)."""
+        found: dict[str, Completion] = {}
+        if self._closed or not keys:
+            return found
+        try:
+            with self._disk.transact():
+                for key in keys:
+                    hit = self.get(key)
+                    if hit is not None:
+                        found[key] = hit
+        except Exception:  # a locked or damaged cache is all misses, never a failed call
+            return found
+        return found
+
     def put(self, key: str, completion: Completion) -> None:
         """Store a successful reply (in the background)."""
         if self._closed:

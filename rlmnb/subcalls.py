@@ -54,6 +54,7 @@ class SubCaller:
         self.cache: ResponseCache | None = cache  # opened on the first cacheable call when None
         self._inflight: dict[str, asyncio.Future[Completion | None]] = {}
         self.fatal: BaseException | None = None
+        self._prefetched: dict[str, Completion | None] = {}  # a batch's cache lookups, done up front
         self.pinned = False  # replay: every model asked for is served by `lm` (the record)
         self._models: dict[str, LM] = {}
         self._ids = 0
@@ -96,6 +97,8 @@ class SubCaller:
                               errors=len(prompts), latency_s=0.0, refused=str(exc))
                 raise
 
+        prefetched = await self._prefetch(lm, [prompts[i] for i, _ in sendable]) if sendable else []
+
         async def slot(i: int) -> None:
             assert reservation is not None
             reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id)
@@ -106,6 +109,8 @@ class SubCaller:
         finally:
             if reservation is not None and reservation.remaining:
                 self.budget.release(reservation)  # cancelled slots were never settled
+            for key in prefetched:  # lookups a cancelled slot never used
+                self._prefetched.pop(key, None)
         out = [r if r is not None else "[error] CancelledError: not sent" for r in results]
         self.bus.emit(BatchFinished, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
                       errors=sum(1 for r in out if r.startswith("[error]")),
@@ -193,7 +198,10 @@ class SubCaller:
         if self.cache is None:
             self.cache = open_cache()
         key = request_key(identity, messages)
-        hit = self.cache.get(key)
+        if key in self._prefetched:  # looked up with its batch: no disk read on the event loop
+            hit = self._prefetched.pop(key)
+        else:
+            hit = self.cache.get(key)
         if hit is not None:
             return hit
         twin = self._inflight.get(key)
@@ -214,6 +222,19 @@ class SubCaller:
             if self._inflight.get(key) is future:
                 del self._inflight[key]
             future.set_result(completion)
+
+    async def _prefetch(self, lm: LM, prompts: list[str]) -> list[str]:
+        """Look a whole batch up in the response cache at once, in a worker thread; returns the keys."""
+        identity = cache_identity(lm) if self.config.cache else None
+        if identity is None:
+            return []
+        if self.cache is None:
+            self.cache = open_cache()
+        keys = [request_key(identity, [{"role": "user", "content": p}]) for p in prompts]
+        hits = await asyncio.to_thread(self.cache.get_many, keys)
+        for key in keys:
+            self._prefetched[key] = hits.get(key)
+        return keys
 
     def _limit_changed(self, limit: int, reason: str) -> None:
         self.bus.emit(ConcurrencyChanged, self.scope, limit=limit, reason=reason)

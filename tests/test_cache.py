@@ -152,3 +152,33 @@ def test_identity_must_be_a_dict(bad: Any) -> None:
             return bad
 
     assert cache_identity(Odd()) is None
+
+
+def test_a_batch_is_looked_up_once_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llm_query_batched reads the cache for all its prompts in one get_many, never per call on the loop."""
+    import threading
+
+    from rlmnb.cache import ResponseCache
+
+    reader_threads: set[str] = set()
+    calls: list[int] = []
+    original_get, original_many = ResponseCache.get, ResponseCache.get_many
+
+    def get(self: ResponseCache, key: str) -> object:
+        reader_threads.add(threading.current_thread().name)
+        return original_get(self, key)
+
+    def get_many(self: ResponseCache, keys: list[str]) -> object:
+        calls.append(len(keys))
+        return original_many(self, keys)
+
+    monkeypatch.setattr(ResponseCache, "get", get)
+    monkeypatch.setattr(ResponseCache, "get_many", get_many)
+
+    sub = CacheableScripted(lambda m: m[-1]["content"][::-1], name="cacheable")
+    root = ScriptedLM(["```python\nr = llm_query_batched(['ab', 'cd', 'ef'])\nprint(r)\n```",
+                       "```python\nsubmit(r)\n```"])
+    result = RLM(root, sub, sandbox="local").run("q", text="t")
+    assert result.answer == ["ba", "dc", "fe"]
+    assert calls == [3]
+    assert reader_threads and "rlmnb-run" not in reader_threads  # never read on the run's event loop
