@@ -198,10 +198,8 @@ class SubCaller:
         if self.cache is None:
             self.cache = open_cache()
         key = request_key(identity, messages)
-        if key in self._prefetched:  # looked up with its batch: no disk read on the event loop
-            hit = self._prefetched.pop(key)
-        else:
-            hit = self.cache.get(key)
+        # looked up with its batch (no disk read on the event loop), or a single llm_query's own lookup
+        hit = self._prefetched.pop(key) if key in self._prefetched else self.cache.get(key)
         if hit is not None:
             return hit
         twin = self._inflight.get(key)
