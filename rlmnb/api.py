@@ -19,7 +19,7 @@ from .config import RLMConfig, field_names
 from .conversation import Conversation
 from .errors import ConfigError
 from .events import Event, EventBus, Trajectory
-from .jsonable import NotJSONable, to_jsonable
+from .jsonable import recordable
 from .models import LM, model_label, resolve_model
 from .runs import RunRecord, RunSpec, Tree, execute_run
 from .sandbox import Sandbox
@@ -65,10 +65,7 @@ class RunResult:
         return self.status == "submitted"
 
     def to_dict(self) -> dict[str, Any]:
-        try:
-            answer = to_jsonable(self.answer)
-        except NotJSONable:
-            answer = repr(self.answer)
+        answer = recordable(self.answer)
         return {"answer": answer, "status": self.status, "usage": self.usage.to_dict(), "run_id": self.run_id,
                 "reason": self.reason, "error": self.error, "verified": self.verified,
                 "trajectory": self.trajectory.to_dict()}

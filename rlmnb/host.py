@@ -10,7 +10,7 @@ from .subcalls import SubCaller
 
 
 class ChildRunner(Protocol):
-    """Starts child runs for rlm_query (see recursion.py); None at the depth cap."""
+    """Serves rlm_query: child runs below the depth cap, a plain sub-call at it (see recursion.py)."""
 
     async def run_child(self, prompt: str, inputs: Mapping[str, Any]) -> Any: ...
 
@@ -18,21 +18,11 @@ class ChildRunner(Protocol):
                            inputs_list: Sequence[Mapping[str, Any]] | None) -> list[Any]: ...
 
 
-def inline_inputs(prompt: str, inputs: Mapping[str, Any] | None) -> str:
-    """A plain sub-call prompt carrying the inputs as text (rlm_query at the depth cap)."""
-    if not inputs:
-        return prompt
-    parts = [prompt]
-    for name, value in inputs.items():
-        parts.append(f"\n\n[{name}]\n{value if isinstance(value, str) else repr(value)}")
-    return "".join(parts)
-
-
 class RunHost:
     """Implements SandboxHost for one run."""
 
     def __init__(self, *, loop: asyncio.AbstractEventLoop, sub: SubCaller,
-                 tools: Mapping[str, Callable[..., Any]] | None = None, children: ChildRunner | None = None) -> None:
+                 children: ChildRunner, tools: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self.loop = loop
         self.sub = sub
         self.tools = dict(tools or {})
@@ -45,13 +35,8 @@ class RunHost:
         return await self.sub.query_batched(list(prompts), model)
 
     async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
-        if self.children is not None:
-            return await self.children.run_child(prompt, inputs or {})
-        return await self.sub.query(inline_inputs(prompt, inputs))
+        return await self.children.run_child(prompt, inputs or {})
 
     async def rlm_query_batched(self, prompts: Sequence[str],
                                 inputs_list: Sequence[Mapping[str, Any]] | None = None) -> list[Any]:
-        if self.children is not None:
-            return await self.children.run_children(prompts, inputs_list)
-        lists = inputs_list or [{} for _ in prompts]
-        return await self.sub.query_batched([inline_inputs(p, i) for p, i in zip(prompts, lists, strict=True)])
+        return await self.children.run_children(prompts, inputs_list)

@@ -381,7 +381,7 @@ def _read_binary_file(name: str, where: str) -> bytes:
         raise InputError(f"Input {name!r}: no file or directory at {where}; check the path.") from None
 
 
-def _decode_file(data: bytes) -> str | bytes:
+def decode_file(data: bytes) -> str | bytes:
     """File content as text when its first 8 KiB look like UTF-8 text, else the bytes."""
     head = data[:SNIFF_BYTES]
     if _sniff(head, complete=len(data) <= SNIFF_BYTES) is not None:
@@ -1020,7 +1020,7 @@ class DirectoryView(Mapping[str, "str | bytes"]):
                 data = f.read()
         except FileNotFoundError:
             raise KeyError(key) from None
-        value = _decode_file(data)
+        value = decode_file(data)
         with self._lock:
             if self._cached_bytes + len(data) <= DIR_CACHE_BYTES:
                 self._cache[key] = value

@@ -57,3 +57,11 @@ def _is_mapping(value: Any) -> bool:
     from collections.abc import Mapping
 
     return isinstance(value, Mapping)
+
+
+def recordable(value: Any) -> Any:
+    """A value as a trajectory records it: its JSON form, or its repr when it has none."""
+    try:
+        return to_jsonable(value)
+    except NotJSONable:
+        return repr(value)

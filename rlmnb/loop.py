@@ -19,7 +19,7 @@ from . import observation
 from .budget import Budget
 from .config import RLMConfig
 from .conversation import Conversation, TurnRecord
-from .errors import BudgetExhausted, ModelError
+from .errors import BudgetExhausted
 from .events import (
     CodeExecuted,
     EventBus,
@@ -31,12 +31,14 @@ from .events import (
     TurnStarted,
     TurnsTrimmed,
 )
-from .models import LM, Completion, Message, model_label
-from .parsing import extract_code
+from .jsonable import recordable
+from .models import LM, Completion, Message
+from .parsing import extract_code, final_call
 from .prompts import load, render
 from .sandbox.base import ExecResult, Sandbox
 from .schema import AnswerSchema
 from .subcalls import SubCaller
+from .usage import CallUsage
 
 
 @dataclass
@@ -114,19 +116,13 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str) -
     try:
         completion = await ctx.root_lm.acomplete(messages)
     except BaseException:
-        ctx.budget.settle(reservation, _zero_usage(), root=True)
+        ctx.budget.settle(reservation, CallUsage(), root=True)
         raise
     ctx.budget.settle(reservation, completion.usage, root=True)
     ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
                  request_sha=request_sha(messages))
     return completion
-
-
-def _zero_usage() -> Any:
-    from .usage import CallUsage
-
-    return CallUsage()
 
 
 async def run_turns(ctx: RunContext) -> Outcome:
@@ -137,10 +133,11 @@ async def run_turns(ctx: RunContext) -> Outcome:
         ctx.turn += 1
         turn = ctx.turn
         ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
+        before = ctx.conversation.tokens()
         dropped = ctx.conversation.trim(cfg.max_context_tokens)
         if dropped:
             ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
-                         tokens_before=0, tokens_after=ctx.conversation.tokens())
+                         tokens_before=before, tokens_after=ctx.conversation.tokens())
         try:
             completion = await root_call(ctx, ctx.conversation.messages(), purpose="turn")
         except BudgetExhausted as exc:
@@ -229,15 +226,13 @@ async def fallback(ctx: RunContext) -> Outcome:
         with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so
             answer = ctx.schema.validate(_maybe_json(answer))
     reason = f"no submit() within {ctx.config.max_iterations} turns"
-    ctx.bus.emit(Fallback, ctx.scope, answer=_recordable(answer), reason=reason)
+    ctx.bus.emit(Fallback, ctx.scope, answer=recordable(answer), reason=reason)
     return Outcome("fallback", answer, reason)
 
 
 def final_text(text: str) -> Any:
     """The answer in a fallback reply: the literal inside FINAL(...) if there is one, else the text."""
-    from .parsing import _final_call
-
-    call = _final_call(text)
+    call = final_call(text)
     if call and call.startswith("FINAL("):
         try:
             node = ast.parse(call, mode="eval").body
@@ -257,17 +252,4 @@ def _maybe_json(text: Any) -> Any:
     return text
 
 
-def _recordable(answer: Any) -> Any:
-    from .jsonable import NotJSONable, to_jsonable
 
-    try:
-        return to_jsonable(answer)
-    except NotJSONable:
-        return repr(answer)
-
-
-def model_names(root: LM, sub: LM) -> tuple[str, str]:
-    return model_label(root), model_label(sub)
-
-
-__all__ = ["ModelError", "Outcome", "RunContext", "fallback", "first_prompt", "run_turns", "system_prompt"]

@@ -807,12 +807,9 @@ class GlobFiles(Mapping[str, "str | bytes"]):
                        Path(m) for m in matches}
 
     def __getitem__(self, key: str) -> str | bytes:
-        path = self._paths[key]
-        data = path.read_bytes()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return data
+        from .inputs import decode_file  # the same text-or-bytes rule as directory inputs
+
+        return decode_file(self._paths[key].read_bytes())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)

@@ -44,7 +44,7 @@ def extract_code(reply: str) -> Extracted:
     indented = _indented_block(text)
     if indented:
         return Extracted(indented, "indented", 1)
-    final = _final_call(text)
+    final = final_call(text)
     if final:
         return Extracted(final, "final", 1)
     return Extracted(None, "none", 0)
@@ -87,7 +87,7 @@ def _indented_block(text: str) -> str | None:
     return best
 
 
-def _final_call(text: str) -> str | None:
+def final_call(text: str) -> str | None:
     """A FINAL(...) / FINAL_VAR(...) call in prose, with balanced parentheses and valid syntax."""
     for match in _FINAL_START.finditer(text):
         depth, quote, i = 0, "", match.end() - 1

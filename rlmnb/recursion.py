@@ -15,11 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import DepthLimitReached, RecoverableError, format_error_slot
 from .events import RunScope
-from .host import inline_inputs
 from .subcalls import SubCaller
 
 if TYPE_CHECKING:
     from .runs import RunRecord, Tree
+
+
+def inline_inputs(prompt: str, inputs: Mapping[str, Any] | None) -> str:
+    """A plain sub-call prompt carrying the inputs as text (rlm_query at the depth cap)."""
+    if not inputs:
+        return prompt
+    parts = [prompt]
+    for name, value in inputs.items():
+        parts.append(f"\n\n[{name}]\n{value if isinstance(value, str) else repr(value)}")
+    return "".join(parts)
 
 
 class ChildRunFailed(RecoverableError):

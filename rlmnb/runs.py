@@ -21,7 +21,7 @@ from .conversation import Conversation
 from .errors import ModelError, RLMError, SandboxError
 from .events import EventBus, RunFinished, RunScope, RunStarted
 from .host import RunHost
-from .jsonable import NotJSONable, to_jsonable
+from .jsonable import recordable
 from .loop import RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label
 from .sandbox import Sandbox, create_sandbox
@@ -104,12 +104,6 @@ def schema_for(tree: Tree, spec: RunSpec) -> AnswerSchema | None:
     """The user's answer schema binds runs that answer the user's question (root, rounds, refinements)."""
     return tree.schema if spec.answers_question else None
 
-
-def recordable(answer: Any) -> Any:
-    try:
-        return to_jsonable(answer)
-    except NotJSONable:
-        return repr(answer)
 
 
 async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:

@@ -303,3 +303,12 @@ def test_continue_keeps_sandbox_and_conversation() -> None:
     with pytest.raises(ConfigError, match="kept no session"):
         rlm.run("again", continue_from=second)
     first.session.close()
+
+
+def test_instructions_append_to_or_replace_the_rules() -> None:
+    _, root = run([code("print(1)"), code("submit(1)")], instructions="Answer in French.", sandbox="local")
+    system = root.requests[0][0]["content"]
+    assert system.endswith("Answer in French.") and "Working rules:" in system
+    _, root = run([code("print(1)"), code("submit(1)")], instructions="Only these rules.",
+                  replace_instructions=True, sandbox="local")
+    assert root.requests[0][0]["content"] == "Only these rules."
