@@ -2,7 +2,8 @@
 
 Goals for the kernel sandbox: trivial snippet round trip < 10 ms; broker overhead per llm_query beyond
 the model < 1 ms; binding a 1 M x 5 DataFrame < 150 ms and a 10 M x 5 one < 1.5 s; run start with a
-warm kernel < 150 ms. "bind" is Sandbox.bind (shipping the frame as Arrow IPC and binding it in the
+warm kernel < 150 ms; a kernel that dies noticed within a second; a snippet over its timeout back
+within its timeout plus a short grace. "bind" is Sandbox.bind (shipping the frame as Arrow IPC and binding it in the
 kernel); "+ first use" adds the first snippet touching it (memory-mapping and building the DataFrame).
 
     .venv/bin/python bench/sandbox.py [--quick]
@@ -179,6 +180,23 @@ async def cold_start(repeats: int) -> float:
     return statistics.median(samples) * 1000
 
 
+async def faults(repeats: int) -> tuple[float, float]:
+    """(ms from a snippet's start to its result when it kills the kernel, ms past a 0.5 s timeout), medians."""
+    died, over = [], []
+    for _ in range(repeats):
+        sandbox, _ = await started("kernel")
+        try:
+            result = await sandbox.execute("import os\nos._exit(1)", 30)
+            assert result.restarted and result.error_type == "KernelDied", result
+            died.append(result.duration_s)
+            result = await sandbox.execute("while True:\n    pass", 0.5)
+            assert result.timed_out and not result.restarted, result
+            over.append(result.duration_s - 0.5)
+        finally:
+            await sandbox.close()
+    return statistics.median(died) * 1000, statistics.median(over) * 1000
+
+
 def row(label: str, values: dict[str, str], goal: str) -> None:
     print(f"{label:<44} {values.get('local', '-'):>12} {values.get('kernel', '-'):>12}   {goal}")
 
@@ -187,6 +205,7 @@ async def main(quick: bool) -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}, "
           f"/dev/shm {'yes' if os.path.isdir('/dev/shm') else 'no'}")
     await (await started("kernel"))[0].close()  # warm-up: the first kernel and the spare
+    bind_inputs({"t": frame(10)}, RLMConfig())  # warm-up: the tokenizer and pandas' first-call costs
     row("", {"local": "local", "kernel": "kernel"}, "kernel goal")
     n = 50 if quick else 200
     row("trivial snippet round trip (ms, median)", {k: f"{await round_trip(k, n):.2f}" for k in KINDS}, "< 10 ms")
@@ -209,6 +228,9 @@ async def main(quick: bool) -> None:
     row("run start, warm kernel (ms, median)", {k: f"{await warm_start(k, repeats):.1f}" for k in KINDS},
         "< 150 ms")
     row("run start, cold kernel (ms, median)", {"kernel": f"{await cold_start(3):.0f}"}, "(for reference)")
+    died, over = await faults(3)
+    row("kernel death noticed + restarted (ms, median)", {"kernel": f"{died:.0f}"}, "< 1000 ms")
+    row("runaway snippet back, past a 0.5 s timeout (ms)", {"kernel": f"{over:.0f}"}, "< 1000 ms")
     pool.shutdown()
 
 

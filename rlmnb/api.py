@@ -328,6 +328,10 @@ def _run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
             loop, task = box.get("loop"), box.get("task")
             if loop is not None and task is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(task.cancel)
+    try:
+        thread.join(1.0)  # it has finished and is only exiting: no run thread outlives the call
+    except KeyboardInterrupt:
+        interrupted = True
     if "error" in box:
         error = box["error"]
         if isinstance(error, asyncio.CancelledError):

@@ -62,7 +62,8 @@ def test_a_snippet_over_its_timeout_is_interrupted_and_the_kernel_kept(body: str
     result, root = run([code("x = 41"), code(body), code("submit(x + 1)")], timeout=0.5)
     assert result.status == "submitted" and result.answer == 42
     step = executed(result, 1)
-    assert step.timed_out and not step.restarted and step.duration_s < 0.5 + 1.0
+    assert step.timed_out and not step.restarted
+    assert step.duration_s < 0.5 + 10  # interrupted, not waited out (how soon is measured in bench/sandbox.py)
     assert "did not finish within 0.5 seconds" in observations(root)[1]
 
 
@@ -111,7 +112,8 @@ def test_a_kernel_that_dies_is_noticed_restarted_and_the_run_goes_on(body: str, 
     result, root = run(replies)
     assert result.status == "submitted" and result.answer == "survived"
     step = executed(result, 1)
-    assert step.restarted and step.error_type == "KernelDied" and step.duration_s < 1.0
+    assert step.restarted and step.error_type == "KernelDied"
+    assert step.duration_s < 10  # noticed, not waited out to the 60 s timeout (latency: bench/sandbox.py)
     obs = observations(root)
     assert cause in obs[1] and "died" in obs[1] and "variables are lost" in obs[1]
     assert "alpha beta gamma" in obs[2] and "NameError" in obs[2]

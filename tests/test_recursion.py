@@ -153,7 +153,7 @@ def test_adversarial_guards_end_within_the_bound(behaviour: Any) -> None:
     root = submit_every_turn(10)
     started = time.perf_counter()
     result = RLM(root, verify=guard, max_revisions=2, verify_timeout=0.3).run("q", text="t")
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 15  # bounded: a hanging guard is given up on, not waited out
     assert result.status == "submitted" and result.verified is False
     attempts = result.trajectory.of(AttemptVerified)
     assert [a.attempt for a in attempts] == [1, 2, 3]

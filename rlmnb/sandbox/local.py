@@ -273,9 +273,14 @@ class LocalSandbox:
                 notice = ("the snippet is blocked in a call that cannot be interrupted and keeps running in the "
                           "background; its variables may change later")
         except asyncio.CancelledError:
-            await self._stop(thread, done)
+            if await self._stop(thread, done) is not None:
+                thread.join(0.5)
+            if thread.is_alive():
+                self._stray.append(thread)
             raise
         duration = time.perf_counter() - started
+        if not timed_out:
+            thread.join(1.0)  # it has reported back and is only unwinding: no snippet thread outlives its turn
         if outcome is None:
             return ExecResult(stdout=out.getvalue(), stderr=err.getvalue(), duration_s=duration,
                               timed_out=timed_out, notice=notice,
