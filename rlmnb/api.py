@@ -143,7 +143,9 @@ class RLM:
         """Answer `question` over the named inputs; blocks until the run ends (see module docs)."""
         prepared = self._prepare(question, inputs, continue_from)
         self.check_keys()
-        return _run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True), interruptible=True)
+        result: RunResult = _run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
+                                                    interruptible=True)
+        return result
 
     async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
                    **inputs: Any) -> RunResult:

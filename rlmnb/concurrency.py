@@ -189,3 +189,10 @@ def current_limiter() -> AdaptiveLimiter | None:
     """The limiter that admitted the current request, if any."""
     slot = _current_slot.get()
     return slot.limiter if slot is not None else None
+
+
+def settle(future: asyncio.Future[Any], value: Any) -> None:
+    """Give `future` its result unless it already has one (a worker thread hands back through
+    `loop.call_soon_threadsafe(settle, future, value)`; a timed-out waiter may have moved on)."""
+    if not future.done():
+        future.set_result(value)

@@ -94,7 +94,7 @@ def _ranges(turns: list[int]) -> str:
     """[1, 2, 3, 5] -> '1-3, 5'."""
     parts: list[str] = []
     start = prev = turns[0]
-    for t in turns[1:] + [None]:  # type: ignore[list-item]
+    for t in [*turns[1:], None]:
         if t is not None and t == prev + 1:
             prev = t
             continue

@@ -26,7 +26,7 @@ def _replayed_error(slot: str) -> Exception:
     """An exception whose '[error] Type: message' slot text equals the recorded one."""
     body = slot.removeprefix("[error] ")
     name, _, message = body.partition(": ")
-    cls = type(name if name.isidentifier() else "ReplayedError", (Exception,), {})
+    cls: type[Exception] = type(name if name.isidentifier() else "ReplayedError", (Exception,), {})
     return cls(message)
 
 
@@ -106,7 +106,7 @@ def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: An
     bound = dict(inputs)
     missing = []
     for info in root.inputs:
-        name = info.get("name")
+        name = str(info.get("name"))
         if name in bound:
             continue
         path = info.get("path")

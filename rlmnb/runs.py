@@ -105,7 +105,6 @@ def schema_for(tree: Tree, spec: RunSpec) -> AnswerSchema | None:
     return tree.schema if spec.answers_question else None
 
 
-
 async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     """Run one run of the tree to its end; never raises for the run's own trouble (see RunRecord)."""
     from .recursion import Children
@@ -120,15 +119,16 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
     sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
     conversation = spec.conversation or new_conversation(tree, spec, lm)
+    schema = schema_for(tree, spec)
     tree.bus.emit(RunStarted, scope, question=spec.question, model=model_label(lm),
                   sub_model=model_label(tree.sub_lm), sandbox=tree.config.sandbox,
                   inputs=[f.info.to_dict() for f in spec.fields], summary=spec.summary.text,
                   config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label,
-                  schema=tree.schema.describe() if schema_for(tree, spec) is not None else None,
+                  schema=schema.describe() if schema is not None else None,
                   verify=tree.verify.describe() if tree.verify is not None else None)
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
-                     schema=schema_for(tree, spec))
+                     schema=schema)
     ctx.extra["tree_metadata"] = tree.metadata
     sub.turn = lambda: ctx.turn
     record = RunRecord(run_id=spec.run_id, status="error", answer=None)

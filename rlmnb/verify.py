@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .concurrency import settle
 from .conversation import TurnRecord
 from .errors import ConfigError
 from .events import AttemptVerified
@@ -133,7 +134,7 @@ class Verifier:
             except BaseException as exc:  # an adversarial guard may raise anything
                 result = ("error", exc)
             if not loop.is_closed():
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
+                loop.call_soon_threadsafe(settle, done, result)
 
         threading.Thread(target=work, name="rlmnb-guard", daemon=True).start()
         try:

@@ -80,6 +80,22 @@ def test_code_that_ignores_the_interrupt_gets_a_fresh_kernel_with_inputs_bound_a
     assert "alpha beta gamma" in obs[2] and "NameError" in obs[2]
 
 
+def test_what_a_snippet_printed_before_its_kernel_died_or_stuck_still_reaches_the_model() -> None:
+    dies = "import os, sys\nprint('chunk 1 of 3 done')\nprint('careful', file=sys.stderr)\nos._exit(3)"
+    sticks = ("import time\nprint('started the slow part')\nprint('y' * 50_000)\nwhile True:\n    try:\n"
+              "        time.sleep(0.01)\n    except BaseException:\n        pass")
+    replies = [code(dies), code(sticks), code("print('fine')"), code("submit('ok')")]
+    result, root = run(replies, timeout=1.0)
+    assert result.answer == "ok"
+    died, stuck, fine = (executed(result, i) for i in range(3))
+    assert died.restarted and died.stdout == "chunk 1 of 3 done\n" and died.stderr == "careful\n"
+    assert stuck.restarted and stuck.stdout == ("started the slow part\n" + "y" * 50_000)[:10_000]  # the head
+    assert fine.stdout == "fine\n" and not fine.restarted
+    obs = observations(root)
+    assert "chunk 1 of 3 done" in obs[0] and "careful" in obs[0] and "exit code 3" in obs[0]
+    assert "started the slow part" in obs[1] and "kernel was restarted" in obs[1]
+
+
 # ---- memory --------------------------------------------------------------------------------------------------
 def test_a_memory_bomb_under_a_memory_limit_is_a_memory_error() -> None:
     host_rss = psutil.Process().memory_info().rss

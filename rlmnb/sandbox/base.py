@@ -48,7 +48,9 @@ class SandboxHost(Protocol):
     """Host services the sandbox primitives call. Coroutines run on the run's event loop."""
 
     loop: asyncio.AbstractEventLoop
-    tools: Mapping[str, Callable[..., Any]]
+
+    @property
+    def tools(self) -> Mapping[str, Callable[..., Any]]: ...
 
     async def llm_query(self, prompt: str, model: str | None = None) -> str: ...
 

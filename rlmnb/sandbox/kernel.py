@@ -272,6 +272,17 @@ class KernelProcess:
             raise SandboxError(f"the sandbox kernel refused: {data['error']}")
         return data.get("ok")
 
+    def mirrored_output(self) -> tuple[str, str]:
+        """What the running snippet had printed (its first characters, up to the output cap) when the
+        kernel died or stuck: the kernel side mirrors them into its runtime directory as they are written."""
+        texts = []
+        for stream in ("stdout", "stderr"):
+            try:
+                texts.append(Path(self.runtime_dir, f"{stream}.mirror").read_text(errors="replace"))
+            except OSError:
+                texts.append("")
+        return texts[0], texts[1]
+
     def _log_tail(self) -> str:
         try:
             text = Path(self.runtime_dir, "kernel.log").read_text(errors="replace").strip()
@@ -497,13 +508,15 @@ class KernelSandbox:
         if content == _DEAD:
             self._broker.drop_step(step)
             cause = kernel.cause()
+            out, err = kernel.mirrored_output()
             await self._replace()
-            return ExecResult(error=f"KernelDied: the sandbox kernel process died ({cause})", error_type="KernelDied",
-                              duration_s=duration, timed_out=timed_out, restarted=True,
+            return ExecResult(stdout=out, stderr=err, error=f"KernelDied: the sandbox kernel process died ({cause})",
+                              error_type="KernelDied", duration_s=duration, timed_out=timed_out, restarted=True,
                               notice=_join(earlier, render("kernel_died", cause=cause)))
         if content == _TIMEOUT:
+            out, err = kernel.mirrored_output()
             await self._replace()
-            return ExecResult(duration_s=duration, timed_out=True, restarted=True,
+            return ExecResult(stdout=out, stderr=err, duration_s=duration, timed_out=True, restarted=True,
                               notice=_join(earlier, render("kernel_stuck")))
         data = reply_payload(content)
         if data is None:  # an interrupt landed outside the snippet: the outcome is still kept in the kernel
@@ -593,7 +606,7 @@ class KernelSandbox:
         wanted = scrubbed_env(self.secret_env)
         env = {k: v for k, v in wanted.items() if kernel.base_env.get(k) != v}
         settings = {"bridge": self._broker.settings(), "max_output_chars": self.max_output_chars,
-                    "tools": tools, "memory_limit": self.memory_limit, "env": env}
+                    "mirror_dir": kernel.runtime_dir, "tools": tools, "memory_limit": self.memory_limit, "env": env}
         try:
             await kernel.call(f"__rlmnb__.configure({settings!r})")
             kernel.base_env.update(env)

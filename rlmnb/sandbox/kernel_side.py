@@ -14,6 +14,7 @@ Inputs arrive as files (see transfer.py) and load on first access.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import itertools
 import json
 import os
@@ -187,6 +188,34 @@ class OutputRouter:
         return int(self.original.fileno())
 
 
+class MirroredBuffer(BoundedBuffer):
+    """A snippet's output buffer whose first `limit` characters also go straight to a file, so the host
+    can still show them when the kernel dies or is replaced before the snippet returns."""
+
+    def __init__(self, limit: int, path: str | None) -> None:
+        super().__init__(limit)
+        self.path = path
+        self.room = limit if path else 0
+        self.fd: int | None = None
+
+    def write(self, text: str) -> int:
+        if self.room > 0:
+            piece = str(text)[:self.room]
+            self.room -= len(piece)
+            if self.fd is None:
+                self.fd = os.open(str(self.path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(self.fd, piece.encode("utf-8", "replace"))
+        return super().write(text)
+
+    def discard(self) -> None:
+        """The snippet returned normally: its output travels in the reply, the mirror is not needed."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            with contextlib.suppress(OSError):
+                os.unlink(str(self.path))
+
+
 # ---- the runtime ------------------------------------------------------------------------------------------
 class Runtime:
     """One sandbox namespace with its inputs, printing and bridge."""
@@ -197,6 +226,7 @@ class Runtime:
         self.specs: dict[str, str] = {}
         self.tools: dict[str, Callable[..., Any]] = {}
         self.max_output_chars = 10_000
+        self.mirror_dir: str | None = None
         self.memory_limit: int | None = None
         self.ns: dict[str, Any] = self._fresh()
         self.out: OutputRouter | None = None
@@ -213,6 +243,7 @@ class Runtime:
     def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         self.bridge.settings = dict(settings["bridge"])
         self.max_output_chars = int(settings.get("max_output_chars", 10_000))
+        self.mirror_dir = settings.get("mirror_dir")
         os.environ.update(settings.get("env") or {})
         self.tools = {name: tool_proxy(self.bridge, name, doc) for name, doc in settings.get("tools", {}).items()}
         install(self.ns, self.bridge, self.tools)
@@ -246,7 +277,8 @@ class Runtime:
         assert self.out is not None and self.err is not None
         if sys.stdout is not self.out or sys.stderr is not self.err:
             sys.stdout, sys.stderr = self.out, self.err  # type: ignore[assignment,unused-ignore]
-        out, err = BoundedBuffer(self.max_output_chars), BoundedBuffer(self.max_output_chars)
+        out, err = (MirroredBuffer(self.max_output_chars, os.path.join(self.mirror_dir, f"{stream}.mirror")
+                                   if self.mirror_dir else None) for stream in ("stdout", "stderr"))
         for router, buf in ((self.out, out), (self.err, err)):
             stray = router.swap(buf)
             if stray.total:
@@ -269,6 +301,8 @@ class Runtime:
                               submit_error=signal.error if signal else None,
                               submit_during_exception=signal.during_exception if signal else None)
             self.last = _dumps(result)
+            out.discard()
+            err.discard()
         return result
 
     def variables(self) -> list[str]:

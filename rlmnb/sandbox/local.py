@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..concurrency import settle
 from ..errors import SandboxError
 from .base import RESERVED_NAMES, ExecResult, SandboxHost
 from .primitives import install, user_variables
@@ -254,7 +255,7 @@ class LocalSandbox:
             finally:
                 _Capture.bind_thread(None, None)
             if not loop.is_closed():
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(outcome))
+                loop.call_soon_threadsafe(settle, done, outcome)
 
         thread = threading.Thread(target=work, name=f"rlmnb-snippet-{turn}", daemon=True)
         started = time.perf_counter()

@@ -39,7 +39,7 @@ def _check_prompt(prompt: object, fn: str) -> str:
 def _check_prompts(prompts: object, fn: str) -> list[str]:
     if isinstance(prompts, str) or not isinstance(prompts, Sequence | types.GeneratorType | map):
         raise TypeError(f"{fn}() takes a list of str prompts, got {type(prompts).__name__}.")
-    items = list(prompts)  # type: ignore[call-overload]
+    items = list(prompts)
     for i, p in enumerate(items):
         if not isinstance(p, str):
             raise TypeError(f"{fn}() prompt {i} is a {type(p).__name__}, not a str.")
@@ -96,11 +96,10 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
     def rlm_query_batched(prompts: Sequence[str], inputs_list: Sequence[Mapping[str, Any]] | None = None) -> list[Any]:
         """Run several child runs concurrently; inputs_list[i] are the inputs of prompts[i]."""
         items = _check_prompts(prompts, "rlm_query_batched")
-        if inputs_list is not None:
-            inputs_list = [dict(x) for x in inputs_list]
-            if len(inputs_list) != len(items):
-                raise ValueError(f"rlm_query_batched(): {len(items)} prompts but {len(inputs_list)} inputs.")
-        return bridge.rlm_query_batched(items, inputs_list) if items else []
+        copies = None if inputs_list is None else [dict(x) for x in inputs_list]
+        if copies is not None and len(copies) != len(items):
+            raise ValueError(f"rlm_query_batched(): {len(items)} prompts but {len(copies)} inputs.")
+        return bridge.rlm_query_batched(items, copies) if items else []
 
     def submit(value: Any) -> None:
         """Give the final answer and end the run."""
