@@ -20,29 +20,21 @@ that receives a full-window screenshot and the page's HTML when something fails)
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import re
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 SOURCE = NOTEBOOKS / "01_quickstart.ipynb"
 OUT = Path(os.environ.get("RLMNB_SHOT_OUT", REPO / "docs" / "widget.png"))
 THEME = os.environ.get("RLMNB_SHOT_THEME", "JupyterLab Light")  # or "JupyterLab Dark"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTH = 1440  # browser window; the left sidebar is closed, so the cell output is ~1,330 px wide
 RUN_TIMEOUT = int(os.environ.get("RLMNB_SHOT_TIMEOUT", 180))  # seconds for the whole notebook to run
 
@@ -53,92 +45,11 @@ def log(message: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {message}", flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(port: int, token: str, scratch: Path) -> subprocess.Popen[bytes]:
-    settings = scratch / "settings"
-    # no "get Jupyter news?" / update toasts over the notebook
-    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True)
-    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    (notification.parent / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEME}))
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONUNBUFFERED="1")
-    jupyter = Path(sys.executable).with_name("jupyter")
-    cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-           f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={NOTEBOOKS}", f"--LabApp.user_settings_dir={settings}",
-           f"--LabApp.workspaces_dir={scratch / 'workspaces'}", "--LabApp.extension_manager=readonly"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")
-    logfile = open(scratch / "server.log", "wb")  # noqa: SIM115 (closed with the process)
-    proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env, cwd=NOTEBOOKS,
-                            start_new_session=True)
-    logfile.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n{server_log(scratch)}")
+def take_screenshot(lab: JupyterLab, notebook: str, console: list[str]) -> None:
+    with chromium_page(width=WIDTH, height=1600, console=console) as page:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.25)
-    raise RuntimeError(f"jupyter lab did not answer within 60 s:\n{server_log(scratch)}")
-
-
-def server_log(scratch: Path) -> str:
-    try:
-        return (scratch / "server.log").read_text(errors="replace")[-4000:]
-    except OSError:
-        return ""
-
-
-def stop_server(proc: subprocess.Popen[bytes], port: int, token: str) -> None:
-    """Ask the server to shut down (it stops its kernels), then make sure every process of it is gone."""
-    try:  # its kernels (and the rlmnb sandbox kernels they start) run in sessions of their own
-        import psutil
-
-        children = psutil.Process(proc.pid).children(recursive=True)
-    except Exception:
-        children = []
-    if proc.poll() is None:
-        try:
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/api/shutdown", method="POST",
-                                         headers={"Authorization": f"token {token}"})
-            urllib.request.urlopen(req, timeout=10).close()
-        except OSError:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    killed = 0
-    for child in children:  # psutil checks the process is still the same one (no pid reuse)
-        with contextlib.suppress(Exception):
-            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
-                child.kill()
-                killed += 1
-    log(f"server stopped ({len(children)} child processes; {killed} outlived it and were killed)")
-
-
-def take_screenshot(port: int, token: str, notebook: str, console: list[str]) -> None:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 1600}, device_scale_factor=1)
-            page.on("console", lambda m: console.append(f"console.{m.type}: {m.text}"))
-            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
             page.on("requestfailed", lambda r: console.append(f"requestfailed: {r.url} {r.failure}"))
-            page.set_default_timeout(60_000)
-            page.goto(f"http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}")
+            page.goto(lab.url(f"lab/tree/{notebook}"))
             page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
             log("notebook open, kernel idle")
@@ -206,36 +117,32 @@ def take_screenshot(port: int, token: str, notebook: str, console: list[str]) ->
                 (Path(debug) / "failure.html").write_text(page.content())
                 print(f"debug: {debug}/failure.png, failure.html", file=sys.stderr)
             raise
-        finally:
-            browser.close()
 
 
 def main() -> int:
-    if not Path(CHROMIUM).exists():
-        print(f"no browser at {CHROMIUM} (apt-get install chromium, or set CHROMIUM=...)", file=sys.stderr)
+    missing = browser_missing()
+    if missing:
+        print(missing, file=sys.stderr)
         return 2
-    scratch = Path(tempfile.mkdtemp(prefix="rlmnb-shot-"))
     copy = NOTEBOOKS / f"_screenshot_{secrets.token_hex(4)}.ipynb"
     checkpoints = NOTEBOOKS / ".ipynb_checkpoints"
     had_checkpoints = checkpoints.exists()
     shutil.copyfile(SOURCE, copy)
-    port, token = free_port(), secrets.token_hex(24)
     console: list[str] = []
-    proc = None
+    lab = JupyterLab(NOTEBOOKS, theme=THEME)
     try:
-        proc = start_server(port, token, scratch)
-        log(f"jupyter lab on 127.0.0.1:{port}")
-        take_screenshot(port, token, copy.name, console)
+        lab.start()
+        log(f"jupyter lab on 127.0.0.1:{lab.port}")
+        take_screenshot(lab, copy.name, console)
     finally:
-        if proc is not None:
-            stop_server(proc, port, token)
+        killed = lab.stop()
+        log(f"server stopped ({killed} processes outlived it and were killed)")
         copy.unlink(missing_ok=True)
         if checkpoints.exists():
             for leftover in checkpoints.glob(f"{copy.stem}-checkpoint*"):
                 leftover.unlink()
             if not had_checkpoints and not any(checkpoints.iterdir()):
                 checkpoints.rmdir()
-        shutil.rmtree(scratch, ignore_errors=True)
         print(f"browser console ({len(console)} messages):")
         for line in console:
             print("  " + line)

@@ -380,7 +380,9 @@ class RunWidget:
         bundle = dict(self.box._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["text/plain"] = summary_line(self.tree)
         bundle["text/html"] = render_html(self.tree)
-        if self.embed_trajectory:
+        if self.embed_trajectory and self.finished:
+            # only in the final bundle: where the JupyterLab extension is installed its view (which ranks
+            # above ipywidgets) takes over when the run ends, and the live widget shows until then
             bundle[MIME_TYPE] = compact_trajectory(Trajectory(list(self.tree.events)))
         return bundle
 

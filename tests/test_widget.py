@@ -145,6 +145,7 @@ def test_mime_bundle_and_display_refresh(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "Turn 2" in data["text/html"] and "<script" not in data["text/html"]
     assert Trajectory.from_dict(data[MIME_TYPE]).final().answer == 42  # type: ignore[union-attr]
     assert "running" in first["data"]["text/html"] or "waiting" in first["data"]["text/html"]
+    assert MIME_TYPE not in first["data"]  # the extension's view must not cover the live widget
 
 
 def test_pushes_are_throttled_and_flushed_at_the_end(comms: CountingComms) -> None:

@@ -1,0 +1,342 @@
+/**
+ * Fold a recorded trajectory (the event list rlmnb saves under application/vnd.rlmnb.trajectory+json)
+ * into a run tree: runs -> turns -> sub-call groups -> calls, child runs under the turn that started them.
+ *
+ * This mirrors rlmnb/render.py's RunTree for the browser: it reads the same events, so a saved notebook or
+ * an exported trajectory file shows the same figures with or without a kernel.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Event = { [key: string]: any };
+
+export interface Call {
+  index: number;
+  id: string;
+  model: string;
+  prompt: string;
+  promptChars: number;
+  done: boolean;
+  reply: string | null;
+  error: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cost: number | null;
+  latency: number | null;
+  cached: boolean;
+}
+
+export interface Group {
+  key: string;
+  kind: 'batch' | 'single';
+  size: number;
+  model: string;
+  calls: Call[];
+  errors: number;
+  refused: string | null;
+  wall: number | null;
+}
+
+export interface Turn {
+  turn: number;
+  maxTurns: number | null;
+  reply: string;
+  replyTokens: [number, number] | null;
+  replyLatency: number | null;
+  code: string;
+  stdout: string;
+  stderr: string;
+  error: string | null;
+  errorType: string | null;
+  duration: number | null;
+  timedOut: boolean;
+  restarted: boolean;
+  executed: boolean;
+  submitted: boolean;
+  notes: [string, string][];
+  groups: Group[];
+  children: string[];
+}
+
+export interface Run {
+  id: string;
+  parentId: string | null;
+  parentTurn: number | null;
+  depth: number;
+  label: string;
+  question: string;
+  model: string;
+  subModel: string;
+  sandbox: string;
+  config: { [key: string]: any };
+  status: string;
+  answer: Json | undefined;
+  reason: string;
+  error: string | null;
+  verified: boolean | null;
+  usage: { [key: string]: any } | null;
+  started: number;
+  finished: number | null;
+  turns: Map<number, Turn>;
+  notes: string[];
+  children: string[];
+}
+
+export interface Totals {
+  subCalls: number;
+  subDone: number;
+  subErrors: number;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+  unpriced: number;
+  rootCalls: number;
+  concurrency: number | null;
+}
+
+export interface Tree {
+  rootId: string | null;
+  runs: Map<string, Run>;
+  totals: Totals;
+  events: number;
+  lastTs: number;
+}
+
+/** The event list of a payload: a trajectory, a saved RunResult ({..., trajectory}) or a bare list. */
+export function eventsOf(payload: unknown): Event[] {
+  let data: any = payload;
+  if (typeof data === 'string') {
+    data = JSON.parse(data);
+  }
+  if (data && !Array.isArray(data) && typeof data === 'object' && 'trajectory' in data && !('events' in data)) {
+    data = data.trajectory;
+  }
+  const events = Array.isArray(data) ? data : data?.events;
+  if (!Array.isArray(events)) {
+    throw new Error('no event list found: expected an rlmnb trajectory ({"schema_version", "events"})');
+  }
+  return events.filter(e => e && typeof e === 'object' && typeof e.kind === 'string');
+}
+
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+export function fold(payload: unknown): Tree {
+  const tree: Tree = {
+    rootId: null,
+    runs: new Map(),
+    totals: {
+      subCalls: 0, subDone: 0, subErrors: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0,
+      rootCalls: 0, concurrency: null
+    },
+    events: 0,
+    lastTs: 0
+  };
+  const calls = new Map<string, Call>();
+  const groups = new Map<string, Group>();
+
+  const run = (e: Event): Run => {
+    let r = tree.runs.get(e.run_id);
+    if (!r) {
+      r = {
+        id: e.run_id, parentId: e.parent_run_id ?? null, parentTurn: null, depth: e.depth ?? 0, label: '',
+        question: '', model: '', subModel: '', sandbox: '', config: {}, status: 'running', answer: undefined,
+        reason: '', error: null, verified: null, usage: null, started: e.ts ?? 0, finished: null,
+        turns: new Map(), notes: [], children: []
+      };
+      tree.runs.set(e.run_id, r);
+      if (tree.rootId === null && !r.parentId) {
+        tree.rootId = r.id;
+      }
+    }
+    return r;
+  };
+  const turn = (e: Event): Turn => {
+    const r = run(e);
+    const n = Number(e.turn ?? 0);
+    let t = r.turns.get(n);
+    if (!t) {
+      t = {
+        turn: n, maxTurns: null, reply: '', replyTokens: null, replyLatency: null, code: '', stdout: '',
+        stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
+        executed: false, submitted: false, notes: [], groups: [], children: []
+      };
+      r.turns.set(n, t);
+    }
+    return t;
+  };
+  const group = (e: Event): Group => {
+    const key = e.batch_id ? String(e.batch_id) : `single:${e.run_id}:${e.turn}`;
+    let g = groups.get(key);
+    if (!g) {
+      g = {
+        key, kind: e.batch_id ? 'batch' : 'single', size: 0, model: e.model ?? '', calls: [], errors: 0,
+        refused: null, wall: null
+      };
+      groups.set(key, g);
+      turn(e).groups.push(g);
+    }
+    return g;
+  };
+
+  for (const e of eventsOf(payload)) {
+    tree.events += 1;
+    tree.lastTs = Math.max(tree.lastTs, num(e.ts) ?? 0);
+    switch (e.kind) {
+      case 'run_started': {
+        const r = run(e);
+        Object.assign(r, {
+          question: e.question ?? '', model: e.model ?? '', subModel: e.sub_model ?? '', sandbox: e.sandbox ?? '',
+          config: e.config ?? {}, label: e.label ?? '', parentTurn: e.parent_turn ?? null, started: e.ts ?? 0
+        });
+        if (r.parentId) {
+          const parent = tree.runs.get(r.parentId);
+          if (parent) {
+            parent.children.push(r.id);
+            if (r.parentTurn !== null) {
+              turn({ run_id: parent.id, turn: r.parentTurn }).children.push(r.id);
+            }
+          }
+        }
+        break;
+      }
+      case 'turn_started':
+        turn(e).maxTurns = num(e.max_turns);
+        break;
+      case 'model_reply': {
+        tree.totals.rootCalls += 1;
+        if (e.purpose && e.purpose !== 'turn') {
+          run(e).notes.push(`${e.purpose} reply: ${String(e.text ?? '').slice(0, 300)}`);
+          break;
+        }
+        const t = turn(e);
+        t.reply = e.text ?? '';
+        const u = e.usage ?? {};
+        t.replyTokens = [Number(u.input_tokens ?? 0), Number(u.output_tokens ?? 0)];
+        t.replyLatency = num(e.latency_s);
+        break;
+      }
+      case 'code_executed': {
+        const t = turn(e);
+        Object.assign(t, {
+          code: e.code ?? '', stdout: e.stdout ?? '', stderr: e.stderr ?? '', error: e.error ?? null,
+          errorType: e.error_type ?? null, duration: num(e.duration_s), timedOut: !!e.timed_out,
+          restarted: !!e.restarted, executed: true
+        });
+        break;
+      }
+      case 'batch_started': {
+        const g = group(e);
+        g.size = Number(e.size ?? 0);
+        g.model = e.model ?? g.model;
+        break;
+      }
+      case 'batch_finished': {
+        const g = group(e);
+        g.refused = e.refused ?? null;
+        g.wall = num(e.latency_s);
+        break;
+      }
+      case 'sub_call_started': {
+        const g = group(e);
+        const c: Call = {
+          index: g.calls.length + 1, id: e.call_id, model: e.model ?? '', prompt: e.prompt ?? '',
+          promptChars: Number(e.prompt_chars ?? (e.prompt ?? '').length), done: false, reply: null, error: null,
+          inputTokens: null, outputTokens: null, cost: null, latency: null, cached: false
+        };
+        g.calls.push(c);
+        if (g.kind === 'single') {
+          g.size = g.calls.length;
+        }
+        calls.set(c.id, c);
+        tree.totals.subCalls += 1;
+        break;
+      }
+      case 'sub_call_finished': {
+        const c = calls.get(e.call_id);
+        const u = e.usage ?? {};
+        if (c) {
+          Object.assign(c, {
+            done: true, reply: e.reply ?? null, error: e.error ?? null, inputTokens: num(u.input_tokens),
+            outputTokens: num(u.output_tokens), cost: num(u.cost_usd), latency: num(e.latency_s), cached: !!e.cached
+          });
+        }
+        tree.totals.subDone += 1;
+        if (e.error) {
+          tree.totals.subErrors += 1;
+          group(e).errors += 1;
+        }
+        break;
+      }
+      case 'guard_rejected':
+        turn(e).notes.push(['rejected', `submit rejected (${e.guard}): ${e.reason}`]);
+        break;
+      case 'submitted':
+        turn(e).submitted = true;
+        break;
+      case 'turns_trimmed':
+        turn(e).notes.push(['info', `older turns dropped from the model's context to fit it: ${(e.dropped ?? []).join(', ')}`]);
+        break;
+      case 'concurrency_changed':
+        tree.totals.concurrency = num(e.limit);
+        break;
+      case 'fallback': {
+        const r = run(e);
+        r.notes.push(`fallback: ${e.reason ?? ''}`);
+        break;
+      }
+      case 'attempt_verified': {
+        const verdict = e.accepted ? 'accepted' : 'rejected';
+        const confidence = num(e.confidence);
+        run(e).notes.push(
+          `attempt ${e.attempt} ${verdict} (confidence ${confidence === null ? '?' : confidence.toFixed(2)}) ${e.reason ?? ''}`.trim()
+        );
+        break;
+      }
+      case 'run_finished': {
+        const r = run(e);
+        Object.assign(r, {
+          status: e.status ?? 'error', answer: e.answer, reason: e.reason ?? '', error: e.error ?? null,
+          verified: e.verified ?? null, usage: e.usage ?? null, finished: e.ts ?? null
+        });
+        if (r.id === tree.rootId && e.usage) {
+          const u = e.usage;
+          Object.assign(tree.totals, {
+            inputTokens: Number(u.input_tokens ?? 0), outputTokens: Number(u.output_tokens ?? 0),
+            cost: Number(u.cost_usd ?? 0), unpriced: Number(u.unpriced_calls ?? 0),
+            rootCalls: Number(u.root_calls ?? tree.totals.rootCalls)
+          });
+        }
+        break;
+      }
+      default:
+        break; // an event kind this viewer does not know (a newer rlmnb): shown nowhere, breaks nothing
+    }
+  }
+  if (!tree.runs.size) {
+    throw new Error('the trajectory has no runs');
+  }
+  if (tree.rootId === null) {
+    tree.rootId = tree.runs.keys().next().value ?? null;
+  }
+  // a run still "running" in a saved trajectory never finished: it was cut off (kernel died, saved mid-run)
+  const root = tree.runs.get(tree.rootId!)!;
+  if (root.usage === null) {
+    let input = 0;
+    let output = 0;
+    for (const r of tree.runs.values()) {
+      for (const t of r.turns.values()) {
+        input += t.replyTokens?.[0] ?? 0;
+        output += t.replyTokens?.[1] ?? 0;
+      }
+    }
+    for (const c of calls.values()) {
+      input += c.inputTokens ?? 0;
+      output += c.outputTokens ?? 0;
+      tree.totals.cost += c.cost ?? 0;
+    }
+    tree.totals.inputTokens = input;
+    tree.totals.outputTokens = output;
+  }
+  return tree;
+}
