@@ -1,4 +1,4 @@
-"""Take docs/widget.png: rlmnb's live run widget in JupyterLab 4, in a real (headless) Chromium.
+"""Take docs/widget.png: a finished rlmnb run in JupyterLab 4, in a real (headless) Chromium.
 
     .venv/bin/pip install playwright            # the Python package ships its driver
     .venv/bin/python docs/screenshot.py         # ~20 s; writes docs/widget.png
@@ -6,8 +6,9 @@
 What it does: starts `jupyter lab` headless on 127.0.0.1 (free port, random token, no browser, throwaway
 settings/workspace/runtime directories), copies notebooks/01_quickstart.ipynb to a temporary notebook in
 the same folder (the committed notebook is never opened), opens it in Chromium through Playwright, clears
-the saved outputs, runs all cells from the Run menu, waits until the %%rlm cell's widget says the run is
-finished, expands the batch of sub-calls, and screenshots the output area of that cell. The server (and
+the saved outputs, runs all cells from the Run menu, waits until the %%rlm cell's live widget has given
+way to the extension's tree (the run is over), expands the turn that fanned out and its batch of
+sub-calls, and screenshots the output area of that cell. The server (and
 its kernel) and the browser are always stopped and the temporary notebook deleted. Browser console
 messages and page errors are printed at the end.
 
@@ -69,23 +70,23 @@ def take_screenshot(lab: JupyterLab, notebook: str, console: list[str]) -> None:
             magic = page.locator(".jp-InputArea .cm-line", has_text=re.compile(r"^%%rlm\b"))
             cell = page.locator(".jp-CodeCell").filter(has=magic).first
             output = cell.locator(".jp-Cell-outputArea")
-            header = output.locator(".widget-html", has_text="What is the magic number").first
-            header.wait_for(timeout=RUN_TIMEOUT * 1000)
-            page.wait_for_function(
-                """el => /answered|fallback|budget|failed|interrupted/.test(el.innerText)""",
-                arg=header.element_handle(), timeout=RUN_TIMEOUT * 1000)
-            # the rest of the notebook finishes too, so the kernel is free to handle the toggle click
+            # the live widget shows while the run goes; at its end the extension's tree takes its place
+            view = output.locator(".rlmnb-Trajectory").first
+            view.wait_for(timeout=RUN_TIMEOUT * 1000)
             page.wait_for_function(
                 """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
                            return p.length && p.every(x => /\\[\\d+\\]/.test(x.innerText)); }""",
                 timeout=RUN_TIMEOUT * 1000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-            log("run finished: " + " ".join(header.inner_text().split())[:100])
+            log("run finished: " + " ".join(view.locator(".rlmnb-header").first.inner_text().split())[:100])
 
-            toggle = output.locator("button.widget-toggle-button", has_text="calls").first
-            if toggle.count():
-                toggle.click()  # the batch of sub-calls, one line each
-                output.locator("details summary", has_text="#19").first.wait_for(timeout=20_000)
+            turn = view.locator("details.rlmnb-turn", has_text="sub-call").first  # the turn that fanned out
+            if turn.count():
+                if turn.get_attribute("open") is None:
+                    turn.locator("summary").first.click()
+                group = turn.locator("details.rlmnb-group").first
+                group.locator("summary").first.click()  # its sub-calls, one line each
+                group.locator("details.rlmnb-call").nth(4).wait_for(timeout=20_000)
             # make the next cell the active one: no blue active-cell bar or button focus ring in the picture
             cell.locator("xpath=following-sibling::div[contains(@class,'jp-CodeCell')][1]//div[contains("
                          "@class,'jp-InputPrompt')]").first.click()
