@@ -4,8 +4,8 @@
         page.goto(lab.url("lab/tree/run.ipynb"))
 
 The server listens on 127.0.0.1 on a free port with a random token, and keeps its settings, workspaces,
-runtime files and notebook-trust database in a throwaway directory, so nothing of the user's JupyterLab
-set-up is read or changed. Stopping it also stops every process it started (kernels, and the sandbox
+configuration, runtime files and notebook-trust database in a throwaway directory, so nothing of the
+user's JupyterLab set-up is read or changed. Stopping it also stops every process it started (kernels, and the sandbox
 kernels those start).
 
 The browser is Debian's Chromium (`apt-get install chromium`; `CHROMIUM=/path` for another one), driven by
@@ -56,8 +56,10 @@ def free_port() -> int:
 class JupyterLab:
     """`jupyter lab` serving `root_dir`, headless, isolated settings; a context manager."""
 
-    def __init__(self, root_dir: Path, *, theme: str = "JupyterLab Light", timeout: float = 60.0) -> None:
+    def __init__(self, root_dir: Path, *, theme: str = "JupyterLab Light", timeout: float = 60.0,
+                 disabled_extensions: tuple[str, ...] = ()) -> None:
         self.root_dir = Path(root_dir)
+        self.disabled_extensions = disabled_extensions
         self.theme = theme
         self.timeout = timeout
         self.port = free_port()
@@ -70,7 +72,7 @@ class JupyterLab:
     @property
     def env(self) -> dict[str, str]:
         return dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.scratch / "runtime"), PYTHONUNBUFFERED="1",
-                    JUPYTER_DATA_DIR=str(self.data_dir))
+                    JUPYTER_DATA_DIR=str(self.data_dir), JUPYTER_CONFIG_DIR=str(self.scratch / "config"))
 
     def url(self, path: str = "lab") -> str:
         sep = "&" if "?" in path else "?"
@@ -91,6 +93,10 @@ class JupyterLab:
         notification.parent.mkdir(parents=True)
         notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         (notification.parent / "themes.jupyterlab-settings").write_text(json.dumps({"theme": self.theme}))
+        labconfig = self.scratch / "config" / "labconfig"
+        labconfig.mkdir(parents=True)
+        disabled = {name: True for name in self.disabled_extensions}
+        (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
         cmd = [self._jupyter(), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
                f"--ServerApp.root_dir={self.root_dir}", f"--LabApp.user_settings_dir={settings}",
