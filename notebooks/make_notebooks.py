@@ -195,18 +195,21 @@ What is the magic number hidden in the text?"""),
         code("""
 %%rlm -m root -s sub -i text -o run --quiet
 What is the magic number hidden in the text?"""),
+        md("""
+Export the run. In JupyterLab, double-click `data/run.rlmnb.json` in the file browser: the rlmnb extension
+shows the whole run tree from the file, with no kernel. The HTML file is a standalone page to share."""),
         code("""
-%rlm export data/run.json
+%rlm export data/run.rlmnb.json
 %rlm export data/run.html"""),
         code("""
 from rlmnb import Trajectory
 
-calls = Trajectory.load("data/run.json").to_frame()
+calls = Trajectory.load("data/run.rlmnb.json").to_frame()
 calls[["turn", "prompt_chars", "reply", "input_tokens", "output_tokens"]].head()"""),
         code("""calls.groupby("reply").size()"""),
         md("Replay the saved run: same code, same sandbox, every reply from the record, zero cost."),
         code("""
-%%rlm --replay data/run.json -i text --quiet
+%%rlm --replay data/run.rlmnb.json -i text --quiet
 (the question comes from the record)"""),
         code("""
 print(_rlm.status, _rlm.answer == run.answer, _rlm.usage.cost_usd)"""),
@@ -215,7 +218,7 @@ print(_rlm.status, _rlm.answer == run.answer, _rlm.usage.cost_usd)"""),
 from rlmnb import RLM, ReplayDivergence
 
 try:
-    RLM.replay("data/run.json", text=text.replace("magic", "secret"))
+    RLM.replay("data/run.rlmnb.json", text=text.replace("magic", "secret"))
 except ReplayDivergence as exc:
     print(str(exc)[:90])"""),
     ],
