@@ -42,7 +42,7 @@ class Tree:
     budget: Budget
     bus: EventBus
     verify: Any = None  # a Verifier (verify.py) or None
-    limiter: Any = None
+    limiter: Any = None  # the AdaptiveLimiter of every sub-call in the tree (made by the first run)
     cache: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     root_run_id: str = ""
@@ -114,6 +114,8 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())
     sub = SubCaller(lm=tree.sub_lm, config=tree.config, budget=tree.budget, bus=tree.bus, scope=scope,
                     limiter=tree.limiter, cache=tree.cache)
+    if tree.limiter is None:  # one limit for the whole tree: child runs share the root's, 429s included
+        tree.limiter = sub.limiter
     sub.pinned = tree.pinned_models
     children = Children(tree, scope, sub, turn=lambda: ctx.turn)
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)

@@ -97,6 +97,35 @@ def test_child_exhausting_the_shared_budget_mid_batch() -> None:
     assert any(f.status == "budget_exhausted" for f in finished)
 
 
+class PeakLM(ScriptedLM):
+    """A slow sub-model that records how many of its calls were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda m: "ok", name="sub", latency=0.05)
+        self.in_flight = self.peak = 0
+
+    async def acomplete(self, messages: Any, **params: Any) -> Any:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await super().acomplete(messages, **params)
+        finally:
+            self.in_flight -= 1
+
+
+def test_the_concurrency_limit_holds_for_the_whole_tree_not_per_run() -> None:
+    child = ScriptedLM(lambda m: code("r = llm_query_batched(['x'] * 6)\nprint(r)") if turn_of(m) == 1
+                       else code("submit(r)"), name="child")
+    root = ScriptedLM([code("print(1)"),
+                       code("out = rlm_query_batched(['a', 'b', 'c'])\nprint(out)"),
+                       code("submit(out)")])
+    sub = PeakLM()
+    result = RLM(root, sub, child_model=child, max_depth=2, max_concurrency=2, min_concurrency=1,
+                 max_child_concurrency=3, cache=False).run("q", text="t")
+    assert result.status == "submitted" and result.answer == [["ok"] * 6] * 3
+    assert sub.peak == 2  # three children fanning out at once still share the root's two slots
+
+
 def test_depth_cap_degrades_to_a_plain_sub_call_by_default() -> None:
     root = ScriptedLM([code("r = rlm_query('Describe', piece='xyz')\nprint(r)"), code("submit(r)")])
     sub = ScriptedLM(lambda m: "described", name="sub")
