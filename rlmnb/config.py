@@ -34,7 +34,7 @@ class RLMConfig:
     timeout: float = 60.0
     """Seconds one code snippet may run before it is interrupted."""
     max_concurrency: int = 64
-    """Sub-calls in flight at once within one run (adapts down on rate limits)."""
+    """Sub-calls in flight at once in a run and all its child runs together (adapts down on rate limits)."""
     min_concurrency: int = 2
     """The floor the adaptive concurrency limit never goes below."""
     max_output_chars: int = 10_000
