@@ -87,7 +87,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, recorded: Any, browser_ready: 
 def open_output(page: Any, lab: JupyterLab, name: str) -> Any:
     page.goto(lab.url(f"lab/tree/{name}?reset"))  # ?reset: no tabs restored from an earlier page
     view = page.locator(".rlmnb-Trajectory").first
-    view.wait_for(timeout=60_000)
+    view.locator(".rlmnb-view, .rlmnb-unreadable").first.wait_for(timeout=60_000)  # rendered, not just created
     return view
 
 
@@ -130,6 +130,29 @@ def test_a_saved_run_output_shows_the_extensions_tree(lab: JupyterLab, name: str
         child.locator("details.rlmnb-turn", has_text="Turn 1/20").first.locator("summary").first.click()
         expect(child.locator("details.rlmnb-group")).to_contain_text("llm_query × 1")
     assert not [line for line in console if "pageerror" in line], console
+
+
+def test_the_search_finds_sub_calls_anywhere_in_the_tree(lab: JupyterLab) -> None:
+    with chromium_page() as page:
+        view = open_output(page, lab, "untrusted.ipynb")
+        search = view.locator("input.rlmnb-search-input")
+        assert search.get_attribute("placeholder") == "search the 61 sub-calls (prompts, replies, errors)"
+        search.fill("REFUSED q13")  # case-insensitive, errors included
+        expect(view.locator(".rlmnb-search-status")).to_have_text("1 matching sub-call")
+        hit = view.locator(".rlmnb-search-results details.rlmnb-call")
+        expect(hit).to_have_count(1)
+        expect(hit.locator(".rlmnb-where")).to_have_text("root run · turn 2 · llm_query_batched")
+        search.fill("how many words")  # a child run's sub-call
+        expect(hit.locator(".rlmnb-where")).to_have_text("child run · turn 1 · llm_query")
+        search.fill("reply to q")  # 58 replies (q7 and q13 answered otherwise): 50, then the rest
+        expect(view.locator(".rlmnb-search-status")).to_have_text("58 matching sub-calls")
+        expect(hit).to_have_count(50)
+        view.locator(".rlmnb-search-results button.rlmnb-more").click()
+        expect(hit).to_have_count(58)
+        # typing in the box is not a notebook shortcut: "d d" would delete the cell, "a" insert one
+        search.fill("")
+        search.press_sequentially("dda")
+        assert page.locator(".jp-Notebook .jp-Cell").count() == 1 and search.input_value() == "dda"
 
 
 def test_an_exported_trajectory_file_opens_in_the_viewer_without_a_kernel(lab: JupyterLab) -> None:

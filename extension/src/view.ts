@@ -366,12 +366,92 @@ export function metersView(tree: Tree): HTMLElement {
     meter('time', elapsed, cfg.max_time ?? null, fmtSecs(elapsed)));
 }
 
+interface Hit {
+  call: Call;
+  run: Run;
+  turn: number;
+  group: Group;
+}
+
+function everyCall(tree: Tree): Hit[] {
+  const hits: Hit[] = [];
+  for (const run of tree.runs.values()) {
+    for (const t of [...run.turns.values()].sort((a, b) => a.turn - b.turn)) {
+      for (const group of t.groups) {
+        for (const call of group.calls) {
+          hits.push({ call, run, turn: t.turn, group });
+        }
+      }
+    }
+  }
+  return hits;
+}
+
+function hitRow(tree: Tree, hit: Hit): HTMLElement {
+  const where = [hit.run.id === tree.rootId ? 'root run' : hit.run.label || `child run (depth ${hit.run.depth})`,
+    `turn ${hit.turn}`, hit.group.kind === 'batch' ? 'llm_query_batched' : 'llm_query'];
+  const row = callRow(hit.call);
+  row.querySelector('summary')!.prepend(h('span', 'rlmnb-where', where.join(' · ')), ' ');
+  return row;
+}
+
+/** A search over every sub-call of the tree (prompt, reply, error), results listed a page at a time. */
+export function searchView(tree: Tree): HTMLElement | null {
+  const hits = everyCall(tree);
+  if (hits.length < 2) {
+    return null;
+  }
+  const input = h('input', 'rlmnb-search-input') as HTMLInputElement;
+  input.type = 'search';
+  input.placeholder = `search the ${hits.length.toLocaleString('en-US')} sub-calls (prompts, replies, errors)`;
+  input.setAttribute('aria-label', 'search sub-calls');
+  input.setAttribute('data-lm-suppress-shortcuts', 'true'); // typing here never triggers notebook shortcuts
+  const status = h('span', 'rlmnb-search-status rlmnb-muted');
+  const results = h('div', 'rlmnb-search-results');
+  const search = () => {
+    const query = input.value.trim().toLowerCase();
+    results.textContent = '';
+    status.textContent = '';
+    if (!query) {
+      return;
+    }
+    const found = hits.filter(({ call }) =>
+      call.prompt.toLowerCase().includes(query) || (call.reply ?? '').toLowerCase().includes(query) ||
+      (call.error ?? '').toLowerCase().includes(query));
+    status.textContent = plural(found.length, 'matching sub-call');
+    const more = h('button', 'rlmnb-more');
+    let shown = 0;
+    const page = () => {
+      for (const hit of found.slice(shown, shown + PAGE_SIZE)) {
+        results.insertBefore(hitRow(tree, hit), more);
+      }
+      shown = Math.min(found.length, shown + PAGE_SIZE);
+      const left = found.length - shown;
+      more.textContent = `show ${Math.min(left, PAGE_SIZE)} more of ${left.toLocaleString('en-US')}`;
+      more.style.display = left > 0 ? '' : 'none';
+    };
+    more.addEventListener('click', page);
+    results.appendChild(more);
+    page();
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(search, 150);
+  });
+  return h('div', 'rlmnb-search', input, ' ', status, results);
+}
+
 /** The whole view of one trajectory. */
 export function trajectoryView(tree: Tree): HTMLElement {
   const root = tree.runs.get(tree.rootId!)!;
   const view = h('div', 'rlmnb-view');
   view.setAttribute('data-status', root.status);
   view.appendChild(metersView(tree));
+  const search = searchView(tree);
+  if (search) {
+    view.appendChild(search);
+  }
   view.appendChild(runView(tree, root));
   const footer = [`${plural(tree.runs.size, 'run')}`, plural(tree.events, 'event'), plural(tree.totals.rootCalls, 'root call')];
   if (tree.totals.concurrency !== null) {
