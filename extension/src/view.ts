@@ -312,12 +312,15 @@ function runHeader(tree: Tree, run: Run): HTMLElement {
     badge(run.status), ' ', h('span', 'rlmnb-muted', `${models} · ${fmtSecs(elapsed)}`));
 }
 
-export function runView(tree: Tree, run: Run): HTMLElement {
+export function runView(tree: Tree, run: Run, above: HTMLElement[] = []): HTMLElement {
   const box = h('div', run.parentId ? 'rlmnb-run rlmnb-child' : 'rlmnb-run');
   box.setAttribute('data-run-id', run.id);
   box.appendChild(runHeader(tree, run));
   if (run.question) {
     box.appendChild(h('div', 'rlmnb-question', run.question));
+  }
+  for (const el of above) {
+    box.appendChild(el); // the root run's meters and search sit between its question and its turns
   }
   const turns = [...run.turns.values()].sort((a, b) => a.turn - b.turn);
   const list = h('div', 'rlmnb-turns');
@@ -447,12 +450,8 @@ export function trajectoryView(tree: Tree): HTMLElement {
   const root = tree.runs.get(tree.rootId!)!;
   const view = h('div', 'rlmnb-view');
   view.setAttribute('data-status', root.status);
-  view.appendChild(metersView(tree));
   const search = searchView(tree);
-  if (search) {
-    view.appendChild(search);
-  }
-  view.appendChild(runView(tree, root));
+  view.appendChild(runView(tree, root, search ? [metersView(tree), search] : [metersView(tree)]));
   const footer = [`${plural(tree.runs.size, 'run')}`, plural(tree.events, 'event'), plural(tree.totals.rootCalls, 'root call')];
   if (tree.totals.concurrency !== null) {
     footer.push(`concurrency ended at ${tree.totals.concurrency}`);
