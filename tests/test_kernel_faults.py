@@ -155,6 +155,29 @@ async def test_a_kernel_killed_between_steps_is_replaced_before_the_next_one() -
         await sandbox.close()
 
 
+async def test_raw_writes_to_fd_2_cannot_fill_the_disk() -> None:
+    from rlmnb.sandbox.kernel import LOG_CAP, LOG_TAIL
+
+    sandbox = KernelSandbox()
+    try:
+        await sandbox.start(EchoHost(asyncio.get_running_loop()))
+        await sandbox.bind([])
+        # 40 MB straight to file descriptor 2, past Python's sys.stderr, over about two seconds
+        flood = ("import os, time\nfor i in range(40):\n    os.write(2, b'x' * 999_999 + b'\\n')\n"
+                 "    time.sleep(0.05)\nos.write(2, b'the last line\\n')")
+        result = await sandbox.execute(flood, 30)
+        assert result.ok, result
+        assert sandbox._kernel is not None
+        log = Path(sandbox._kernel.runtime_dir, "kernel.log")
+        text = log.read_bytes()
+        assert len(text) <= LOG_CAP and text.endswith(b"the last line\n")
+        assert b"[... earlier output cut by rlmnb ...]" in text  # cut while the snippet ran, tail kept
+        assert LOG_TAIL < LOG_CAP < 40 * 10**6
+        assert (await sandbox.execute("print('alive')", 5)).stdout == "alive\n"
+    finally:
+        await sandbox.close()
+
+
 def test_code_that_takes_the_kernel_side_apart_gets_a_fresh_kernel() -> None:
     body = "import IPython\nIPython.get_ipython().user_ns['__rlmnb__'] = None"
     result, root = run([code("x = 1"), code(body), code("print(inputs['text'])\nx"), code("submit('ok')")])

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from ..inputs import Field
 
 POLL_S = 0.2            # how often a wait checks that the kernel process is alive
+LOG_CAP = 4 * 2**20     # the kernel's fd-2 log (raw writes by model code) is cut back to its tail above this
+LOG_TAIL = 64 * 2**10
 GRACE_S = 2.0           # after an interrupt, how long the kernel has to become idle before it is replaced
 START_TIMEOUT_S = 60.0  # a kernel that is not ready by then is a SandboxError
 CALL_TIMEOUT_S = 600.0  # configure / bind / variables
@@ -120,7 +122,8 @@ class KernelProcess:
         km.autorestart = False
         self.km = km
         try:
-            with open(os.path.join(self.runtime_dir, "kernel.log"), "wb") as log:
+            # append mode: after trim_log() cuts the file, the kernel's writes land at its new end
+            with open(os.path.join(self.runtime_dir, "kernel.log"), "ab") as log:
                 await km.start_kernel(env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=log)
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
@@ -258,6 +261,7 @@ class KernelProcess:
             except queue.Empty:
                 if not self.alive():
                     return _DEAD
+                self.trim_log()
                 continue
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg["content"]  # type: ignore[no-any-return]
@@ -271,6 +275,21 @@ class KernelProcess:
         if "error" in data:
             raise SandboxError(f"the sandbox kernel refused: {data['error']}")
         return data.get("ok")
+
+    def trim_log(self) -> None:
+        """Keep the kernel's fd-2 log bounded: model code writing raw bytes to fd 2 cannot fill the disk."""
+        path = os.path.join(self.runtime_dir, "kernel.log")
+        try:
+            if os.path.getsize(path) <= LOG_CAP:
+                return
+            with open(path, "r+b") as f:
+                f.seek(-LOG_TAIL, os.SEEK_END)
+                tail = f.read()
+                f.seek(0)
+                f.truncate()
+                f.write(b"[... earlier output cut by rlmnb ...]\n" + tail)
+        except OSError:
+            pass
 
     def mirrored_output(self) -> tuple[str, str]:
         """What the running snippet had printed (its first characters, up to the output cap) when the
@@ -505,6 +524,7 @@ class KernelSandbox:
             kernel.interrupt()
             raise
         duration = time.perf_counter() - started
+        kernel.trim_log()
         if content == _DEAD:
             self._broker.drop_step(step)
             cause = kernel.cause()
