@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml extension/package.json
 	rm -rf $(LABEXT) && ln -s $(CURDIR)/rlmnb/labextension $(LABEXT)
 	touch $(STAMP)
 
-rlmnb/labextension/package.json: $(STAMP) $(EXT_SRC)
+rlmnb/labextension/package.json: $(EXT_SRC) | $(STAMP)
 	cd extension && PATH="$(CURDIR)/$(BIN):$$PATH" npm install --no-audit --no-fund --silent && PATH="$(CURDIR)/$(BIN):$$PATH" npm run --silent build
 	touch $@
 

@@ -21,13 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from rlmnb import RLM
 from rlmnb.events import MIME_TYPE
 from rlmnb.render import mime_bundle
 from rlmnb.testing import ScriptedLM
-from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page
+from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
 
 
 def recorded_run(calls: int) -> Any:
@@ -38,14 +36,6 @@ def recorded_run(calls: int) -> Any:
     result = RLM(root, sub, sandbox="local", max_llm_calls=calls + 10).run("How many?", text="x")
     assert result.answer == calls, result.reason
     return result
-
-
-def write_notebook(path: Path, data: dict[str, Any]) -> None:
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell("%%rlm -m root -s sub\nHow many?",
-                                          outputs=[nbformat.v4.new_output("display_data", data=data)])]
-    nbformat.write(nb, path)
 
 
 def time_to_visible(lab: JupyterLab, name: str, selector: str) -> float:
@@ -92,7 +82,7 @@ def main() -> int:
     bundle = mime_bundle(result.trajectory)
     print(f"recorded a run with {args.calls:,} sub-calls in {time.perf_counter() - t:.1f} s")
     root = Path(tempfile.mkdtemp(prefix="rlmnb-bench-"))
-    write_notebook(root / "run.ipynb", bundle)
+    write_run_notebook(root / "run.ipynb", bundle, cell="%%rlm -m root -s sub\nHow many?")
     print(f"notebook: {(root / 'run.ipynb').stat().st_size / 1e6:.1f} MB, of which the trajectory "
           f"{len(json.dumps(bundle[MIME_TYPE])) / 1e6:.1f} MB and the static HTML {len(bundle['text/html']) / 1e6:.1f} MB")
     with JupyterLab(root, disabled_extensions=("rlmnb-jupyterlab",)) as lab:

@@ -20,7 +20,7 @@ from sandbox_support import code
 from rlmnb import RLM
 from rlmnb.render import mime_bundle
 from rlmnb.testing import ScriptedLM
-from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page
+from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
 
 pytestmark = pytest.mark.integration
 
@@ -65,18 +65,10 @@ def recorded() -> Any:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, recorded: Any, browser_ready: None) -> Iterator[JupyterLab]:
-    import nbformat
-
     root = tmp_path_factory.mktemp("lab")
-    bundle = mime_bundle(recorded.trajectory)
-    data = {"application/vnd.jupyter.widget-view+json": {"model_id": "0" * 32, "version_major": 2,
-                                                         "version_minor": 0}, **bundle}
     for name in ("untrusted", "trusted"):
-        nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                               "language": "python"}})
-        nb.cells = [nbformat.v4.new_code_cell("%%rlm -m root -s sub -i text\nHow many errors?", outputs=[
-            nbformat.v4.new_output("display_data", data=data)])]
-        nbformat.write(nb, root / f"{name}.ipynb")
+        write_run_notebook(root / f"{name}.ipynb", mime_bundle(recorded.trajectory),
+                           cell="%%rlm -m root -s sub -i text\nHow many errors?", widget_view=True)
     recorded.save(root / "run.rlmnb.json")
     server = JupyterLab(root)
     server.trust(root / "trusted.ipynb")

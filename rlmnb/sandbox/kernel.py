@@ -84,6 +84,7 @@ class KernelProcess:
 
     def __init__(self, env: dict[str, str], cwd: str | None) -> None:
         self.runtime_dir = private_temp_dir("kernel")
+        self.log_path = os.path.join(self.runtime_dir, "kernel.log")  # the kernel's fd 1 and 2 (see trim_log)
         self.own_cwd = cwd is None
         self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
         self.marker = secrets.token_hex(8)
@@ -123,7 +124,7 @@ class KernelProcess:
         self.km = km
         try:
             # append mode: after trim_log() cuts the file, the kernel's writes land at its new end
-            with open(os.path.join(self.runtime_dir, "kernel.log"), "ab") as log:
+            with open(self.log_path, "ab") as log:
                 await km.start_kernel(env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=log)
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
@@ -278,11 +279,10 @@ class KernelProcess:
 
     def trim_log(self) -> None:
         """Keep the kernel's fd-2 log bounded: model code writing raw bytes to fd 2 cannot fill the disk."""
-        path = os.path.join(self.runtime_dir, "kernel.log")
         try:
-            if os.path.getsize(path) <= LOG_CAP:
+            if os.path.getsize(self.log_path) <= LOG_CAP:
                 return
-            with open(path, "r+b") as f:
+            with open(self.log_path, "r+b") as f:
                 f.seek(-LOG_TAIL, os.SEEK_END)
                 tail = f.read()
                 f.seek(0)
@@ -304,7 +304,7 @@ class KernelProcess:
 
     def _log_tail(self) -> str:
         try:
-            text = Path(self.runtime_dir, "kernel.log").read_text(errors="replace").strip()
+            text = Path(self.log_path).read_text(errors="replace").strip()
         except OSError:
             return ""
         return f"; its log ends with:\n{text[-1500:]}" if text else ""

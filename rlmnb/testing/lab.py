@@ -47,6 +47,24 @@ def browser_missing() -> str | None:
     return None
 
 
+def write_run_notebook(path: Path, bundle: dict[str, Any], *, cell: str = "%%rlm -m root -s sub\nq",
+                       widget_view: bool = False) -> Path:
+    """A notebook whose one %%rlm cell holds a run's output as a saved file does (`render.mime_bundle`);
+    with `widget_view`, also the view of a widget whose state was not saved (as after a kernel restart)."""
+    import nbformat
+
+    nbf: Any = nbformat  # untyped library
+    data = dict(bundle)
+    if widget_view:
+        data["application/vnd.jupyter.widget-view+json"] = {"model_id": "0" * 32, "version_major": 2,
+                                                            "version_minor": 0}
+    nb = nbf.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbf.v4.new_code_cell(cell, outputs=[nbf.v4.new_output("display_data", data=data)])]
+    nbf.write(nb, path)
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
