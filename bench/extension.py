@@ -23,9 +23,9 @@ from typing import Any
 
 from rlmnb import RLM
 from rlmnb.events import MIME_TYPE
-from rlmnb.render import mime_bundle
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
+from rlmnb.views import mime_bundle
 
 
 def recorded_run(calls: int) -> Any:

@@ -81,8 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from .api import RLM
-    from .render import render_html, render_text
     from .testing.scenarios import needle_scenario
+    from .views import render_html, render_text
 
     if args.size < 1000:
         raise CLIError("--size must be at least 1000 characters.")
@@ -175,7 +175,7 @@ def _exit_for(status: str) -> int:
 
 def _view(args: argparse.Namespace) -> int:
     from .events import Trajectory
-    from .render import render_html
+    from .views import render_html
 
     source = Path(args.path)
     if not source.is_file():

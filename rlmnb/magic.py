@@ -324,7 +324,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if view is None and quiet is False:  # widgets unavailable: show the static tree
             from IPython.display import display
 
-            from .render import TrajectoryView
+            from .views import TrajectoryView
 
             display(TrajectoryView(result.trajectory))  # type: ignore[no-untyped-call]
         return self._outcome(result)
@@ -557,7 +557,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if not quiet:
             from IPython.display import display
 
-            from .render import TrajectoryView
+            from .views import TrajectoryView
 
             display(TrajectoryView(result.trajectory))  # type: ignore[no-untyped-call]
         return self._outcome(result)
@@ -630,7 +630,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
             RunWidget.from_trajectory(trajectory).display()
         except ImportError:
-            from .render import TrajectoryView
+            from .views import TrajectoryView
 
             display(TrajectoryView(trajectory))  # type: ignore[no-untyped-call]
 
@@ -647,7 +647,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if suffix == ".json":
             result.save(path)
         else:
-            from .render import render_html
+            from .views import render_html
 
             path.write_text(render_html(result.trajectory, full_page=True), encoding="utf-8")
         print(f"Saved the last run to {path}")

@@ -17,18 +17,18 @@ import time
 from typing import Any
 
 from .events import Event, Trajectory
-from .render import (
-    RunTree,
+from .views.fold import RunTree
+from .views.html import (
     answer_html,
     call_html,
-    compact_trajectory,
     group_summary_html,
     header_html,
     meters_html,
     render_html,
-    summary_line,
     turn_html,
 )
+from .views.mime import compact_trajectory
+from .views.text import summary_line
 
 __all__ = ["RunWidget"]
 

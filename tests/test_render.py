@@ -20,7 +20,8 @@ from rlmnb.events import (
     SubCallFinished,
     SubCallStarted,
 )
-from rlmnb.render import (
+from rlmnb.testing import ScriptedLM
+from rlmnb.views import (
     RunTree,
     TrajectoryView,
     clip,
@@ -31,7 +32,6 @@ from rlmnb.render import (
     render_text,
     summary_line,
 )
-from rlmnb.testing import ScriptedLM
 
 
 def code(body: str) -> str:

@@ -234,7 +234,7 @@ def test_child_runs_nest_under_their_turn_and_attempts_show_their_scores() -> No
     finally:
         view.finish()
     assert result.answer == "piece read" and result.verified  # the child revised once, the root passed
-    from rlmnb.render import render_html
+    from rlmnb.views import render_html
 
     html = render_html(result.trajectory)
 

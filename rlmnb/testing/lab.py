@@ -49,7 +49,7 @@ def browser_missing() -> str | None:
 
 def write_run_notebook(path: Path, bundle: dict[str, Any], *, cell: str = "%%rlm -m root -s sub\nq",
                        widget_view: bool = False) -> Path:
-    """A notebook whose one %%rlm cell holds a run's output as a saved file does (`render.mime_bundle`);
+    """A notebook whose one %%rlm cell holds a run's output as a saved file does (`views.mime_bundle`);
     with `widget_view`, also the view of a widget whose state was not saved (as after a kernel restart)."""
     import nbformat
 

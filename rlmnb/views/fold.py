@@ -1,0 +1,338 @@
+"""The run tree: a trajectory's events folded into one view model of a run, in O(1) per event.
+
+Every view of a run reads this one fold: the static HTML and text views, the MIME bundle and the
+live widget (which feeds it from the run's thread). The browser twin is the extension's `fold.ts`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..events import Event, Trajectory
+from .format import percentile
+from .nodes import GroupNode, RunNode, Totals, TurnNode
+
+__all__ = ["RunTree", "as_tree"]
+
+_METERS = ("meters",)
+
+
+class RunTree:
+    """Events folded into a run tree: runs > turns > sub-call groups > calls, child runs under turns.
+
+    `add(event)` is O(1) and thread-safe, so it can be an `on_event` subscriber; it records which
+    parts changed (`take_changes()`) so a live view redraws only those. The `*_view` methods return
+    plain dicts that the renderers (and tests) read.
+    """
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, RunNode] = {}
+        self.root_id: str | None = None
+        self.groups: dict[str, GroupNode] = {}
+        self.calls: dict[str, list[Any]] = {}  # call_id -> [SubCallStarted, SubCallFinished | None, GroupNode]
+        self.totals = Totals()
+        self.events: list[Event] = []  # every event added, in order (what the trajectory JSON is made of)
+        self._changes: set[tuple[Any, ...]] = set()
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "run_started": self._run_started, "turn_started": self._turn_started,
+            "model_reply": self._model_reply, "code_executed": self._code_executed,
+            "batch_started": self._batch_started, "batch_finished": self._batch_finished,
+            "sub_call_started": self._sub_started, "sub_call_finished": self._sub_finished,
+            "guard_rejected": self._guard_rejected, "submitted": self._submitted,
+            "turns_trimmed": self._trimmed, "fallback": self._fallback,
+            "attempt_verified": self._verified, "run_finished": self._run_finished,
+        }
+        for event in events:
+            self.add(event)
+
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory) -> RunTree:
+        return cls(trajectory.events)
+
+    # ---- feeding ---------------------------------------------------------------------------------
+    def add(self, event: Event) -> None:
+        handler = self._handlers.get(event.kind)
+        with self.lock:
+            self.events.append(event)
+            if handler is not None:
+                handler(event)
+
+    def take_changes(self) -> set[tuple[Any, ...]]:
+        """The parts changed since the last call: ("run", id), ("turns", id), ("turn", id, n),
+        ("items", id, n), ("group", key); ("meters",) when any counter moved."""
+        with self.lock:
+            changes, self._changes = self._changes, set()
+            return changes
+
+    def _run(self, run_id: str, ts: float) -> RunNode:
+        run = self.runs.get(run_id)
+        if run is None:  # events of a run whose start we never saw (a view attached late)
+            run = RunNode(run_id, None, None, 0, "", "", "", "", "", {}, ts)
+            self.runs[run_id] = run
+            if self.root_id is None:
+                self.root_id = run_id
+        return run
+
+    def _turn(self, run_id: str, turn: int, ts: float) -> TurnNode:
+        run = self._run(run_id, ts)
+        node = run.turns.get(turn)
+        if node is None:
+            node = TurnNode(run_id, turn, int(run.limits.get("max_iterations") or 0), ts)
+            run.turns[turn] = node
+            self._changes.add(("turns", run_id))
+        return node
+
+    def _run_started(self, e: Any) -> None:
+        cfg = e.config or {}
+        limits = {k: cfg.get(k) for k in ("max_iterations", "max_llm_calls", "max_cost", "max_time", "max_tokens")}
+        existing = self.runs.get(e.run_id)
+        run = RunNode(e.run_id, e.parent_run_id, e.parent_turn, e.depth, e.label, e.question, e.model, e.sub_model,
+                   e.sandbox, limits, e.ts)
+        if existing is not None:
+            run.turns = existing.turns
+        self.runs[e.run_id] = run
+        if self.root_id is None:
+            self.root_id = e.run_id
+        if e.parent_run_id is not None:
+            parent = self._run(e.parent_run_id, e.ts)
+            turn_no = e.parent_turn if e.parent_turn is not None else (max(parent.turns) if parent.turns else 0)
+            turn = self._turn(e.parent_run_id, turn_no, e.ts)
+            turn.items.append(("run", e.run_id))
+            self._changes.add(("items", e.parent_run_id, turn_no))
+        self._changes.update((("run", e.run_id), ("meters",)))
+
+    def _turn_started(self, e: Any) -> None:
+        turn = self._turn(e.run_id, e.turn, e.ts)
+        turn.max_turns = e.max_turns
+        self._changes.update((("turn", e.run_id, e.turn), ("meters",)))
+
+    def _model_reply(self, e: Any) -> None:
+        self.totals.root_calls += 1
+        self.totals.add_usage(e.usage)
+        if e.purpose == "turn":
+            turn = self._turn(e.run_id, e.turn, e.ts)
+            turn.reply, turn.reply_usage, turn.reply_latency = e.text, e.usage, e.latency_s
+            self._changes.add(("turn", e.run_id, e.turn))
+        else:
+            self._run(e.run_id, e.ts).fallback_reply = e.text
+            self._changes.add(("run", e.run_id))
+        self._changes.add(("meters",))
+
+    def _code_executed(self, e: Any) -> None:
+        turn = self._turn(e.run_id, e.turn, e.ts)
+        turn.code, turn.stdout, turn.stderr = e.code, e.stdout, e.stderr
+        turn.error, turn.error_type, turn.duration = e.error, e.error_type, e.duration_s
+        turn.timed_out, turn.restarted, turn.executed = e.timed_out, e.restarted, True
+        self._changes.add(("turn", e.run_id, e.turn))
+
+    def _group(self, key: str, kind: str, run_id: str, turn_no: int, ts: float) -> GroupNode:
+        group = self.groups.get(key)
+        if group is None:
+            group = GroupNode(key, kind, run_id, turn_no)
+            self.groups[key] = group
+            self._turn(run_id, turn_no, ts).items.append(("group", key))
+            self._changes.add(("items", run_id, turn_no))
+        return group
+
+    def _batch_started(self, e: Any) -> None:
+        group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
+        group.size, group.model = e.size, e.model
+        self._changes.add(("group", e.batch_id))
+
+    def _batch_finished(self, e: Any) -> None:
+        group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
+        group.done, group.wall, group.refused = True, e.latency_s, e.refused
+        self._changes.add(("group", e.batch_id))
+
+    # the two handlers below run once per sub-call: keep them lean (no allocation beyond the record)
+    def _sub_started(self, e: Any) -> None:
+        key = e.batch_id
+        group = self.groups.get(key) if key is not None else None
+        if group is None:
+            if key is None:
+                key = f"{e.run_id}:t{e.turn}:single"
+                group = self.groups.get(key) or self._group(key, "single", e.run_id, e.turn, e.ts)
+            else:
+                group = self._group(key, "batch", e.run_id, e.turn, e.ts)
+        group.call_ids.append(e.call_id)
+        if group.kind == "single":
+            group.size += 1
+            if not group.model:
+                group.model = e.model
+        self.calls[e.call_id] = [e, None, group]
+        self.totals.sub_started += 1
+        changes = self._changes
+        changes.add(group.change)
+        changes.add(_METERS)
+
+    def _sub_finished(self, e: Any) -> None:
+        record = self.calls.get(e.call_id)
+        if record is None:
+            return
+        record[1] = e
+        group: GroupNode = record[2]
+        group.finished += 1
+        usage = e.usage
+        totals = self.totals
+        tokens_in = usage.get("input_tokens") or 0
+        tokens_out = usage.get("output_tokens") or 0
+        group.input_tokens += tokens_in
+        group.output_tokens += tokens_out
+        totals.input_tokens += tokens_in
+        totals.output_tokens += tokens_out
+        cost = usage.get("cost_usd", 0.0)
+        if cost is None:
+            group.unpriced += 1
+            totals.unpriced += 1
+        elif cost:
+            group.cost += cost
+            totals.cost += cost
+        if e.cached:
+            group.cached += 1
+        group.latencies.append(e.latency_s)
+        totals.sub_finished += 1
+        if e.error is not None:
+            group.errors += 1
+            totals.sub_errors += 1
+        changes = self._changes
+        changes.add(group.change)
+        changes.add(_METERS)
+
+    def _note(self, e: Any, kind: str, text: str) -> None:
+        self._turn(e.run_id, e.turn, e.ts).notes.append((kind, text))
+        self._changes.add(("turn", e.run_id, e.turn))
+
+    def _guard_rejected(self, e: Any) -> None:
+        self._note(e, "rejected", f"submit rejected ({e.guard}): {e.reason}")
+
+    def _submitted(self, e: Any) -> None:
+        self._turn(e.run_id, e.turn, e.ts).submitted = True
+        self._changes.add(("turn", e.run_id, e.turn))
+
+    def _trimmed(self, e: Any) -> None:
+        dropped = ", ".join(str(t) for t in e.dropped)
+        self._note(e, "info", f"older turns dropped from the model's context to fit it: {dropped}")
+
+    def _fallback(self, e: Any) -> None:
+        run = self._run(e.run_id, e.ts)
+        run.fallback = True
+        run.notes.append(f"fallback: {e.reason}")
+        self._changes.add(("run", e.run_id))
+
+    def _verified(self, e: Any) -> None:
+        run = self._run(e.run_id, e.ts)
+        verdict = "accepted" if e.accepted else "rejected"
+        run.notes.append(f"attempt {e.attempt} {verdict} (confidence {e.confidence:.2f}) {e.reason}".strip())
+        self._changes.add(("run", e.run_id))
+
+    def _run_finished(self, e: Any) -> None:
+        run = self._run(e.run_id, e.ts)
+        run.status, run.answer, run.reason, run.error = e.status, e.answer, e.reason, e.error
+        run.usage, run.finished = e.usage, e.ts
+        if e.run_id == self.root_id and e.usage:
+            u = e.usage
+            t = self.totals
+            t.input_tokens, t.output_tokens = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
+            t.cost, t.unpriced = float(u.get("cost_usd", 0.0)), int(u.get("unpriced_calls", 0))
+            t.root_calls = int(u.get("root_calls", t.root_calls))
+        self._changes.update((("run", e.run_id), ("meters",)))
+
+    # ---- reading ---------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        root = self.runs.get(self.root_id or "")
+        return root is not None and root.status != "running"
+
+    def run_view(self, run_id: str | None = None, now: float | None = None) -> dict[str, Any]:
+        with self.lock:
+            run = self.runs.get(run_id or self.root_id or "")
+            if run is None:
+                return {"run_id": None, "status": "waiting", "question": "", "model": "", "sub_model": "",
+                        "label": "", "elapsed": 0.0, "depth": 0, "turns": 0, "answer": None, "has_answer": False,
+                        "reason": "", "error": None, "notes": [], "fallback": False, "sandbox": ""}
+            if run.finished is not None:
+                elapsed = (run.usage or {}).get("wall_s") or (run.finished - run.started)
+            else:
+                elapsed = (now if now is not None else time.time()) - run.started
+            has_answer = run.status in ("submitted", "fallback") or run.answer is not None
+            return {"run_id": run.run_id, "status": run.status, "question": run.question, "model": run.model,
+                    "sub_model": run.sub_model, "label": run.label, "sandbox": run.sandbox,
+                    "elapsed": max(0.0, float(elapsed)), "depth": run.depth, "turns": len(run.turns),
+                    "answer": run.answer, "has_answer": has_answer, "reason": run.reason, "error": run.error,
+                    "notes": list(run.notes), "fallback": run.fallback, "parent_run_id": run.parent_run_id}
+
+    def meters_view(self, now: float | None = None) -> dict[str, Any]:
+        """Budget meters of the whole tree: limits come from the root run's settings."""
+        elapsed = self.run_view(now=now)["elapsed"]
+        with self.lock:
+            root = self.runs.get(self.root_id or "")
+            limits = root.limits if root is not None else {}
+            t = self.totals
+            turns = max((n for n in root.turns), default=0) if root is not None else 0
+            max_turns = limits.get("max_iterations")
+            if root is not None and root.turns:
+                max_turns = root.turns[max(root.turns)].max_turns or max_turns
+            return {"turns": turns, "max_turns": max_turns,
+                    "sub_calls": t.sub_started, "sub_calls_done": t.sub_finished, "sub_errors": t.sub_errors,
+                    "max_llm_calls": limits.get("max_llm_calls"), "root_calls": t.root_calls,
+                    "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+                    "max_tokens": limits.get("max_tokens"), "cost": t.cost, "unpriced": t.unpriced,
+                    "max_cost": limits.get("max_cost"), "elapsed": elapsed,
+                    "max_time": limits.get("max_time")}
+
+    def turn_numbers(self, run_id: str | None = None) -> list[int]:
+        with self.lock:
+            run = self.runs.get(run_id or self.root_id or "")
+            return sorted(run.turns) if run is not None else []
+
+    def turn_view(self, run_id: str, turn: int) -> dict[str, Any]:
+        with self.lock:
+            node = self.runs[run_id].turns[turn]
+            return {"run_id": run_id, "turn": node.turn, "max_turns": node.max_turns, "reply": node.reply,
+                    "reply_usage": dict(node.reply_usage), "reply_latency": node.reply_latency,
+                    "code": node.code, "stdout": node.stdout, "stderr": node.stderr, "error": node.error,
+                    "error_type": node.error_type, "duration": node.duration, "timed_out": node.timed_out,
+                    "restarted": node.restarted, "executed": node.executed, "submitted": node.submitted,
+                    "notes": list(node.notes)}
+
+    def turn_items(self, run_id: str, turn: int) -> list[tuple[str, str]]:
+        with self.lock:
+            return list(self.runs[run_id].turns[turn].items)
+
+    def group_view(self, key: str) -> dict[str, Any]:
+        with self.lock:
+            g = self.groups[key]
+            latencies = list(g.latencies)
+            view = {"key": g.key, "kind": g.kind, "run_id": g.run_id, "turn": g.turn, "size": g.size,
+                    "model": g.model, "started": len(g.call_ids), "finished": g.finished, "errors": g.errors,
+                    "input_tokens": g.input_tokens, "output_tokens": g.output_tokens, "cost": g.cost,
+                    "unpriced": g.unpriced, "cached": g.cached, "done": g.done, "wall": g.wall,
+                    "refused": g.refused}
+        latencies.sort()
+        view["p50"], view["p95"] = percentile(latencies, 50), percentile(latencies, 95)
+        return view
+
+    def call_views(self, key: str, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
+        """Calls of one group, in the order they started (index is 1-based within the group)."""
+        with self.lock:
+            ids = self.groups[key].call_ids[start:stop]
+            records = [self.calls[i] for i in ids]
+        out = []
+        for index, (s, f, _group) in enumerate(records, start=start + 1):
+            usage = f.usage if f is not None else {}
+            out.append({"index": index, "call_id": s.call_id, "model": s.model, "prompt": s.prompt,
+                        "prompt_chars": s.prompt_chars, "done": f is not None,
+                        "reply": f.reply if f is not None else None, "error": f.error if f is not None else None,
+                        "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+                        "cost": usage.get("cost_usd"), "latency": f.latency_s if f is not None else None,
+                        "cached": bool(f.cached) if f is not None else False})
+        return out
+
+
+def as_tree(source: Trajectory | RunTree) -> RunTree:
+    """A RunTree of `source`, folding it only when it is a Trajectory."""
+    return source if isinstance(source, RunTree) else RunTree.from_trajectory(source)

@@ -1,0 +1,71 @@
+"""Number, time and text formatting shared by every view of a run (HTML, text, the live widget).
+
+Pure functions of plain values, so the HTML and the text views print the same figures the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+__all__ = ["STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_secs", "percentile"]
+
+STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
+                 "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error"}
+
+
+def fmt_count(n: int | float | None) -> str:
+    """12,345 below 100k, then 123.4k / 1.23M."""
+    if n is None:
+        return "?"
+    n = int(n)
+    if n < 100_000:
+        return f"{n:,}"
+    if n < 1_000_000:
+        return f"{n / 1e3:.1f}k"
+    return f"{n / 1e6:.2f}M"
+
+
+def fmt_cost(cost: float | None, unpriced: int = 0) -> str:
+    text = "$?" if cost is None else f"${cost:.4f}"
+    if unpriced:
+        text += f" (+{unpriced:,} unpriced)"
+    return text
+
+
+def fmt_secs(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, secs = divmod(int(round(s)), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+def clip(text: str, limit: int) -> str:
+    """Head and tail of a long text with a marker saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n… [{len(text) - limit:,} characters not shown] …\n{text[-tail:]}"
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an already sorted list (None when empty)."""
+    if not sorted_values:
+        return None
+    rank = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+def answer_text(answer: Any) -> str:
+    if isinstance(answer, str):
+        return answer
+    try:
+        return json.dumps(answer, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(answer)

@@ -1,0 +1,333 @@
+"""The HTML view of a run: script-free, inline-styled pieces and the whole collapsible tree.
+
+Inline styles only, no scripts and no event handlers, so the HTML survives notebook sanitisers and
+exported pages. The pieces (`header_html`, `meters_html`, `turn_html`, `group_summary_html`,
+`call_html`, `answer_html`) are shared with the live widget; `render_html` draws a whole run tree.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ..events import Trajectory
+from .fold import RunTree, as_tree
+from .format import STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs
+
+__all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
+           "highlight_python", "meters_html", "render_html", "turn_html"]
+
+CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
+TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
+CALL_TEXT_CHARS = 2_000   # prompt and reply characters shown per sub-call
+
+STATUS_COLORS = {"running": "#1976d2", "submitted": "#2e7d32", "fallback": "#ef6c00",
+                 "budget_exhausted": "#ef6c00", "interrupted": "#757575", "error": "#c62828"}
+
+
+# ==================================================================================================
+# HTML pieces (inline styles only: they survive notebook sanitisers; no scripts, no event handlers)
+
+FONT = "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);font-size:13px;line-height:1.45"
+PRE = ("margin:3px 0;padding:6px 8px;background:rgba(127,127,127,0.09);border-radius:4px;white-space:pre-wrap;"
+       "word-break:break-word;font-family:var(--jp-code-font-family,ui-monospace,Menlo,Consolas,monospace);"
+       "font-size:12px;line-height:1.4;max-height:28em;overflow:auto")
+MUTED = "opacity:0.72"
+SUMMARY = "cursor:pointer"
+TURN_BOX = "border-left:3px solid rgba(127,127,127,0.35);padding:2px 0 2px 10px;margin:6px 0"
+CHILD_BOX = "border-left:3px solid rgba(25,118,210,0.45);padding:2px 0 2px 10px;margin:6px 0 6px 4px"
+
+_esc = html.escape
+
+
+def _badge(status: str) -> str:
+    color = STATUS_COLORS.get(status, "#757575")
+    label = STATUS_LABELS.get(status, status)
+    return (f'<span style="display:inline-block;padding:0 7px;border-radius:9px;border:1px solid {color};'
+            f'color:{color};font-size:12px">{_esc(label)}</span>')
+
+
+def _chip(text: str, color: str) -> str:
+    return f'<span style="color:{color};font-size:12px;margin-left:6px">{_esc(text)}</span>'
+
+
+def _pre(text: str, style: str = "") -> str:
+    return f'<pre style="{PRE};{style}">{_esc(text)}</pre>'
+
+
+_lexer: Any = None
+
+# Token colours follow the notebook's theme: JupyterLab's editor colour variables, with light-theme
+# fallbacks where those variables do not exist (exported HTML, other front ends).
+_TOKEN_COLOURS = (
+    ("Comment", "comment", "#408080"), ("Keyword", "keyword", "#008000"), ("Operator.Word", "keyword", "#aa22ff"),
+    ("Name.Builtin", "builtin", "#008000"), ("Name.Function", "def", "#0000ff"), ("Name.Class", "def", "#0000ff"),
+    ("Literal.String", "string", "#ba2121"), ("Literal.Number", "number", "#080"), ("Operator", "operator", "#aa22ff"),
+)
+
+
+def _colour(token: Any) -> str | None:
+    name = str(token).removeprefix("Token.")
+    for prefix, var, fallback in _TOKEN_COLOURS:
+        if name == prefix or name.startswith(prefix + "."):
+            return f"var(--jp-mirror-editor-{var}-color,{fallback})"
+    return None
+
+
+def highlight_python(code: str) -> str:
+    """Syntax-highlighted code as a <pre> with inline, theme-aware colours, or plain escaped text."""
+    global _lexer
+    try:
+        if _lexer is None:
+            from pygments.lexers import PythonLexer
+
+            _lexer = PythonLexer()
+        runs: list[tuple[str | None, str]] = []  # neighbouring tokens of one colour share a span
+        for token, text in _lexer.get_tokens(code):
+            colour = _colour(token)
+            if runs and runs[-1][0] == colour:
+                runs[-1] = (colour, runs[-1][1] + text)
+            else:
+                runs.append((colour, text))
+        body = "".join(f'<span style="color:{c}">{_esc(t)}</span>' if c else _esc(t) for c, t in runs).rstrip("\n")
+    except Exception:  # pygments missing or failing: plain text is still correct
+        body = _esc(code)
+    return f'<pre style="{PRE}">{body}</pre>'
+
+
+def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False) -> str:
+    """Title, status badge, models, elapsed time and the question (`inline`: on one line)."""
+    models = _esc(run["model"] or "?")
+    if run.get("sub_model") and run["sub_model"] != run["model"]:
+        models += f' <span style="{MUTED}">→ sub</span> {_esc(run["sub_model"])}'
+    label = run.get("label") or ""
+    label = f' <span style="{MUTED}">{_esc(label)}</span>' if label and label != title else ""
+    question = clip(run.get("question") or "", 400)
+    line = (f'<b>{_esc(title)}</b> {_badge(run["status"])}{label} <span style="margin-left:8px">{models}</span> '
+            f'<span style="{MUTED};margin-left:8px">{fmt_secs(run["elapsed"])}</span>')
+    if inline:  # one line, e.g. inside a <summary>
+        short = clip(question, 160).replace("\n", " ")
+        return f'<span style="{FONT}">{line} <span style="{MUTED}">— {_esc(short)}</span></span>'
+    return (f'<div style="{FONT}"><div>{line}</div>'
+            f'<div style="{MUTED};white-space:pre-wrap">{_esc(question)}</div></div>')
+
+
+def _meter(label: str, used: str, limit: str | None, fraction: float | None) -> str:
+    bar = ""
+    if fraction is not None:
+        pct = max(0.0, min(1.0, fraction)) * 100
+        color = "#c62828" if pct >= 100 else "#1976d2"
+        bar = (f'<div style="height:4px;background:rgba(127,127,127,0.2);border-radius:2px;margin-top:2px">'
+               f'<div style="height:4px;width:{pct:.1f}%;background:{color};border-radius:2px"></div></div>')
+    value = used + (f' <span style="{MUTED}">/ {limit}</span>' if limit else "")
+    return (f'<div style="display:inline-block;min-width:110px;margin:2px 14px 2px 0;vertical-align:top">'
+            f'<div style="{MUTED};font-size:11px">{_esc(label)}</div><div>{value}</div>{bar}</div>')
+
+
+def _fraction(used: float, limit: float | None) -> float | None:
+    return used / limit if limit else None
+
+
+def meters_html(m: dict[str, Any], *, counts: bool = True) -> str:
+    """The budget meters; `counts=False` leaves out turns and sub-calls (the widget shows those as bars)."""
+    parts = []
+    if counts:
+        parts.append(_meter("turns", f"{m['turns']:,}", _opt_int(m["max_turns"]),
+                            _fraction(m["turns"], m["max_turns"])))
+        errors = f' <span style="color:#c62828">({m["sub_errors"]:,} failed)</span>' if m["sub_errors"] else ""
+        parts.append(_meter("sub-calls", f"{m['sub_calls']:,}{errors}", _opt_int(m["max_llm_calls"]),
+                            _fraction(m["sub_calls"], m["max_llm_calls"])))
+    tokens = m["input_tokens"] + m["output_tokens"]
+    parts.append(_meter("tokens in / out", f"{fmt_count(m['input_tokens'])} / {fmt_count(m['output_tokens'])}",
+                        _opt_int(m["max_tokens"]), _fraction(tokens, m["max_tokens"])))
+    max_cost = f"${m['max_cost']:g}" if m["max_cost"] else None
+    parts.append(_meter("cost", fmt_cost(m["cost"], m["unpriced"]), max_cost, _fraction(m["cost"], m["max_cost"])))
+    max_time = fmt_secs(m["max_time"]) if m["max_time"] else None
+    parts.append(_meter("time", fmt_secs(m["elapsed"]), max_time, _fraction(m["elapsed"], m["max_time"])))
+    return f'<div style="{FONT}">{"".join(parts)}</div>'
+
+
+def _opt_int(value: Any) -> str | None:
+    return f"{value:,}" if isinstance(value, int) and value else None
+
+
+def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
+    """One turn: title line, the reply (collapsed), the code, the output, notes (the caller draws the box)."""
+    usage = t["reply_usage"]
+    bits = []
+    if t["reply_latency"] is not None:
+        bits.append(f"reply {fmt_secs(t['reply_latency'])}")
+    if usage:
+        bits.append(f"{fmt_count(usage.get('input_tokens'))} → {fmt_count(usage.get('output_tokens'))} tokens")
+    if t["duration"] is not None:
+        bits.append(f"code {fmt_secs(t['duration'])}")
+    chips = ""
+    if not t["executed"]:
+        chips += _chip("waiting for the model…" if t["reply"] is None else "running…", "#1976d2")
+    if t["error"]:
+        chips += _chip(t["error_type"] or "error", "#c62828")
+    if t["timed_out"]:
+        chips += _chip("timed out", "#c62828")
+    if t["restarted"]:
+        chips += _chip("sandbox restarted", "#ef6c00")
+    if t["submitted"]:
+        chips += _chip("submitted", "#2e7d32")
+    limit = f"/{t['max_turns']}" if t["max_turns"] else ""
+    out = [f'<div style="{FONT}"><div><b>Turn {t["turn"]}{limit}</b> '
+           f'<span style="{MUTED}">{" · ".join(bits)}</span>{chips}</div>']
+    if t["reply"] is not None:
+        out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reply ({len(t["reply"]):,} characters)'
+                   f'</summary>{_pre(clip(t["reply"], text_chars))}</details>')
+    code = t["code"]
+    if code is None and t["reply"] is not None:
+        from ..parsing import extract_code
+
+        code = extract_code(t["reply"]).code
+        if code is None:
+            out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
+    if code is not None:
+        out.append(highlight_python(clip(code, text_chars)))
+    if t["executed"]:
+        output = t["stdout"]
+        if output:
+            out.append(f'<div style="{MUTED};font-size:11px">output</div>' + _pre(clip(output, text_chars)))
+        errors = "\n".join(s for s in (t["stderr"], t["error"] or "") if s)
+        if errors:
+            out.append(_pre(clip(errors, text_chars), "color:#c62828"))
+        if not output and not errors:
+            out.append(f'<div style="{MUTED};font-size:11px">(no output)</div>')
+    for kind, note in t["notes"]:
+        color = "#ef6c00" if kind == "rejected" else "inherit"
+        out.append(f'<div style="color:{color};font-size:12px">{_esc(note)}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def group_summary_html(g: dict[str, Any]) -> str:
+    """One row for a batch (or a turn's single calls): count, errors, latency p50/p95, tokens, cost."""
+    name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
+    count = g["size"] if g["kind"] == "batch" else g["started"]
+    parts = [f"<b>{name}</b> × {count:,}"]
+    if g["finished"] < g["started"] or (g["kind"] == "batch" and not g["done"]):
+        parts.append(f'{g["finished"]:,} done')
+    if g["errors"]:
+        parts.append(f'<span style="color:#c62828">{g["errors"]:,} failed</span>')
+    if g["p50"] is not None:
+        parts.append(f'p50 {fmt_secs(g["p50"])} · p95 {fmt_secs(g["p95"])}')
+    parts.append(f'{fmt_count(g["input_tokens"])} → {fmt_count(g["output_tokens"])} tokens')
+    parts.append(fmt_cost(g["cost"], g["unpriced"]))
+    if g["cached"]:
+        parts.append(f'{g["cached"]:,} cached')
+    if g["wall"] is not None:
+        parts.append(f'wall {fmt_secs(g["wall"])}')
+    refused = f'<div style="color:#c62828;font-size:12px">{_esc(g["refused"])}</div>' if g["refused"] else ""
+    return f'<span style="{FONT}">{" · ".join(parts)}</span>{refused}'
+
+
+def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS) -> str:
+    """One sub-call, collapsed to a line; expands to its prompt, reply, tokens, latency and cost."""
+    if not c["done"]:
+        state = '<span style="color:#1976d2">running</span>'
+    elif c["error"]:
+        state = '<span style="color:#c62828">failed</span>'
+    else:
+        state = "ok"
+    reply = c["error"] if c["error"] else (c["reply"] or "")
+    preview = reply.strip().replace("\n", " ")[:80]
+    bits = [f"#{c['index']:,}", state]
+    if c["latency"] is not None:
+        bits.append(fmt_secs(c["latency"]))
+    if c["input_tokens"] is not None:
+        bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
+    if c["done"]:
+        bits.append(fmt_cost(c["cost"], 1 if c["cost"] is None else 0).replace(" (+1 unpriced)", " unpriced"))
+    if c["cached"]:
+        bits.append("cached")
+    prompt = c["prompt"] or ""
+    shown_chars = f"{c['prompt_chars']:,} characters" + ("" if len(prompt) >= c["prompt_chars"] else
+                                                            f", {len(prompt):,} recorded")
+    body = (f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})</div>{_pre(clip(prompt, text_chars))}'
+            f'<div style="{MUTED};font-size:11px">{"error" if c["error"] else "reply"}</div>'
+            f'{_pre(clip(reply, text_chars), "color:#c62828" if c["error"] else "")}')
+    return (f'<details style="{FONT};margin-left:8px"><summary style="{SUMMARY}">{" · ".join(bits)} '
+            f'<span style="{MUTED}">{_esc(preview)}</span></summary>{body}</details>')
+
+
+def answer_html(run: dict[str, Any]) -> str:
+    """The box that closes a run's tree: the answer, or why there is none."""
+    status = run["status"]
+    if status == "running":
+        return ""
+    color = STATUS_COLORS.get(status, "#757575")
+    title = {"submitted": "Answer", "fallback": "Answer (fallback: no submit() before the turns ran out)",
+             "budget_exhausted": "Budget exhausted", "interrupted": "Interrupted",
+             "error": "Run failed"}.get(status, status)
+    body = ""
+    if run["has_answer"] and run["answer"] is not None:
+        body += _pre(clip(answer_text(run["answer"]), TEXT_CHARS))
+    if status not in ("submitted",) and (run["error"] or run["reason"]):
+        body += f'<div style="font-size:12px">{_esc(run["error"] or run["reason"])}</div>'
+    if status == "interrupted":
+        body += f'<div style="{MUTED};font-size:12px">The partial trajectory above is kept.</div>'
+    for note in run["notes"]:
+        body += f'<div style="{MUTED};font-size:12px">{_esc(note)}</div>'
+    return (f'<div style="{FONT};border:1px solid {color};border-radius:5px;padding:6px 10px;margin:8px 0 2px">'
+            f'<b style="color:{color}">{_esc(title)}</b>{body}</div>')
+
+
+
+def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, calls_shown: int = CALLS_SHOWN,
+                title: str = "RLM") -> str:
+    """A script-free HTML tree of a run (collapsible <details>); `full_page` wraps it in a document.
+
+    Args:
+        trajectory: a Trajectory (or an already built RunTree).
+        full_page: return a standalone `<!doctype html>` page instead of a fragment.
+        calls_shown: sub-calls listed per group (default 20); the rest are counted, not shown.
+    """
+    tree = as_tree(trajectory)
+    root = tree.run_view()
+    parts = [f'<div class="rlmnb-trajectory" style="{FONT}">', header_html(root, title=title),
+             meters_html(tree.meters_view())]
+    if root["run_id"] is not None:
+        parts.append(_run_body_html(tree, root["run_id"], calls_shown))
+        parts.append(answer_html(root))
+    parts.append("</div>")
+    fragment = "".join(parts)
+    if not full_page:
+        return fragment
+    question = clip(root.get("question") or "", 80).replace("\n", " ")
+    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+            f"<title>{_esc(title)}: {_esc(question)}</title>"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<style>body{max-width:1100px;margin:24px auto;padding:0 16px}"
+            "@media (prefers-color-scheme: dark){body{background:#1e1e1e;color:#ddd}}</style>"
+            f"</head><body>{fragment}</body></html>\n")
+
+
+def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
+    parts = []
+    for number in tree.turn_numbers(run_id):
+        parts.append(f'<div style="{TURN_BOX}">{turn_html(tree.turn_view(run_id, number))}')
+        for kind, key in tree.turn_items(run_id, number):
+            parts.append(_group_static_html(tree, key, calls_shown) if kind == "group"
+                         else _child_static_html(tree, key, calls_shown))
+        parts.append("</div>")
+    return "".join(parts)
+
+
+def _group_static_html(tree: RunTree, key: str, calls_shown: int) -> str:
+    view = tree.group_view(key)
+    calls = tree.call_views(key, 0, calls_shown)
+    more = view["started"] - len(calls)
+    rest = (f'<div style="{MUTED};font-size:12px;margin-left:8px">… {more:,} more calls not listed here '
+            f'(the trajectory JSON has them all)</div>') if more > 0 else ""
+    return (f'<details style="{FONT};margin:2px 0"><summary style="{SUMMARY}">{group_summary_html(view)}</summary>'
+            f'{"".join(call_html(c) for c in calls)}{rest}</details>')
+
+
+def _child_static_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
+    run = tree.run_view(run_id)
+    return (f'<details open style="{CHILD_BOX}"><summary style="{SUMMARY}">'
+            f'{header_html(run, title="child run", inline=True)}'
+            f'</summary>{_run_body_html(tree, run_id, calls_shown)}{answer_html(run)}</details>')
