@@ -8,42 +8,28 @@ still returns the partial result with status "interrupted". `arun` is the same f
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .blocking import run_coroutine_blocking
 from .budget import Budget
 from .config import RLMConfig, field_names
-from .conversation import Conversation
-from .errors import ConfigError
+from .errors import ConfigError, ReplayDivergence
 from .events import Event, EventBus, Trajectory
 from .jsonable import recordable
-from .models import LM, model_label, resolve_model
-from .runs import RunRecord, RunSpec, Tree, execute_run
-from .sandbox import Sandbox
+from .lm_factory import resolve_model
+from .models import LM, model_label
+from .runs import execute_run
 from .sandbox.primitives import check_tools
 from .schema import AnswerSchema
+from .tree import RunRecord, RunSpec, Session, Tree
 from .usage import Usage
 
+__all__ = ["RLM", "RunResult", "Session"]  # Session is defined in tree.py, below runs.py
+
 STATUSES = ("submitted", "fallback", "budget_exhausted", "error", "interrupted")
-
-
-@dataclass
-class Session:
-    """What a finished run leaves open for `continue_from`: its sandbox, conversation and inputs."""
-
-    sandbox: Sandbox
-    conversation: Conversation
-    fields: list[Any]
-    closed: bool = False
-
-    def close(self) -> None:
-        """Close the sandbox (for a kernel sandbox: stop its process)."""
-        if not self.closed:
-            self.closed = True
-            _run_coroutine_blocking(self.sandbox.close())
 
 
 @dataclass(frozen=True)
@@ -143,7 +129,7 @@ class RLM:
         """Answer `question` over the named inputs; blocks until the run ends (see module docs)."""
         prepared = self._prepare(question, inputs, continue_from)
         self.check_keys()
-        result: RunResult = _run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
+        result: RunResult = run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
                                                     interruptible=True)
         return result
 
@@ -180,9 +166,16 @@ class RLM:
         In-memory inputs must be passed again by name; file inputs are re-read from their paths.
         Raises ReplayDivergence naming the first call the record does not have.
         """
-        from .replay import replay
+        from .replay import plan_replay
 
-        return replay(source, schema=schema, verify=verify, **inputs)  # type: ignore[no-any-return]
+        plan = plan_replay(source, schema=schema, verify=verify, **inputs)
+        rlm = RLM(plan.lm, plan.lm, child_model=plan.lm, schema=plan.schema, verify=plan.verify,
+                  revision_prompt=plan.revision_prompt, config=plan.config)
+        rlm.pinned_models = True
+        result = rlm.run(plan.question, **plan.inputs)
+        if result.status == "error" and result.error and result.error.startswith("ReplayDivergence"):
+            raise ReplayDivergence(result.reason)
+        return result
 
     # ---- internals -------------------------------------------------------------------------------
     def _prepare(self, question: str, inputs: dict[str, Any], continue_from: RunResult | None) -> _Prepared:
@@ -288,58 +281,3 @@ class _Prepared:
         return RunSpec(question=self.question, fields=[*self.session.fields, *self.fields], summary=self.summary,
                        conversation=conversation, sandbox=self.session.sandbox, bind_fields=self.fields,
                        keep_session=keep_session)
-
-
-def _run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
-    """Run a coroutine to completion on a private event loop in a worker thread.
-
-    A KeyboardInterrupt in the waiting thread cancels the coroutine; with `interruptible`, its
-    result (the interrupted RunResult) is still returned once it has cleaned up.
-    """
-    box: dict[str, Any] = {}
-    ready = threading.Event()
-    finished = threading.Event()  # not thread.join(): an interrupted join() can mark a live thread stopped
-
-    def worker() -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            box["loop"] = loop
-            box["task"] = loop.create_task(coro)
-            ready.set()
-            box["result"] = loop.run_until_complete(box["task"])
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            ready.set()
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.run_until_complete(loop.shutdown_default_executor())
-            finally:
-                loop.close()
-                finished.set()
-
-    thread = threading.Thread(target=worker, name="rlmnb-run", daemon=True)
-    thread.start()
-    ready.wait()
-    interrupted = False
-    while not finished.is_set():
-        try:
-            finished.wait(0.1)
-        except KeyboardInterrupt:
-            interrupted = True
-            loop, task = box.get("loop"), box.get("task")
-            if loop is not None and task is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(task.cancel)
-    try:
-        thread.join(1.0)  # it has finished and is only exiting: no run thread outlives the call
-    except KeyboardInterrupt:
-        interrupted = True
-    if "error" in box:
-        error = box["error"]
-        if isinstance(error, asyncio.CancelledError):
-            raise KeyboardInterrupt from None
-        raise error
-    if interrupted and not interruptible:
-        raise KeyboardInterrupt
-    return box.get("result")
-

@@ -191,12 +191,12 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from .replay import replay
+    from .api import RLM
 
     source = Path(args.path)
     if not source.is_file():
         raise CLIError(f"no trajectory file at {source}; check the path.")
-    result = replay(source)
+    result = RLM.replay(source)
     _print_result(result, args.json)
     return _exit_for(result.status)
 

@@ -11,7 +11,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ConfigError
 from .usage import CallUsage
 
 Message = dict[str, Any]
@@ -49,30 +48,6 @@ class SyncLMAdapter:
 
     def __repr__(self) -> str:
         return f"SyncLMAdapter({self.name!r})"
-
-
-def resolve_model(model: Any, *, role: str = "model", **lm_options: Any) -> LM:
-    """Turn a model string, an LM or a sync model object into an LM; a clear ConfigError otherwise.
-
-    `lm_options` (max_retries, timeout) apply only to the LiteLLM made from a string.
-    """
-    if isinstance(model, str):
-        if not model.strip():
-            raise ConfigError(f"{role} is an empty string; pass a litellm model name such as 'openai/gpt-5-mini'.")
-        from .litellm_lm import LiteLLM  # deferred: importing litellm takes seconds
-
-        return LiteLLM(model.strip(), **lm_options)
-    if model is None:
-        raise ConfigError(f"No {role} given; pass a litellm model name such as 'openai/gpt-5-mini' or an LM object.")
-    if hasattr(model, "acomplete"):
-        if not hasattr(model, "name"):
-            raise ConfigError(f"{role} object {type(model).__name__} has acomplete() but no 'name' attribute.")
-        return model  # type: ignore[no-any-return]
-    if hasattr(model, "complete"):
-        return SyncLMAdapter(model)
-    raise ConfigError(
-        f"{role} must be a litellm model string or an object with acomplete(messages); "
-        f"got {type(model).__name__}.")
 
 
 def model_label(lm: LM) -> str:

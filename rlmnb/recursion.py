@@ -10,15 +10,15 @@ sub-model unless `child_model` says otherwise.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from .errors import DepthLimitReached, RecoverableError, format_error_slot
 from .events import RunScope
 from .subcalls import SubCaller
+from .tree import RunRecord, RunSpec, Tree
 
-if TYPE_CHECKING:
-    from .runs import RunRecord, Tree
+RunExecutor = Callable[[Tree, RunSpec], Awaitable[RunRecord]]  # runs.execute_run
 
 
 def inline_inputs(prompt: str, inputs: Mapping[str, Any] | None) -> str:
@@ -36,13 +36,15 @@ class ChildRunFailed(RecoverableError):
 
 
 class Children:
-    """Implements host.ChildRunner for one run."""
+    """Implements host.ChildRunner for one run; `execute` runs a child (runs.execute_run, handed down)."""
 
-    def __init__(self, tree: Tree, scope: RunScope, sub: SubCaller, *, turn: Callable[[], int]) -> None:
+    def __init__(self, tree: Tree, scope: RunScope, sub: SubCaller, *, turn: Callable[[], int],
+                 execute: RunExecutor) -> None:
         self.tree = tree
         self.scope = scope
         self.sub = sub
         self.turn = turn
+        self.execute = execute
 
     @property
     def at_cap(self) -> bool:
@@ -84,13 +86,12 @@ class Children:
 
     async def _start(self, prompt: str, inputs: Mapping[str, Any]) -> RunRecord:
         from .inputs import bind_inputs
-        from .runs import RunSpec, execute_run
 
         fields, summary = bind_inputs(dict(inputs), self.tree.config)
         spec = RunSpec(question=prompt, fields=fields, summary=summary, depth=self.scope.depth + 1,
                        parent_run_id=self.scope.run_id, parent_turn=self.turn(), label="child run",
                        answers_question=False)
-        return await execute_run(self.tree, spec)
+        return await self.execute(self.tree, spec)
 
 
 def _failure(record: RunRecord) -> RecoverableError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict, deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +90,30 @@ def recorded_config(start: RunStarted) -> RLMConfig:
     return RLMConfig(**values).validate()
 
 
-def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None, **inputs: Any) -> Any:
-    """Re-run a recorded trajectory offline; returns the new RunResult (zero cost).
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What re-running a recorded trajectory needs; `RLM.replay` (api.py) builds the run from it.
+
+    Holds live objects (the record's model, the user's schema and guard), so it is never serialised.
+    """
+
+    lm: ReplayLM
+    question: str
+    inputs: dict[str, Any]
+    config: RLMConfig
+    schema: Any = None
+    verify: Any = None
+    revision_prompt: str | None = None
+
+
+def plan_replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None,
+                **inputs: Any) -> ReplayPlan:
+    """Check a recorded trajectory can be re-run and gather what the re-run needs (no model call).
 
     A run that validated answers against a schema needs `schema=` again (a class is code, not data);
     a built-in verify guard is rebuilt from the record, any other guard must be passed as `verify=`.
-    Raises ReplayDivergence when the re-run asks for a call the record does not have.
+    In-memory inputs must be passed again; file inputs are re-read from their recorded paths.
     """
-    from .api import RLM
-
     trajectory = source if isinstance(source, Trajectory) else Trajectory.load(source)
     starts = trajectory.of(RunStarted)
     if not starts:
@@ -130,11 +146,5 @@ def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: An
         if verify is None:
             raise ConfigError(f"That run checked answers with {root.verify.get('name', 'a custom guard')}; pass the "
                               f"same guard again: replay(path, verify=...).")
-    lm = ReplayLM(trajectory)
-    rlm = RLM(lm, lm, child_model=lm, schema=schema, verify=verify, revision_prompt=revision_prompt,
-              config=recorded_config(root))
-    rlm.pinned_models = True
-    result = rlm.run(root.question, **bound)
-    if result.status == "error" and result.error and result.error.startswith("ReplayDivergence"):
-        raise ReplayDivergence(result.reason)
-    return result
+    return ReplayPlan(lm=ReplayLM(trajectory), question=root.question, inputs=bound, config=recorded_config(root),
+                      schema=schema, verify=verify, revision_prompt=revision_prompt)

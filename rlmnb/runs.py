@@ -1,89 +1,31 @@
 """Executing runs of one run tree: the root run, its child runs, revisions, refinements and rounds.
 
-A `Tree` holds what every run of a tree shares: models, settings, the one Budget, the one EventBus,
-the sub-call limiter and cache, and tree metadata (the verification attempt counters).
+A `Tree` (tree.py) holds what every run of a tree shares: models, settings, the one Budget, the one
+EventBus, the sub-call limiter and cache, and tree metadata (the verification attempt counters).
 `execute_run` runs one run (any depth) from start to RunFinished: sandbox up, turns, verification,
-refinement, sandbox down. `api.RLM` builds the Tree; `recursion.Children` starts child runs with it.
+refinement, sandbox down. `api.RLM` builds the Tree; `recursion.Children` starts child runs with it,
+through the `execute_run` it is handed (so recursion.py needs nothing from this module).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from .budget import Budget
 from .config import RLMConfig
 from .conversation import Conversation
 from .errors import ModelError, RLMError, SandboxError
-from .events import EventBus, RunFinished, RunScope, RunStarted
+from .events import RunFinished, RunScope, RunStarted
 from .host import RunHost
 from .jsonable import recordable
 from .loop import RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label
+from .recursion import Children
 from .sandbox import Sandbox, create_sandbox
 from .schema import AnswerSchema
 from .subcalls import SubCaller
-
-
-@dataclass
-class Tree:
-    """Shared by every run of one tree."""
-
-    config: RLMConfig
-    root_lm: LM
-    sub_lm: LM
-    child_lm: LM | None
-    tools: dict[str, Callable[..., Any]]
-    schema: AnswerSchema | None
-    budget: Budget
-    bus: EventBus
-    verify: Any = None  # a Verifier (verify.py) or None
-    limiter: Any = None  # the AdaptiveLimiter of every sub-call in the tree (made by the first run)
-    cache: Any = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    root_run_id: str = ""
-    pinned_models: bool = False  # replay: every model name a run asks for is served by sub_lm
-
-    def child_root_lm(self) -> LM:
-        return self.child_lm if self.child_lm is not None else self.sub_lm
-
-
-@dataclass
-class RunRecord:
-    """How one run ended (api.RunResult is built from the root's record)."""
-
-    run_id: str
-    status: str
-    answer: Any
-    reason: str = ""
-    error: str | None = None
-    verified: bool | None = None
-    session: Any = None
-
-
-@dataclass
-class RunSpec:
-    """One run to execute."""
-
-    question: str
-    fields: Sequence[Any]
-    summary: Any
-    depth: int = 0
-    parent_run_id: str | None = None
-    parent_turn: int | None = None
-    label: str = ""
-    root_lm: LM | None = None  # None: the tree's root model (depth 0) or child model (deeper)
-    conversation: Conversation | None = None  # a continued run's conversation
-    sandbox: Sandbox | None = None  # a continued run's sandbox
-    bind_fields: Sequence[Any] | None = None  # what to bind now (default: all fields)
-    keep_session: bool = False
-    refine_level: int = 0
-    answers_question: bool = True  # False for rlm_query children: the user's schema is not theirs
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+from .tree import RunRecord, RunSpec, Session, Tree
 
 
 def sandbox_options(config: RLMConfig) -> dict[str, Any]:
@@ -107,8 +49,6 @@ def schema_for(tree: Tree, spec: RunSpec) -> AnswerSchema | None:
 
 async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     """Run one run of the tree to its end; never raises for the run's own trouble (see RunRecord)."""
-    from .recursion import Children
-
     scope = RunScope(run_id=spec.run_id, root_run_id=tree.root_run_id or spec.run_id,
                      parent_run_id=spec.parent_run_id, depth=spec.depth)
     lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())
@@ -117,7 +57,7 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     if tree.limiter is None:  # one limit for the whole tree: child runs share the root's, 429s included
         tree.limiter = sub.limiter
     sub.pinned = tree.pinned_models
-    children = Children(tree, scope, sub, turn=lambda: ctx.turn)
+    children = Children(tree, scope, sub, turn=lambda: ctx.turn, execute=execute_run)
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
     sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
     conversation = spec.conversation or new_conversation(tree, spec, lm)
@@ -155,8 +95,6 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
         if not keep:
             await asyncio.shield(_close_quietly(sandbox))
     if keep:
-        from .api import Session
-
         record.session = Session(sandbox, conversation, list(spec.fields))
     refine_to = tree.config.refine
     if refine_to and record.status in ("submitted", "fallback") and spec.refine_level < refine_to:

@@ -29,7 +29,8 @@ from .events import (
     SubCallFinished,
     SubCallStarted,
 )
-from .models import LM, Completion, Message, model_label, resolve_model
+from .lm_factory import resolve_model
+from .models import LM, Completion, Message, model_label
 from .tokens import count_tokens
 from .usage import CallUsage
 

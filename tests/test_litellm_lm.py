@@ -14,7 +14,7 @@ import pytest
 from rlmnb import MissingAPIKey, PromptTooLarge
 from rlmnb.concurrency import AdaptiveLimiter
 from rlmnb.litellm_lm import LiteLLM, ModelCallFailed, _retry_after
-from rlmnb.models import resolve_model
+from rlmnb.lm_factory import resolve_model
 from rlmnb.testing.fake_server import plausible_tokens
 
 pytestmark = pytest.mark.integration
