@@ -37,6 +37,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check rlmnb tests bench
 	$(BIN)/mypy rlmnb
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info rlmnb-demo.html rlmnb/labextension extension/lib extension/node_modules extension/tsconfig.tsbuildinfo
