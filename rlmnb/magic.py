@@ -26,7 +26,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .errors import MissingAPIKey, RLMError
-from .magic_commands import line_command
 from .magic_parsing import (
     SETTING_FLAGS,
     check_out_name,
@@ -339,6 +338,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     # ---- %rlm subcommands ------------------------------------------------------------------------
     def _line(self, line: str) -> Any:
+        from .magic_commands import line_command  # loaded on the first %rlm line: keeps %load_ext light
+
         return line_command(self, line)
 
     def __repr__(self) -> str:
