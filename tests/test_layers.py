@@ -58,7 +58,7 @@ def test_lint_imports_keeps_every_contract() -> None:
     done = subprocess.run([str(lint), "--config", str(CONFIG), "--no-cache"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 kept, 0 broken" in done.stdout
+    assert "kept, 0 broken" in done.stdout
 
 
 def test_the_real_graph_breaks_nothing(graph: grimp.ImportGraph) -> None:
