@@ -2,7 +2,7 @@
 
 `PackedResponder(answer)` reads the numbered items of a packed prompt and replies with the JSON list
 llm_map asks for, `answer(item_text)` giving each value. With `garble=0.05` a seeded 5 % of the items
-of every packed prompt come back broken: dropped, given an unparsable value, or mislabelled (`wrong`),
+of every packed prompt (of two or more items) come back broken: dropped, given an unparsable value, or mislabelled (`wrong`),
 so re-asks can be tested and benchmarked. A prompt without items (a plain llm_query) is answered with
 `answer(text after the last blank line)`.
 """
@@ -39,17 +39,19 @@ class PackedResponder:
         wrong: item text -> a wrong but well-formed value (default: the string "???").
         seed: the random seed of the mistakes (default 0).
         kinds: which mistakes to make, drawn in turn: "drop", "broken", "wrong" (default all three).
+        singles: also garble prompts of one item (llm_map's re-asks); default False, so re-asks succeed.
     """
 
     def __init__(self, answer: Callable[[str], Any], *, garble: float = 0.0,
                  wrong: Callable[[str], Any] | None = None, seed: int = 0,
-                 kinds: tuple[str, ...] = ("drop", "broken", "wrong")) -> None:
+                 kinds: tuple[str, ...] = ("drop", "broken", "wrong"), singles: bool = False) -> None:
         if not 0.0 <= garble <= 1.0:
             raise ValueError("garble must be between 0 and 1")
         self.answer = answer
         self.garble = garble
         self.wrong = wrong or (lambda _text: "???")
         self.kinds = kinds
+        self.singles = singles
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.garbled = 0  # items answered badly so far
@@ -66,7 +68,8 @@ class PackedResponder:
         out: list[dict[str, Any]] = []
         with self._lock:
             self.packed_prompts += 1
-            draws = [self._rng.random() < self.garble for _ in items]
+            rate = self.garble if len(items) > 1 or self.singles else 0.0
+            draws = [self._rng.random() < rate for _ in items]
             kinds = [self.kinds[self._rng.randrange(len(self.kinds))] for _ in items]
             self.garbled += sum(draws)
         for (number, text), bad, kind in zip(items, draws, kinds, strict=True):
