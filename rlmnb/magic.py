@@ -214,7 +214,8 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                           "(rlm_query), given like --model. Default: the sub-model."}),
     (("--verify",), {"metavar": "RULE", "action": "append", "dest": "verify", "default": [],
                      "help": "Check each answer and revise while it scores below --min-confidence "
-                     "(repeatable): min_chars=N, pattern=REGEX, judge=MODEL."}),
+                     "(repeatable): min_chars=N, pattern=REGEX, judge=MODEL, quotes (every quoted passage must "
+                     "be in the inputs; quotes=N counts passages of N+ characters, default 20)."}),
     (("--replay",), {"metavar": "PATH", "help": "Re-run a saved trajectory (.json) with every model reply "
                      "served from the record: same code, zero cost. Bind the run's in-memory inputs with -i."}),
     (("--no-interpolate",), {"action": "store_false", "dest": "interpolate", "default": None,
@@ -511,16 +512,21 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                 from None
 
     def _guard(self, specs: list[str]) -> Any:
-        """--verify min_chars=N / pattern=REGEX / judge=MODEL as one guard (all rules must hold)."""
-        from .verify import AllOf, LLMJudge, RuleBased
+        """--verify min_chars=N / pattern=REGEX / judge=MODEL / quotes[=N] as one guard (all rules must hold)."""
+        from .verify import AllOf, LLMJudge, QuotesFound, RuleBased
 
         rules: dict[str, Any] = {}
         judges: list[Any] = []
         for spec in specs:
             key, sep, value = _unquote(spec).partition("=")
             key, value = key.strip(), value.strip()
+            if key == "quotes":  # quoted passages must be in the inputs, word for word
+                if sep and (not value.isdigit() or int(value) <= 0):
+                    raise UsageError(f"--verify quotes={value}: give the shortest quote as a positive whole number.")
+                judges.append(QuotesFound(min_chars=int(value)) if sep else QuotesFound())
+                continue
             if not sep or not value:
-                raise UsageError(f"--verify {spec}: use min_chars=N, pattern=REGEX or judge=MODEL.")
+                raise UsageError(f"--verify {spec}: use min_chars=N, pattern=REGEX, judge=MODEL or quotes.")
             if key == "min_chars":
                 if not value.isdigit() or int(value) <= 0:
                     raise UsageError(f"--verify min_chars={value}: give a positive whole number.")
@@ -536,7 +542,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             elif key == "judge":
                 judges.append(LLMJudge(self._model_value(value, "--verify judge")))
             else:
-                raise UsageError(f"--verify {key}=...: unknown rule; use min_chars=N, pattern=REGEX or judge=MODEL.")
+                raise UsageError(f"--verify {key}=...: unknown rule; use min_chars=N, pattern=REGEX, judge=MODEL or "
+                                 f"quotes.")
         guards = ([RuleBased(**rules)] if rules else []) + judges
         return guards[0] if len(guards) == 1 else AllOf(guards)
 
