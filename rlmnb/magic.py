@@ -513,7 +513,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _guard(self, specs: list[str]) -> Any:
         """--verify min_chars=N / pattern=REGEX / judge=MODEL / quotes[=N] as one guard (all rules must hold)."""
-        from .verify import AllOf, LLMJudge, QuotesFound, RuleBased
+        from .quotes_guard import QuotesFound
+        from .verify import AllOf, LLMJudge, RuleBased
 
         rules: dict[str, Any] = {}
         judges: list[Any] = []
