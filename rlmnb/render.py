@@ -151,6 +151,7 @@ class _Group:
     wall: float | None = None
     refused: str | None = None
     change: tuple[str, str] = ("group", "")
+    map_info: dict[str, Any] | None = None  # kind "map": the llm_map's operator and packing figures
 
     def __post_init__(self) -> None:
         self.change = ("group", self.key)
@@ -229,6 +230,7 @@ class RunTree:
             "guard_rejected": self._guard_rejected, "submitted": self._submitted,
             "turns_trimmed": self._trimmed, "fallback": self._fallback,
             "attempt_verified": self._verified, "run_finished": self._run_finished,
+            "map_started": self._map_started, "map_finished": self._map_finished,
         }
         for event in events:
             self.add(event)
@@ -323,14 +325,39 @@ class RunTree:
         return group
 
     def _batch_started(self, e: Any) -> None:
+        mapped = self.groups.get(getattr(e, "group", None) or "")
+        if mapped is not None and mapped.kind == "map":  # a round of an llm_map: its calls join the map's group
+            self.groups[e.batch_id] = mapped
+            mapped.size += e.size
+            mapped.model = mapped.model or e.model
+            self._changes.add(mapped.change)
+            return
         group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
         group.size, group.model = e.size, e.model
         self._changes.add(("group", e.batch_id))
 
     def _batch_finished(self, e: Any) -> None:
+        mapped = self.groups.get(e.batch_id)
+        if mapped is not None and mapped.kind == "map":
+            mapped.refused = e.refused or mapped.refused
+            self._changes.add(mapped.change)
+            return
         group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
         group.done, group.wall, group.refused = True, e.latency_s, e.refused
         self._changes.add(("group", e.batch_id))
+
+    def _map_started(self, e: Any) -> None:
+        group = self._group(e.map_id, "map", e.run_id, e.turn, e.ts)
+        group.map_info = {"operator": e.operator, "items": e.items, "packs": 0, "reasks": 0, "failures": 0,
+                          "pack_tokens": e.pack_tokens, "pack_items": e.pack_items, "stopped": None}
+        self._changes.add(group.change)
+
+    def _map_finished(self, e: Any) -> None:
+        group = self._group(e.map_id, "map", e.run_id, e.turn, e.ts)
+        group.map_info = {**(group.map_info or {}), "items": e.items, "packs": e.packs, "reasks": e.reasks,
+                          "failures": e.failures, "stopped": e.stopped}
+        group.done, group.wall = True, e.latency_s
+        self._changes.add(group.change)
 
     # the two handlers below run once per sub-call: keep them lean (no allocation beyond the record)
     def _sub_started(self, e: Any) -> None:
@@ -411,6 +438,7 @@ class RunTree:
         run = self._run(e.run_id, e.ts)
         verdict = "accepted" if e.accepted else "rejected"
         run.notes.append(f"attempt {e.attempt} {verdict} (confidence {e.confidence:.2f}) {e.reason}".strip())
+        run.notes.extend(quote_notes(getattr(e, "details", None) or {}))
         self._changes.add(("run", e.run_id))
 
     def _run_finished(self, e: Any) -> None:
@@ -495,7 +523,7 @@ class RunTree:
                     "model": g.model, "started": len(g.call_ids), "finished": g.finished, "errors": g.errors,
                     "input_tokens": g.input_tokens, "output_tokens": g.output_tokens, "cost": g.cost,
                     "unpriced": g.unpriced, "cached": g.cached, "done": g.done, "wall": g.wall,
-                    "refused": g.refused}
+                    "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None}
         latencies.sort()
         view["p50"], view["p95"] = percentile(latencies, 50), percentile(latencies, 95)
         return view
@@ -695,11 +723,39 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
     return "".join(out)
 
 
+_QUOTE_NOTE = ("  quote ", "  more quotes")
+
+
+def quote_notes(details: dict[str, Any]) -> list[str]:
+    """One line per quote a guard checked (QuotesFound): found, and where, or not found."""
+    out = []
+    for q in details.get("quotes") or []:
+        text = clip(str(q.get("quote", "")), 120)
+        if q.get("found"):
+            out.append(f'  quote found: "{text}" ({q.get("where")})')
+        else:
+            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)"))
+    if details.get("skipped"):
+        out.append(f"  more quotes not checked: {details['skipped']:,}")
+    return out
+
+
+def map_figures(m: dict[str, Any]) -> str:
+    """An llm_map group's packing figures: items, packs, re-asks, failures."""
+    items = m.get("items")
+    text = f"{items:,} items" if isinstance(items, int) else "items streamed"
+    text += f" · {m.get('packs', 0):,} packs · {m.get('reasks', 0):,} re-asked · {m.get('failures', 0):,} failed"
+    return text + (f" · stopped: {m['stopped']}" if m.get("stopped") else "")
+
+
 def group_summary_html(g: dict[str, Any]) -> str:
     """One row for a batch (or a turn's single calls): count, errors, latency p50/p95, tokens, cost."""
     name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
     count = g["size"] if g["kind"] == "batch" else g["started"]
     parts = [f"<b>{name}</b> × {count:,}"]
+    if g["kind"] == "map" and g.get("map"):
+        parts = [f'<b>{_esc(g["map"].get("operator", "llm_map"))}</b> {_esc(map_figures(g["map"]))}',
+                 f'{g["started"]:,} sub-calls']
     if g["finished"] < g["started"] or (g["kind"] == "batch" and not g["done"]):
         parts.append(f'{g["finished"]:,} done')
     if g["errors"]:
@@ -942,6 +998,8 @@ def _group_text(g: dict[str, Any]) -> str:
     name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
     count = g["size"] if g["kind"] == "batch" else g["started"]
     text = f"{name} × {count:,}"
+    if g["kind"] == "map" and g.get("map"):
+        text = f"{g['map'].get('operator', 'llm_map')}: {map_figures(g['map'])}, {g['started']:,} sub-calls"
     if g["errors"]:
         text += f", {g['errors']:,} failed"
     if g["p50"] is not None:
@@ -969,6 +1027,7 @@ def _answer_text(run: dict[str, Any], pad: str) -> list[str]:
     else:
         lines.append(f"{pad}{STATUS_LABELS.get(status, status).capitalize()}: "
                      f"{run['error'] or run['reason'] or 'no answer'}")
+    lines.extend(pad + note for note in run["notes"] if note.startswith(_QUOTE_NOTE))  # QuotesFound's findings
     return lines
 
 

@@ -310,3 +310,24 @@ def test_same_behaviour_in_both_sandboxes(sandbox: str) -> None:
 def test_render_pack_puts_the_instruction_once() -> None:
     prompt = render_pack("Say $it.", "a JSON string", ["a", "b"])
     assert prompt.count("Say $it.") == 1 and packed_items(prompt) == [(1, "a"), (2, "b")]
+
+
+# ---- views --------------------------------------------------------------------------------------------------
+def test_views_show_a_map_as_one_group_with_its_packing_figures() -> None:
+    from rlmnb.render import RunTree, render_html, render_text
+
+    items = [f"t{i}" for i in range(100)]
+    sub = PackedResponder(lambda t: "even" if int(t[1:]) % 2 == 0 else "odd", garble=0.1, seed=2)
+    result = run_code("out = list(llm_classify(inputs['items'], ['even', 'odd'], pack_items=25))",
+                      sub=sub, inputs={"items": items})
+    (finished,) = result.trajectory.of(MapFinished)
+    tree = RunTree.from_trajectory(result.trajectory)
+    maps = [g for g in tree.groups.values() if g.kind == "map"]
+    assert len({id(g) for g in maps}) == 1  # every round of the map folded into one group
+    view = tree.group_view(finished.map_id)
+    assert view["started"] == finished.calls == len(result.trajectory.of(SubCallStarted))
+    assert view["map"]["packs"] == 4 and view["map"]["reasks"] == finished.reasks > 0
+    text = render_text(result.trajectory)
+    assert f"llm_classify: 100 items · 4 packs · {finished.reasks} re-asked · 0 failed" in text
+    assert "llm_query_batched" not in text
+    assert "<b>llm_classify</b> 100 items · 4 packs" in render_html(result.trajectory)

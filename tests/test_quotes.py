@@ -166,3 +166,16 @@ def test_a_run_revises_an_answer_whose_quote_is_not_in_the_data() -> None:
     revision = root.requests[2][-1]["content"]
     assert "the cluster exploded in March" in revision
     json.dumps(result.trajectory.to_dict())  # the findings serialise with the trajectory
+
+
+def test_views_mark_each_quote_found_or_not() -> None:
+    from rlmnb.render import render_html, render_text
+
+    root = ScriptedLM([code("print(1)"), code('submit("It \\"ran out of disk twice in March\\" and \\"then '
+                                                'the moon fell on the cluster\\"")')], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="local", verify=QuotesFound(),
+                 max_revisions=0).run("What happened?", report=REPORT)
+    text = render_text(result.trajectory)
+    assert "quote found: \"ran out of disk twice in March\" (input 'report', offset 52)" in text
+    assert 'quote NOT found: "then the moon fell on the cluster"' in text
+    assert "quote NOT found" in render_html(result.trajectory)
