@@ -256,8 +256,6 @@ def batches():
         pulled.append(k)
         yield pa.record_batch({'text': [f'r{k}-{i}' for i in range(2500)]})
 reader = pa.RecordBatchReader.from_batches(pa.schema([('text', pa.string())]), batches())
-from rlmnb.operators import sources
-sources.CHUNK_ROWS = 1000
 r = llm_map(reader, 'Upper-case it.', pack_items=500)
 out = {'n': len(r), 'first': r.iloc[0], 'last': r.iloc[-1], 'index': [int(r.index[0]), int(r.index[-1])]}
 """
@@ -265,6 +263,15 @@ out = {'n': len(r), 'first': r.iloc[0], 'last': r.iloc[-1], 'index': [int(r.inde
     assert result.answer == {"n": 7500, "first": "R0-0", "last": "R2-2499", "index": [0, 7499]}
     batches = result.trajectory.of(BatchStarted)
     assert len(batches) == 3  # one round per record batch: the map never held the whole table
+
+
+def test_a_large_frame_is_read_a_slice_at_a_time() -> None:
+    body = ("import pandas as pd\nfrom rlmnb.operators import sources\nsources.CHUNK_ROWS = 1000\n"
+            "df = pd.DataFrame({'t': [f'n{i}' for i in range(2500)]})\n"
+            "r = llm_map(df['t'], 'Upper-case it.', pack_items=500, pack_tokens=50_000)\nout = [len(r), r.iloc[-1]]")
+    result = run_code(body, sub=PackedResponder(upper))
+    assert result.answer == [2500, "N2499"]
+    assert [b.size for b in result.trajectory.of(BatchStarted)] == [2, 2, 1]  # one round per slice of 1,000
 
 
 @pytest.mark.parametrize("make", [

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CHUNK_ROWS = 2_000  # rows read from a table at a time: the map's memory stays bounded by this
+CHUNK_ROWS = 10_000  # rows read from a table at a time (~200 packs a round): the map's memory stays bounded
 
 
 def _family(value: Any) -> tuple[str, str]:
@@ -46,8 +46,9 @@ class Source:
     name: Any = None  # a Series' name, kept on the result
 
 
-def open_source(items: Any, chunk_rows: int = CHUNK_ROWS) -> Source:
+def open_source(items: Any, chunk_rows: int | None = None) -> Source:
     """Recognise `items`; TypeError with what is accepted when it is none of those."""
+    chunk_rows = chunk_rows or CHUNK_ROWS
     module, name = _family(items)
     if isinstance(items, str | bytes):
         raise TypeError("llm_map() takes a list of items, not one string; wrap it: llm_map([text], ...), or split "
