@@ -193,6 +193,35 @@ def test_an_item_too_large_for_the_sub_model_is_an_error_slot_not_a_crash() -> N
 
 
 # ---- re-asks ------------------------------------------------------------------------------------------------
+def test_a_pack_whose_call_fails_whole_is_sent_again_as_a_pack() -> None:
+    inner = PackedResponder(upper)
+    failed: list[int] = []
+
+    def flaky(messages: Any) -> str:
+        prompt = messages[-1]["content"]
+        if not failed and len(packed_items(prompt)) > 1:
+            failed.append(1)
+            raise RuntimeError("the provider is overloaded")
+        return inner(messages)
+
+    result = run_code("r = llm_map([f'i{n}' for n in range(30)], 'Upper-case it.', pack_items=10)\n"
+                      "out = {'r': list(r), 'report': r.attrs['llm_map']}", sub=flaky)
+    assert result.answer["r"] == [f"I{n}" for n in range(30)]
+    sizes = [len(packed_items(p)) for p in prompts_of(result)]
+    assert sizes == [10, 10, 10, 10] and result.answer["report"]["reasks"] == 10  # the same pack, not 10 singles
+    assert "attempt 2" in prompts_of(result)[-1] and "overloaded" in prompts_of(result)[-1]
+
+
+def test_a_pack_too_large_for_the_sub_model_is_split_into_single_items() -> None:
+    items = ["\u4e2d\u6587" * 200 + str(n) for n in range(6)]  # ~1 token a character: the estimate is low
+    result = run_code("r = llm_map(inputs['items'], 'Upper-case it.', pack_tokens=100_000)\n"
+                      "out = {'r': list(r), 'report': r.attrs['llm_map']}", sub=PackedResponder(upper),
+                      inputs={"items": items}, max_sub_prompt_tokens=1_000)
+    assert result.answer["r"] == [t.upper() for t in items] and result.answer["report"]["failures"] == 0
+    assert [len(packed_items(p)) for p in prompts_of(result)] == [1] * 6  # only single items were sent
+    assert [b.size for b in result.trajectory.of(BatchStarted)] == [1, 6]  # the refused pack came back as six
+
+
 @pytest.mark.parametrize("kind", ["drop", "broken", "wrong"])
 def test_items_dropped_garbled_or_mislabelled_are_re_asked_alone(kind: str) -> None:
     items = [f"t{i}" for i in range(200)]

@@ -64,6 +64,9 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
             return list(batch(map_id, prompts, model))
         return list(bridge.llm_query_batched(prompts, model))
 
+    window = plan.get("max_prompt_tokens")
+    if pack_tokens is not None and isinstance(window, int) and window > 0:
+        pack_tokens = min(_limit(pack_tokens, 0, "pack_tokens", operator, 16), window)  # never past the window
     keys = source.index
     driver = MapDriver(instruction=instruction, spec=spec, send=send,
                        pack_tokens=_limit(pack_tokens, int(plan["pack_tokens"]), "pack_tokens", operator, 16),

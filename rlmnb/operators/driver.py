@@ -1,8 +1,11 @@
 """The map driver: chunks of items -> packed rounds -> validated answers, with bounded re-asks.
 
 Per chunk of items, the first round sends every pack in ONE batch (so the budget reserves it whole,
-all-or-nothing), then each re-ask round sends the items still without a valid answer, one per prompt,
-again as one batch, at most `retries` times. An item that still fails is None in the result and
+all-or-nothing), then each re-ask round sends what is still without a valid answer, again as one batch,
+at most `retries` times: an item whose answer was missing, unparsable or invalid goes alone; a pack whose
+call failed as a whole (an "[error]" slot: rate limit, timeout) goes again as the same pack, so a failing
+provider is not hit with one call per item; a pack too large for the sub-model is split into single items,
+and a single item too large is final at once. An item that still fails is None in the result and
 listed with its reason. When the budget refuses a round, nothing of that round was sent: the map
 stops, every item not yet answered is None ("not sent"), and the partial result comes back with the
 report, so the model code keeps what was paid for.
@@ -22,7 +25,7 @@ from .report import ItemError, MapReport
 from .sources import Source
 
 PREVIEW_CHARS = 80  # of an item's text, in its error record
-_FINAL_ERRORS = ("PromptTooLarge",)  # re-asking cannot help
+_TOO_LARGE = "PromptTooLarge"
 
 
 @dataclass
@@ -32,6 +35,7 @@ class _Item:
     size: int
     attempts: int = 0
     reason: str = ""
+    final: bool = False  # re-asking cannot help (too large for the sub-model on its own)
 
 
 @dataclass
@@ -83,43 +87,50 @@ class MapDriver:
     def _chunk(self, items: list[_Item]) -> None:
         packs = [[items[p] for p in pack] for pack in plan_packs([i.size for i in items], self.pack_tokens,
                                                                  self.pack_items, self._fixed)]
-        pending = self._round(packs, retry=False)
-        while pending and self.state.stopped is None:
-            retryable = [i for i in pending if i.attempts <= self.retries and not i.reason.startswith(_FINAL_ERRORS)]
-            self._fail_all([i for i in pending if i not in retryable])
-            if not retryable:
+        again = self._round(packs, retry=False)
+        while again and self.state.stopped is None:
+            keep: list[list[_Item]] = []
+            for pack in again:
+                if all(i.attempts <= self.retries and not i.final for i in pack):
+                    keep.append(pack)
+                else:
+                    self._fail_all(pack)
+            if not keep:
                 return
-            self.state.reasks += len(retryable)
-            pending = self._round([[i] for i in retryable], retry=True)
+            self.state.reasks += sum(len(pack) for pack in keep)
+            again = self._round(keep, retry=True)
         if self.state.stopped is not None:
-            self._fail_all(pending, f"not sent: {self.state.stopped}")
+            self._fail_all([i for pack in again for i in pack], f"not sent: {self.state.stopped}")
 
-    def _round(self, packs: list[list[_Item]], *, retry: bool) -> list[_Item]:
-        """Send packs as one batch; returns the items still without a valid answer."""
+    def _round(self, packs: list[list[_Item]], *, retry: bool) -> list[list[_Item]]:
+        """Send packs as one batch; returns what to ask again (packs of the items without a valid answer)."""
         prompts = [render_pack(self.instruction, self.output_text, [i.text for i in pack],
                                (pack[0].reason, pack[0].attempts + 1) if retry else None) for pack in packs]
         try:
             replies = self.send(prompts)
         except BudgetExhausted as exc:
             self.state.stopped = str(exc).split(";")[0]
-            return [i for pack in packs for i in pack]
+            return packs
         self.state.rounds += 1
         self.state.calls += len(prompts)
         if not retry:
             self.state.packs += len(packs)
-        pending: list[_Item] = []
+        again: list[list[_Item]] = []
         for pack, reply in zip(packs, replies, strict=True):
-            pending.extend(self._take(pack, reply))
-        return pending
+            again.extend(self._take(pack, reply))
+        return again
 
-    def _take(self, pack: list[_Item], reply: str) -> list[_Item]:
+    def _take(self, pack: list[_Item], reply: str) -> list[list[_Item]]:
         for item in pack:
             item.attempts += 1
         if reply.startswith("[error]"):
             reason = reply[len("[error]"):].strip()
             for item in pack:
                 item.reason = reason
-            return list(pack)
+                item.final = len(pack) == 1 and reason.startswith(_TOO_LARGE)
+            if reason.startswith(_TOO_LARGE) and len(pack) > 1:
+                return [[item] for item in pack]  # the estimate was off: each item alone fits
+            return [pack]
         answers, problems = parse_reply(reply, len(pack))
         failed = []
         for number, item in enumerate(pack, 1):
@@ -132,7 +143,7 @@ class MapDriver:
             except ValueError as exc:
                 item.reason = str(exc)
                 failed.append(item)
-        return failed
+        return [[item] for item in failed]
 
     def _fail_all(self, items: list[_Item], reason: str | None = None) -> None:
         for item in items:
