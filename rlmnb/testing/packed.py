@@ -2,15 +2,16 @@
 
 `PackedResponder(answer)` reads the numbered items of a packed prompt and replies with the JSON list
 llm_map asks for, `answer(item_text)` giving each value. With `garble=0.05` a seeded 5 % of the items
-of every packed prompt (of two or more items) come back broken: dropped, given an unparsable value, or mislabelled (`wrong`),
-so re-asks can be tested and benchmarked. A prompt without items (a plain llm_query) is answered with
+of every packed prompt (of two or more items) come back broken: dropped, given an unparsable value, or
+mislabelled (`wrong`), so re-asks can be tested and benchmarked. Which items are garbled depends only on
+the seed, the prompt and the item, never on the order concurrent requests arrive in, so runs repeat exactly. A prompt without items (a plain llm_query) is answered with
 `answer(text after the last blank line)`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import random
 import re
 import threading
 from collections.abc import Callable
@@ -52,7 +53,7 @@ class PackedResponder:
         self.wrong = wrong or (lambda _text: "???")
         self.kinds = kinds
         self.singles = singles
-        self._rng = random.Random(seed)
+        self.seed = seed
         self._lock = threading.Lock()
         self.garbled = 0  # items answered badly so far
         self.packed_prompts = 0
@@ -66,11 +67,12 @@ class PackedResponder:
                 self.plain_prompts += 1
             return str(self.answer(prompt.rsplit("\n\n", 1)[-1].strip()))
         out: list[dict[str, Any]] = []
+        rate = self.garble if len(items) > 1 or self.singles else 0.0
+        rolls = [self._roll(prompt, number) for number, _ in items]
+        draws = [roll < rate for roll in rolls]
+        kinds = [self.kinds[int(roll * 1_000_003) % len(self.kinds)] for roll in rolls]
         with self._lock:
             self.packed_prompts += 1
-            rate = self.garble if len(items) > 1 or self.singles else 0.0
-            draws = [self._rng.random() < rate for _ in items]
-            kinds = [self.kinds[self._rng.randrange(len(self.kinds))] for _ in items]
             self.garbled += sum(draws)
         for (number, text), bad, kind in zip(items, draws, kinds, strict=True):
             if not bad:
@@ -81,6 +83,12 @@ class PackedResponder:
                 out.append({"id": number, "value": self.wrong(text)})
             # "drop": no entry for this item
         return json.dumps(out)
+
+    def _roll(self, prompt: str, number: int) -> float:
+        """A uniform number in [0, 1) from the seed, the prompt and the item's id."""
+        digest = hashlib.blake2b(f"{self.seed}\x00{number}\x00{prompt}".encode("utf-8", "surrogatepass"),
+                                 digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2**64
 
 
 __all__ = ["PackedResponder", "packed_items"]
