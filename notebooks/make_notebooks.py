@@ -1,4 +1,4 @@
-"""Write the five tutorial notebooks and execute them in a real kernel so their outputs are saved.
+"""Write the tutorial notebooks and execute them in a real kernel so their outputs are saved.
 
     .venv/bin/python notebooks/make_notebooks.py          # all of them
     .venv/bin/python notebooks/make_notebooks.py 02 04    # some of them
@@ -224,6 +224,98 @@ except ReplayDivergence as exc:
     ],
 }
 
+
+NOTEBOOKS["07_semantic_operators"] = [
+    md("""
+# Semantic operators: label every row, then check the answer's quotes
+
+Some questions need the sub-model to read every row (the paper's OOLONG tasks: label thousands of records,
+then aggregate). Inside the sandbox, `llm_classify(items, labels, instruction)`, `llm_filter(items,
+condition)` and `llm_map(items, instruction, output=...)` do the tedious part: they pack many rows into each
+sub-call with the instruction once, ask for a JSON reply, validate every answer and re-ask the broken ones on
+their own. Items that still fail are `None`, listed with their reasons in `result.attrs["llm_errors"]`."""),
+    code(SWITCH),
+    code("""
+from rlmnb.testing.generators import labelled_table
+
+df, truth = labelled_table(20_000, seed=0)
+print(df.shape)
+df.head(3)"""),
+    md("""
+The scripted root model's replies are the code a capable model writes: look at the table, classify the text
+column with one `llm_classify` call, count with pandas, submit. The scripted sub-model answers the packed
+prompts and garbles 2 % of the items of every pack (dropped, unparsable or not a label), to show the re-asks."""),
+    code('''
+from rlmnb.testing import ScriptedLM
+from rlmnb.testing.generators import label_of
+from rlmnb.testing.packed import PackedResponder
+
+look = """```python
+print(inputs["tickets"].shape)
+print(inputs["tickets"]["text"].head(3).tolist())
+```"""
+label = """```python
+labels = llm_classify(inputs["tickets"]["text"], ["billing", "shipping", "technical", "account", "praise"],
+                      "Label each support ticket by its topic.")
+counts = {k: int(v) for k, v in labels.value_counts().items()}
+print(counts, "unlabelled:", len(labels.attrs["llm_errors"]))
+```"""
+root = ScriptedLM([look, label, "```python\\nsubmit(counts)\\n```"], name="root")
+sub = ScriptedLM(PackedResponder(label_of, garble=0.02, seed=1), name="sub")'''),
+    code("""
+%%rlm -m root -s sub -i tickets=df --max-llm-calls 1000 -o run
+How many tickets of each label (billing, shipping, technical, account, praise) are there?"""),
+    md("""
+The widget shows the classification as one group with its packing figures. The same figures are in the
+trajectory's `MapFinished` event:"""),
+    code("""
+from rlmnb.events import MapFinished
+
+m = run.trajectory.of(MapFinished)[0]
+print(f"{m.items:,} tickets in {m.packs:,} packs, {m.reasks:,} re-asked, {m.failures:,} failed, "
+      f"{m.calls:,} sub-calls in all")
+print("correct:", run.answer == truth.value_counts().to_dict())"""),
+    md("""
+## Checking quotes against the data
+
+`--verify quotes` (or `verify=QuotesFound()` in the API) finds the quoted passages of an answer (strings in
+quotation marks of 20+ characters, and fields named `quote`, `quotes`, `evidence`...) and looks each one up in
+the run's inputs, whitespace forgiven: text, files, folders and the string columns of tables (through DuckDB,
+a batch of rows at a time). A quote that is not in the data sends the answer back for revision."""),
+    code('''
+report = """Incident review, week 12.
+The storage cluster ran out of disk twice in March.
+Engineers added two nodes and the alerts stopped."""
+
+first = """```python
+submit({"cause": "disk", "evidence": "the cluster ran out of memory in March"})
+```"""
+second = """```python
+submit({"cause": "disk", "evidence": "The storage cluster ran out of disk twice in March."})
+```"""
+root = ScriptedLM(["```python\\nprint(inputs['report'])\\n```", first, second], name="root")'''),
+    code("""
+%%rlm -m root -s sub -i report --verify quotes -o checked
+What caused the incident? Quote the report."""),
+    code("""
+from rlmnb.events import AttemptVerified
+
+for attempt in checked.trajectory.of(AttemptVerified):
+    for q in attempt.details["quotes"]:
+        found = f"found ({q['where']})" if q["found"] else "NOT found"
+        print(f"attempt {attempt.attempt}: {q['quote']!r} {found}")"""),
+    md("A quote can also point into a table: the finding names the row and the column."),
+    code("""
+from rlmnb import QuotesFound
+from rlmnb.config import RLMConfig
+from rlmnb.inputs import bind_inputs
+
+fields, _ = bind_inputs({"tickets": df}, RLMConfig())
+context = {"inputs": fields}
+ticket = df["text"].iloc[12_345]
+print(QuotesFound(min_chars=10)({"quote": ticket}, context))
+print(context["details"]["quotes"][0]["where"])"""),
+]
 
 def build(name: str) -> Path:
     nb = nbformat.v4.new_notebook()

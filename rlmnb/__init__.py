@@ -24,6 +24,7 @@ _EXPORTS = {
     "MissingAPIKey": "errors", "BudgetExhausted": "errors", "PromptTooLarge": "errors",
     "SandboxError": "errors", "ReplayDivergence": "errors", "DepthLimitReached": "errors",
     "ScriptExhausted": "errors",
+    "QuotesFound": "quotes_guard",
 }
 
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension", "__version__"])
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from .inputs import FieldInfo, InputsSummary
     from .litellm_lm import LiteLLM
     from .models import LM, Completion
+    from .quotes_guard import QuotesFound
     from .usage import CallUsage, Usage
 
 

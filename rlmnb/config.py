@@ -88,21 +88,29 @@ class RLMConfig:
     """Use `instructions` instead of the built-in rules rather than after them."""
     secret_env: tuple[str, ...] = ()
     """Extra environment variable names kept out of a kernel sandbox."""
+    pack_tokens: int | None = None
+    """Token target of one packed llm_map/llm_classify/llm_filter prompt; None: a quarter of the sub-model's
+    window (at most 8,000), or 4,000 when the window is unknown."""
+    pack_items: int = 50
+    """Most items packed into one llm_map sub-call."""
+    map_retries: int = 2
+    """Times an llm_map item whose answer is missing or invalid is re-asked on its own before it is None."""
 
     def validate(self) -> RLMConfig:
         positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
                          "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars",
-                         "max_child_concurrency", "rounds")
+                         "max_child_concurrency", "rounds", "pack_items")
         for name in positive_ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
-        for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth", "max_revisions"):
+        for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth", "max_revisions",
+                     "map_retries"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")
         parse_size(self.memory_limit, "memory_limit")
-        for name in ("max_tokens", "max_sub_prompt_tokens", "refine"):
+        for name in ("max_tokens", "max_sub_prompt_tokens", "refine", "pack_tokens"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
                 raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")

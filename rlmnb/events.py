@@ -95,6 +95,7 @@ class BatchStarted(Event):
     turn: int
     size: int
     model: str = ""
+    group: str | None = None  # the llm_map this batch belongs to (its map_id), if any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,6 +180,39 @@ class AttemptVerified(Event):
     confidence: float
     reason: str = ""
     accepted: bool = False
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. QuotesFound's per-quote findings
+
+
+@dataclass(frozen=True, kw_only=True)
+class MapStarted(Event):
+    """An llm_map / llm_classify / llm_filter began; its batches carry `group=map_id`."""
+
+    kind: ClassVar[str] = "map_started"
+    map_id: str
+    turn: int
+    operator: str = "llm_map"
+    instruction: str = ""
+    output: str = ""
+    items: int | None = None  # None when a streamed table's length is not known up front
+    pack_tokens: int = 0
+    pack_items: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MapFinished(Event):
+    """The packing figures of one map: what a view shows for the group."""
+
+    kind: ClassVar[str] = "map_finished"
+    map_id: str
+    turn: int
+    items: int = 0
+    packs: int = 0
+    reasks: int = 0
+    failures: int = 0
+    calls: int = 0
+    latency_s: float = 0.0
+    stopped: str | None = None  # why the map ended early (e.g. the budget ran out)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # the first failed items: {"item", "reason"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,7 +230,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
                 SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
-                AttemptVerified, RunFinished)
+                AttemptVerified, RunFinished, MapStarted, MapFinished)
 }
 
 E = TypeVar("E", bound=Event)

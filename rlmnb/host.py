@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from .maps import MapHost
 from .subcalls import SubCaller
 
 
@@ -27,6 +28,7 @@ class RunHost:
         self.sub = sub
         self.tools = dict(tools or {})
         self.children = children
+        self.maps = MapHost(sub)
 
     async def llm_query(self, prompt: str, model: str | None = None) -> str:
         return await self.sub.query(prompt, model)
@@ -40,3 +42,12 @@ class RunHost:
     async def rlm_query_batched(self, prompts: Sequence[str],
                                 inputs_list: Sequence[Mapping[str, Any]] | None = None) -> list[Any]:
         return await self.children.run_children(prompts, inputs_list)
+
+    async def map_begin(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        return self.maps.begin(info)
+
+    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        return await self.maps.batch(map_id, list(prompts), model)
+
+    async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None:
+        self.maps.end(map_id, figures)

@@ -77,6 +77,7 @@ def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, An
         tool_lines = "".join(described)
     rules = render("system", sub_window=f"{sub_window:,}" if sub_window else "100,000",
                    max_llm_calls=config.max_llm_calls, max_iterations=config.max_iterations, tools=tool_lines)
+    rules += "\n\n" + load("operators")  # llm_map / llm_classify / llm_filter (rlmnb/operators/)
     if config.instructions:
         return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
     return rules

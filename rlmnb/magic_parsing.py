@@ -103,7 +103,8 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                           "(rlm_query), given like --model. Default: the sub-model."}),
     (("--verify",), {"metavar": "RULE", "action": "append", "dest": "verify", "default": [],
                      "help": "Check each answer and revise while it scores below --min-confidence "
-                     "(repeatable): min_chars=N, pattern=REGEX, judge=MODEL."}),
+                     "(repeatable): min_chars=N, pattern=REGEX, judge=MODEL, quotes (every quoted passage must "
+                     "be in the inputs; quotes=N counts passages of N+ characters, default 20)."}),
     (("--replay",), {"metavar": "PATH", "help": "Re-run a saved trajectory (.json) with every model reply "
                      "served from the record: same code, zero cost. Bind the run's in-memory inputs with -i."}),
     (("--no-interpolate",), {"action": "store_false", "dest": "interpolate", "default": None,
@@ -187,7 +188,8 @@ def check_out_name(name: str | None) -> str | None:
 
 
 def verify_guard(specs: list[str], model_value: Callable[[str, str], Any]) -> Any:
-    """--verify min_chars=N / pattern=REGEX / judge=MODEL as one guard (all rules must hold)."""
+    """--verify min_chars=N / pattern=REGEX / judge=MODEL / quotes[=N] as one guard (all rules must hold)."""
+    from .quotes_guard import QuotesFound
     from .verify import AllOf, LLMJudge, RuleBased
 
     rules: dict[str, Any] = {}
@@ -195,8 +197,13 @@ def verify_guard(specs: list[str], model_value: Callable[[str, str], Any]) -> An
     for spec in specs:
         key, sep, value = unquote(spec).partition("=")
         key, value = key.strip(), value.strip()
+        if key == "quotes":  # quoted passages must be in the inputs, word for word
+            if sep and (not value.isdigit() or int(value) <= 0):
+                raise UsageError(f"--verify quotes={value}: give the shortest quote as a positive whole number.")
+            judges.append(QuotesFound(min_chars=int(value)) if sep else QuotesFound())
+            continue
         if not sep or not value:
-            raise UsageError(f"--verify {spec}: use min_chars=N, pattern=REGEX or judge=MODEL.")
+            raise UsageError(f"--verify {spec}: use min_chars=N, pattern=REGEX, judge=MODEL or quotes.")
         if key == "min_chars":
             if not value.isdigit() or int(value) <= 0:
                 raise UsageError(f"--verify min_chars={value}: give a positive whole number.")
@@ -212,7 +219,8 @@ def verify_guard(specs: list[str], model_value: Callable[[str, str], Any]) -> An
         elif key == "judge":
             judges.append(LLMJudge(model_value(value, "--verify judge")))
         else:
-            raise UsageError(f"--verify {key}=...: unknown rule; use min_chars=N, pattern=REGEX or judge=MODEL.")
+            raise UsageError(f"--verify {key}=...: unknown rule; use min_chars=N, pattern=REGEX, judge=MODEL or "
+                             f"quotes.")
     guards = ([RuleBased(**rules)] if rules else []) + judges
     return guards[0] if len(guards) == 1 else AllOf(guards)
 

@@ -72,6 +72,7 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
                      schema=schema)
     ctx.extra["tree_metadata"] = tree.metadata
+    ctx.extra["fields"] = tuple(spec.fields)  # guards that check answers against the data (QuotesFound)
     sub.turn = lambda: ctx.turn
     record = RunRecord(run_id=spec.run_id, status="error", answer=None)
     keep = False

@@ -72,8 +72,12 @@ class SubCaller:
             raise error
         return reply
 
-    async def query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        """Many sub-calls at once: all-or-nothing budget, order kept, failures as '[error]' slots."""
+    async def query_batched(self, prompts: Sequence[str], model: str | None = None,
+                            group: str | None = None) -> list[str]:
+        """Many sub-calls at once: all-or-nothing budget, order kept, failures as '[error]' slots.
+
+        `group` names the llm_map the batch belongs to, so views show its batches as one map.
+        """
         lm = self._lm_for(model)
         self._batches += 1
         batch_id = f"{self.scope.run_id}-b{self._batches}"
@@ -86,7 +90,7 @@ class SubCaller:
             except PromptTooLarge as exc:
                 results[i] = format_error_slot(exc)
         self.bus.emit(BatchStarted, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
-                      model=model_label(lm))
+                      model=model_label(lm), group=group)
         started = time.perf_counter()
         reservation = None
         if sendable:

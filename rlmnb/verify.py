@@ -1,9 +1,9 @@
 """Verify and revise: a guard scores each answer; a low score sends the run back to work.
 
 A guard is a callable `(answer, context) -> confidence` or `-> (confidence, reason)`, confidence in
-[0, 1]. Built in: `RuleBased` and `LLMJudge`. Whatever a guard does (never confident, NaN, raising,
-hanging past `verify_timeout`), a run ends within `max_revisions + 1` attempts: a bad score counts
-as confidence 0 for that attempt, the guard is consulted once per attempt, and after the last failed
+[0, 1]. Built in: `RuleBased`, `LLMJudge` and `QuotesFound` (quotes checked against the inputs,
+rlmnb/quotes_guard.py). Whatever a guard does (never confident, NaN, raising, hanging past
+`verify_timeout`), a run ends within `max_revisions + 1` attempts: a bad score counts as confidence 0 for that attempt, the guard is consulted once per attempt, and after the last failed
 attempt the run ends with its last answer, marked unverified, with no further model call.
 Attempt counters live in the tree's metadata, keyed by run, so nested runs cannot loop.
 """
@@ -24,6 +24,7 @@ from .conversation import TurnRecord
 from .errors import ConfigError
 from .events import AttemptVerified
 from .prompts import render
+from .quotes_guard import QuotesFound
 
 if TYPE_CHECKING:
     from .loop import Outcome, RunContext
@@ -84,10 +85,11 @@ class Verifier:
         while True:
             attempt = attempts.get(ctx.scope.run_id, 0) + 1
             attempts[ctx.scope.run_id] = attempt
-            verdict = await self._consult(ctx, outcome, attempt)
+            details: dict[str, Any] = {}
+            verdict = await self._consult(ctx, outcome, attempt, details)
             accepted = verdict.confidence >= self.min_confidence
             ctx.bus.emit(AttemptVerified, ctx.scope, attempt=attempt, confidence=verdict.confidence,
-                         reason=verdict.reason, accepted=accepted)
+                         reason=verdict.reason, accepted=accepted, details=details)
             if accepted:
                 return outcome, True
             if attempt >= self.max_revisions + 1:
@@ -116,11 +118,13 @@ class Verifier:
             return Template(self.revision_prompt).safe_substitute({k: str(v) for k, v in values.items()})
         return render("revision", **values)
 
-    async def _consult(self, ctx: RunContext, outcome: Outcome, attempt: int) -> Verdict:
+    async def _consult(self, ctx: RunContext, outcome: Outcome, attempt: int,
+                       details: dict[str, Any] | None = None) -> Verdict:
         context = {
             "question": ctx.question, "attempt": attempt, "max_attempts": self.max_revisions + 1,
             "depth": ctx.scope.depth, "run_id": ctx.scope.run_id, "status": outcome.status,
             "metadata": _tree_metadata(ctx), "call_model": _model_caller(ctx),
+            "inputs": tuple(ctx.extra.get("fields", ())),  # the run's bound inputs (Field), e.g. for QuotesFound
         }
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
@@ -141,6 +145,9 @@ class Verifier:
             kind, value = await asyncio.wait_for(asyncio.shield(done), self.timeout)
         except TimeoutError:
             return Verdict(0.0, f"the guard did not answer within {self.timeout:g} s")
+        found = context.get("details")
+        if details is not None and isinstance(found, dict):  # a guard's findings, for the views
+            details.update(found)
         if kind == "error":
             return Verdict(0.0, f"the guard raised {type(value).__name__}: {value}")
         return interpret(value)
@@ -256,6 +263,9 @@ def describe_guard(guard: Any) -> dict[str, Any]:
         return {"kind": "llm_judge", "model": str(name), "rubric": guard.rubric}
     if isinstance(guard, AllOf):
         return {"kind": "all_of", "guards": [describe_guard(g) for g in guard.guards]}
+    if isinstance(guard, QuotesFound):
+        return {"kind": "quotes_found", "min_chars": guard.min_chars, "max_quotes": guard.max_quotes,
+                "time_limit": guard.time_limit}
     return {"kind": "callable", "name": getattr(guard, "__qualname__", type(guard).__name__)}
 
 
@@ -266,6 +276,9 @@ def guard_from_description(data: dict[str, Any]) -> Guard | None:
         return RuleBased(min_chars=data.get("min_chars"), pattern=data.get("pattern"))
     if kind == "llm_judge":
         return LLMJudge(str(data.get("model")), str(data.get("rubric", "")))
+    if kind == "quotes_found":
+        return QuotesFound(min_chars=int(data.get("min_chars", 20)), max_quotes=int(data.get("max_quotes", 100)),
+                           time_limit=float(data.get("time_limit", 20.0)))
     if kind == "all_of":
         parts = [guard_from_description(g) for g in data.get("guards", [])]
         return AllOf([p for p in parts if p is not None]) if all(p is not None for p in parts) else None

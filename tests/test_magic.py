@@ -445,6 +445,20 @@ def test_recursion_and_verify_flags_reach_the_run(shell: InteractiveShell) -> No
     assert attempts == [(1, True), (0, False), (0, True)]
 
 
+def test_verify_quotes_checks_quotes_against_the_inputs(shell: InteractiveShell) -> None:
+    from rlmnb.events import AttemptVerified
+
+    shell.user_ns["root"] = ScriptedLM([_rec_code("print(len(inputs['text']))"),
+                                        _rec_code("submit('It says \"the moon is made of cheese\".')"),
+                                        _rec_code("submit('It says \"the moon is bright tonight\".')")])
+    shell.user_ns["doc"] = "Report: the moon\nis bright   tonight, said the log."
+    answer = shell.run_cell_magic("rlm", "-m root -s root --verify quotes -i text=doc --quiet", "What does it say?")
+    assert answer == 'It says "the moon is bright tonight".'
+    attempts = shell.user_ns["_rlm"].trajectory.of(AttemptVerified)
+    assert [a.accepted for a in attempts] == [False, True]
+    assert attempts[1].details["quotes"][0]["where"] == "input 'text', offset 8"
+
+
 def test_refine_and_rounds_flags(shell: InteractiveShell) -> None:
     def brain(messages: list[dict[str, Any]]) -> str:
         if sum(1 for m in messages if m["role"] == "assistant") == 0:
@@ -460,6 +474,7 @@ def test_refine_and_rounds_flags(shell: InteractiveShell) -> None:
     ("--verify pattern=(", "not a valid regular expression"),
     ("--verify colour=red", "unknown rule"),
     ("--verify judge", "use min_chars=N"),
+    ("--verify quotes=x", "shortest quote"),
     ("--rounds 0", "rounds"),
     ("--refine 0", "refine"),
     ("--depth -1", "max_depth"),

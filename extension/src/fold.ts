@@ -25,9 +25,19 @@ export interface Call {
   cached: boolean;
 }
 
+export interface MapFigures {
+  operator: string;
+  items: number | null;
+  packs: number;
+  reasks: number;
+  failures: number;
+  stopped: string | null;
+}
+
 export interface Group {
   key: string;
-  kind: 'batch' | 'single';
+  kind: 'batch' | 'single' | 'map';
+  map?: MapFigures; // kind 'map': an llm_map / llm_classify / llm_filter, all its rounds in one group
   size: number;
   model: string;
   calls: Call[];
@@ -225,7 +235,32 @@ export function fold(payload: unknown): Tree {
         });
         break;
       }
+      case 'map_started': {
+        const g = group({ ...e, batch_id: e.map_id });
+        g.kind = 'map';
+        g.map = {
+          operator: String(e.operator ?? 'llm_map'), items: num(e.items), packs: 0, reasks: 0, failures: 0,
+          stopped: null
+        };
+        break;
+      }
+      case 'map_finished': {
+        const g = group({ ...e, batch_id: e.map_id });
+        g.map = {
+          operator: g.map?.operator ?? 'llm_map', items: num(e.items), packs: Number(e.packs ?? 0),
+          reasks: Number(e.reasks ?? 0), failures: Number(e.failures ?? 0), stopped: e.stopped ?? null
+        };
+        g.wall = num(e.latency_s);
+        break;
+      }
       case 'batch_started': {
+        const mapped = e.group ? groups.get(String(e.group)) : undefined;
+        if (mapped && mapped.kind === 'map') {
+          groups.set(String(e.batch_id), mapped); // a round of the map: its calls join the map's group
+          mapped.size += Number(e.size ?? 0);
+          mapped.model = mapped.model || (e.model ?? '');
+          break;
+        }
         const g = group(e);
         g.size = Number(e.size ?? 0);
         g.model = e.model ?? g.model;
@@ -233,6 +268,10 @@ export function fold(payload: unknown): Tree {
       }
       case 'batch_finished': {
         const g = group(e);
+        if (g.kind === 'map') {
+          g.refused = e.refused ?? g.refused;
+          break;
+        }
         g.refused = e.refused ?? null;
         g.wall = num(e.latency_s);
         break;
@@ -291,6 +330,7 @@ export function fold(payload: unknown): Tree {
         run(e).notes.push(
           `attempt ${e.attempt} ${verdict} (confidence ${confidence === null ? '?' : confidence.toFixed(2)}) ${e.reason ?? ''}`.trim()
         );
+        run(e).notes.push(...quoteNotes(e.details ?? {}));
         break;
       }
       case 'run_finished': {
@@ -339,4 +379,19 @@ export function fold(payload: unknown): Tree {
     tree.totals.outputTokens = output;
   }
   return tree;
+}
+
+/** One line per quote a guard checked (QuotesFound): found, and where, or not found (as render.py writes it). */
+export function quoteNotes(details: { [key: string]: any }): string[] {
+  const out: string[] = [];
+  for (const q of Array.isArray(details.quotes) ? details.quotes : []) {
+    const text = String(q.quote ?? '');
+    const shown = text.length > 120 ? text.slice(0, 119) + '…' : text;
+    out.push(q.found ? `quote found: "${shown}" (${q.where ?? ''})`
+      : `quote NOT found: "${shown}"${q.checked === false ? ' (not checked)' : ''}`);
+  }
+  if (details.skipped) {
+    out.push(`more quotes not checked: ${details.skipped}`);
+  }
+  return out;
 }

@@ -181,7 +181,20 @@ function callRow(c: Call): HTMLElement {
   );
 }
 
+function mapSummary(g: Group): string {
+  const m = g.map!;
+  const parts = [m.operator, m.items === null ? 'items streamed' : plural(m.items, 'item'), plural(m.packs, 'pack'),
+    `${m.reasks} re-asked`, `${m.failures} failed`, plural(g.calls.length, 'sub-call')];
+  if (m.stopped) {
+    parts.push(`stopped: ${m.stopped}`);
+  }
+  return parts.join(' · ');
+}
+
 function groupSummary(g: Group): string {
+  if (g.kind === 'map' && g.map) {
+    return mapSummary(g);
+  }
   const name = g.kind === 'batch' ? 'llm_query_batched' : 'llm_query';
   const latencies = g.calls.map(c => c.latency).filter((x): x is number => x !== null).sort((a, b) => a - b);
   const input = g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0);
@@ -392,7 +405,9 @@ function everyCall(tree: Tree): Hit[] {
 
 function hitRow(tree: Tree, hit: Hit): HTMLElement {
   const where = [hit.run.id === tree.rootId ? 'root run' : hit.run.label || `child run (depth ${hit.run.depth})`,
-    `turn ${hit.turn}`, hit.group.kind === 'batch' ? 'llm_query_batched' : 'llm_query'];
+    `turn ${hit.turn}`,
+    hit.group.kind === 'map' ? hit.group.map?.operator ?? 'llm_map' : hit.group.kind === 'batch' ? 'llm_query_batched'
+      : 'llm_query'];
   const row = callRow(hit.call);
   row.querySelector('summary')!.prepend(h('span', 'rlmnb-where', where.join(' · ')), ' ');
   return row;

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 RESERVED_NAMES = frozenset({
     "inputs", "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "submit", "FINAL",
-    "FINAL_VAR", "SHOW_VARS",
+    "FINAL_VAR", "SHOW_VARS", "llm_map", "llm_classify", "llm_filter",
 })
 
 
@@ -60,6 +60,13 @@ class SandboxHost(Protocol):
 
     async def rlm_query_batched(self, prompts: Sequence[str],
                                 inputs_list: Sequence[Mapping[str, Any]] | None = None) -> list[Any]: ...
+
+    # llm_map / llm_classify / llm_filter (see rlmnb/maps.py): a group of packed batches with its figures
+    async def map_begin(self, info: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None) -> list[str]: ...
+
+    async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None: ...
 
 
 @runtime_checkable

@@ -203,6 +203,8 @@ class Broker:
             return await host.llm_query(_str(req.get("prompt")), model)
         if op == "llm_query_batched":
             return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
+        if op in ("map_begin", "map_batch", "map_end"):
+            return await _map_op(host, op, req)
         if op == "rlm_query":
             inputs = self._decode(req.get("inputs") or {})
             if not isinstance(inputs, dict):
@@ -237,6 +239,20 @@ class Broker:
 
     def __repr__(self) -> str:
         return f"Broker(port={self.port}, calls={self.calls})"
+
+
+async def _map_op(host: Any, op: str, req: dict[str, Any]) -> Any:
+    """llm_map's calls: open a map group, send one batch of packed prompts in it, close it with its figures."""
+    if op == "map_begin":
+        info = req.get("info")
+        return await host.map_begin(info if isinstance(info, dict) else {})
+    map_id = _str(req.get("map_id"))
+    if op == "map_batch":
+        model = req.get("model")
+        return list(await host.map_batch(map_id, _strs(req.get("prompts")), model if isinstance(model, str) else None))
+    figures = req.get("figures")
+    await host.map_end(map_id, figures if isinstance(figures, dict) else {})
+    return None
 
 
 def _str(value: Any) -> str:

@@ -90,6 +90,15 @@ class SocketBridge:
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._decode(self.call("rlm_query", prompt=prompt, inputs=self._encode(inputs)))
 
+    def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.call("map_begin", info=info))
+
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
+        return [str(r) for r in self.call("map_batch", map_id=map_id, prompts=prompts, model=model)]
+
+    def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
+        self.call("map_end", map_id=map_id, figures=figures)
+
     def rlm_query_batched(self, prompts: list[str], inputs_list: list[dict[str, Any]] | None) -> list[Any]:
         encoded = None if inputs_list is None else self._encode(inputs_list)
         return list(self._decode(self.call("rlm_query_batched", prompts=prompts, inputs_list=encoded)))

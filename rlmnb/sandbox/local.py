@@ -173,6 +173,15 @@ class _LoopBridge:
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._wait(self.host.rlm_query(prompt, inputs))
 
+    def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._wait(self.host.map_begin(info)))
+
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
+        return list(self._wait(self.host.map_batch(map_id, prompts, model)))
+
+    def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
+        self._wait(self.host.map_end(map_id, figures))
+
     def rlm_query_batched(self, prompts: list[str], inputs_list: list[dict[str, Any]] | None) -> list[Any]:
         return list(self._wait(self.host.rlm_query_batched(prompts, inputs_list)))
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ..errors import ConfigError, SubmitSignal
 from ..jsonable import NotJSONable, to_jsonable
+from ..operators import make_operators
 from .base import RESERVED_NAMES
 
 
@@ -130,6 +131,7 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
         "rlm_query_batched": rlm_query_batched, "submit": submit, "FINAL": FINAL, "FINAL_VAR": FINAL_VAR,
         "SHOW_VARS": SHOW_VARS,
     })
+    namespace.update(make_operators(bridge))  # llm_map, llm_classify, llm_filter
     namespace.update(tools)
 
 

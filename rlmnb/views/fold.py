@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..events import Event, Trajectory
-from .format import percentile
+from .format import percentile, quote_notes
 from .nodes import GroupNode, RunNode, Totals, TurnNode
 
 __all__ = ["RunTree", "as_tree"]
@@ -45,6 +45,7 @@ class RunTree:
             "guard_rejected": self._guard_rejected, "submitted": self._submitted,
             "turns_trimmed": self._trimmed, "fallback": self._fallback,
             "attempt_verified": self._verified, "run_finished": self._run_finished,
+            "map_started": self._map_started, "map_finished": self._map_finished,
         }
         for event in events:
             self.add(event)
@@ -139,14 +140,39 @@ class RunTree:
         return group
 
     def _batch_started(self, e: Any) -> None:
+        mapped = self.groups.get(getattr(e, "group", None) or "")
+        if mapped is not None and mapped.kind == "map":  # a round of an llm_map: its calls join the map's group
+            self.groups[e.batch_id] = mapped
+            mapped.size += e.size
+            mapped.model = mapped.model or e.model
+            self._changes.add(mapped.change)
+            return
         group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
         group.size, group.model = e.size, e.model
         self._changes.add(("group", e.batch_id))
 
     def _batch_finished(self, e: Any) -> None:
+        mapped = self.groups.get(e.batch_id)
+        if mapped is not None and mapped.kind == "map":
+            mapped.refused = e.refused or mapped.refused
+            self._changes.add(mapped.change)
+            return
         group = self._group(e.batch_id, "batch", e.run_id, e.turn, e.ts)
         group.done, group.wall, group.refused = True, e.latency_s, e.refused
         self._changes.add(("group", e.batch_id))
+
+    def _map_started(self, e: Any) -> None:
+        group = self._group(e.map_id, "map", e.run_id, e.turn, e.ts)
+        group.map_info = {"operator": e.operator, "items": e.items, "packs": 0, "reasks": 0, "failures": 0,
+                          "pack_tokens": e.pack_tokens, "pack_items": e.pack_items, "stopped": None}
+        self._changes.add(group.change)
+
+    def _map_finished(self, e: Any) -> None:
+        group = self._group(e.map_id, "map", e.run_id, e.turn, e.ts)
+        group.map_info = {**(group.map_info or {}), "items": e.items, "packs": e.packs, "reasks": e.reasks,
+                          "failures": e.failures, "stopped": e.stopped}
+        group.done, group.wall = True, e.latency_s
+        self._changes.add(group.change)
 
     # the two handlers below run once per sub-call: keep them lean (no allocation beyond the record)
     def _sub_started(self, e: Any) -> None:
@@ -227,6 +253,7 @@ class RunTree:
         run = self._run(e.run_id, e.ts)
         verdict = "accepted" if e.accepted else "rejected"
         run.notes.append(f"attempt {e.attempt} {verdict} (confidence {e.confidence:.2f}) {e.reason}".strip())
+        run.notes.extend(quote_notes(getattr(e, "details", None) or {}))
         self._changes.add(("run", e.run_id))
 
     def _run_finished(self, e: Any) -> None:
@@ -311,7 +338,7 @@ class RunTree:
                     "model": g.model, "started": len(g.call_ids), "finished": g.finished, "errors": g.errors,
                     "input_tokens": g.input_tokens, "output_tokens": g.output_tokens, "cost": g.cost,
                     "unpriced": g.unpriced, "cached": g.cached, "done": g.done, "wall": g.wall,
-                    "refused": g.refused}
+                    "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None}
         latencies.sort()
         view["p50"], view["p95"] = percentile(latencies, 50), percentile(latencies, 95)
         return view

@@ -9,7 +9,8 @@ import json
 import math
 from typing import Any
 
-__all__ = ["STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_secs", "percentile"]
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_secs", "map_figures",
+           "percentile", "quote_notes"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error"}
@@ -69,3 +70,28 @@ def answer_text(answer: Any) -> str:
         return json.dumps(answer, indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(answer)
+
+
+QUOTE_NOTE = ("  quote ", "  more quotes")
+
+
+def quote_notes(details: dict[str, Any]) -> list[str]:
+    """One line per quote a guard checked (QuotesFound): found, and where, or not found."""
+    out = []
+    for q in details.get("quotes") or []:
+        text = clip(str(q.get("quote", "")), 120)
+        if q.get("found"):
+            out.append(f'  quote found: "{text}" ({q.get("where")})')
+        else:
+            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)"))
+    if details.get("skipped"):
+        out.append(f"  more quotes not checked: {details['skipped']:,}")
+    return out
+
+
+def map_figures(m: dict[str, Any]) -> str:
+    """An llm_map group's packing figures: items, packs, re-asks, failures."""
+    items = m.get("items")
+    text = f"{items:,} items" if isinstance(items, int) else "items streamed"
+    text += f" · {m.get('packs', 0):,} packs · {m.get('reasks', 0):,} re-asked · {m.get('failures', 0):,} failed"
+    return text + (f" · stopped: {m['stopped']}" if m.get("stopped") else "")

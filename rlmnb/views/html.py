@@ -12,7 +12,7 @@ from typing import Any
 
 from ..events import Trajectory
 from .fold import RunTree, as_tree
-from .format import STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs
+from .format import STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs, map_figures
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
            "highlight_python", "meters_html", "render_html", "turn_html"]
@@ -208,6 +208,9 @@ def group_summary_html(g: dict[str, Any]) -> str:
     name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
     count = g["size"] if g["kind"] == "batch" else g["started"]
     parts = [f"<b>{name}</b> × {count:,}"]
+    if g["kind"] == "map" and g.get("map"):
+        parts = [f'<b>{_esc(g["map"].get("operator", "llm_map"))}</b> {_esc(map_figures(g["map"]))}',
+                 f'{g["started"]:,} sub-calls']
     if g["finished"] < g["started"] or (g["kind"] == "batch" and not g["done"]):
         parts.append(f'{g["finished"]:,} done')
     if g["errors"]:

@@ -58,6 +58,7 @@ class GroupNode:
     wall: float | None = None
     refused: str | None = None
     change: tuple[str, str] = ("group", "")
+    map_info: dict[str, Any] | None = None  # kind "map": the llm_map's operator and packing figures
 
     def __post_init__(self) -> None:
         self.change = ("group", self.key)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..events import Trajectory
 from .fold import RunTree, as_tree
-from .format import STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs
+from .format import QUOTE_NOTE, STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs, map_figures
 
 __all__ = ["render_text", "summary_line"]
 
@@ -125,6 +125,8 @@ def _group_text(g: dict[str, Any]) -> str:
     name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
     count = g["size"] if g["kind"] == "batch" else g["started"]
     text = f"{name} × {count:,}"
+    if g["kind"] == "map" and g.get("map"):
+        text = f"{g['map'].get('operator', 'llm_map')}: {map_figures(g['map'])}, {g['started']:,} sub-calls"
     if g["errors"]:
         text += f", {g['errors']:,} failed"
     if g["p50"] is not None:
@@ -152,4 +154,5 @@ def _answer_text(run: dict[str, Any], pad: str) -> list[str]:
     else:
         lines.append(f"{pad}{STATUS_LABELS.get(status, status).capitalize()}: "
                      f"{run['error'] or run['reason'] or 'no answer'}")
+    lines.extend(pad + note for note in run["notes"] if note.startswith(QUOTE_NOTE))  # QuotesFound's findings
     return lines
