@@ -39,6 +39,7 @@ from ..errors import SandboxError
 from ..prompts import render
 from .base import ExecResult, SandboxHost
 from .bridge import Broker
+from .confinement import Confinement, needs, resolve
 from .environment import scrubbed_env
 from .kernel_process import (  # noqa: F401 - LOG_CAP and LOG_TAIL are read from here by tests
     DEAD,
@@ -47,12 +48,13 @@ from .kernel_process import (  # noqa: F401 - LOG_CAP and LOG_TAIL are read from
     LOG_TAIL,
     REPLY_EXPR,
     TIMEOUT,
+    Home,
     KernelProcess,
     describe_failure,
     reply_payload,
 )
 from .runner import BoundedBuffer
-from .transfer import Shipper, make_transfer_dir
+from .transfer import Shipper
 from .warm import pool
 
 if TYPE_CHECKING:
@@ -70,13 +72,18 @@ class KernelSandbox:
         cwd: the kernel's working directory; default a fresh temp dir, removed on close.
         warm: take and refill the warm spare kernel (default True).
         grace: seconds an interrupted snippet has to stop before the kernel is replaced (2.0).
+        confinement: "auto" (confine where the system can, say once where it cannot), "required" (a
+            ConfigError where it cannot) or "off"; see confinement.py.
+        allow_paths: more paths the kernel may read ("/data", "/data:ro") or read and write ("/out:rw").
+        allow_network: more "host:port" addresses the kernel may connect to (TCP).
     """
 
     kind = "kernel"
 
     def __init__(self, *, max_output_chars: int = 10_000, memory_limit: int | str | None = None,
                  secret_env: Sequence[str] = (), cwd: str | os.PathLike[str] | None = None, warm: bool = True,
-                 grace: float = GRACE_S) -> None:
+                 grace: float = GRACE_S, confinement: str = "auto", allow_paths: Sequence[str] = (),
+                 allow_network: Sequence[str] = ()) -> None:
         self.max_output_chars = max_output_chars
         self.memory_limit = parse_size(memory_limit, "memory_limit")
         self.secret_env = tuple(secret_env)
@@ -84,6 +91,11 @@ class KernelSandbox:
         self.warm = warm
         self.grace = grace
         self.restarts = 0
+        self.confinement: Confinement = resolve(confinement, allow_paths, allow_network)
+        self.allow_paths, self.allow_network = tuple(allow_paths), tuple(allow_network)
+        self._spare: KernelProcess | None = None
+        self._port = 0
+        self._notice: str | None = None
         self._host: SandboxHost | None = None
         self._fields: dict[str, Field] = {}
         self._specs: dict[str, dict[str, Any]] = {}
@@ -104,11 +116,14 @@ class KernelSandbox:
         if self._closed:
             raise SandboxError("this kernel sandbox is closed; start a new run")
         if self._dir is None:
-            self._dir = make_transfer_dir()
-            self._shipper = Shipper(self._dir)
-            self._broker = Broker(self._dir)
             _open.add(self)
-            self._kernel_task = asyncio.get_running_loop().create_task(self._obtain())
+            spare = pool.take(self._key()) if self.warm else None
+            home = spare.home if spare is not None and spare.home is not None else Home()
+            if spare is not None:
+                spare.home, self._spare = None, spare  # launched for this home: it is ours now
+            self._dir, self._port = home.dir, home.port
+            self._shipper = Shipper(self._dir)
+            self._broker = Broker(self._dir, home.listener)
         self._host = host
         assert self._broker is not None
         await self._broker.attach(host)
@@ -119,7 +134,17 @@ class KernelSandbox:
         fields = list(fields)
         for f in fields:
             self._fields[f.name] = f
+        widened = self._kernel is not None and not self._covers(self._kernel)
+        if self._kernel_task is None and (self._kernel is None or widened):
+            self._kernel_task = asyncio.get_running_loop().create_task(self._obtain())
         specs = await asyncio.to_thread(self._ship, fields) if fields else []
+        if widened and self._kernel is not None:  # a new input outside what the confined kernel may reach
+            old, self._kernel = self._kernel, None
+            await asyncio.to_thread(old.kill)
+            self.restarts += 1
+            self._configured = False
+            self._notice = render("kernel_widened", names=", ".join(repr(f.name) for f in fields))
+            specs = list(self._specs.values())
         await self._ready()
         if specs:
             await self._bind_specs(specs)
@@ -151,12 +176,12 @@ class KernelSandbox:
     def _close_now(self) -> None:
         """The synchronous part of closing (also run at interpreter exit)."""
         self._closed = True
-        for kernel in (self._kernel, self._launching):
+        for kernel in (self._kernel, self._launching, self._spare):
             if kernel is not None:
                 kernel.kill()
-        self._kernel = self._launching = None
+        self._kernel = self._launching = self._spare = None
         if self._broker is not None:
-            self._broker.close_now()
+            self._broker.release()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
         _open.discard(self)
@@ -168,9 +193,9 @@ class KernelSandbox:
     # ---- running ----------------------------------------------------------------------------------------
     async def execute(self, code: str, timeout: float, *, turn: int = 0) -> ExecResult:
         kernel = await self._ready()
-        earlier = None
+        earlier, self._notice = self._notice, None
         if not kernel.alive():
-            earlier = render("kernel_died_idle", cause=kernel.cause())
+            earlier = _join(earlier, render("kernel_died_idle", cause=kernel.cause()))
             kernel = await self._replace()
         assert self._broker is not None
         started = time.perf_counter()
@@ -212,7 +237,15 @@ class KernelSandbox:
             return ExecResult(error=f"SandboxBroken: {describe_failure(content)}", error_type="SandboxBroken",
                               duration_s=duration, timed_out=timed_out, restarted=True,
                               notice=_join(earlier, render("kernel_broken")))
+        if self.confinement.on and data.get("error_type") in _REFUSALS:
+            earlier = _join(earlier, render("access_refused", allowed=self._allowed()))
         return _exec_result(data, timed_out, duration, earlier, self.max_output_chars)
+
+    def _allowed(self) -> str:
+        """What the confined kernel may reach beyond its inputs, for the model."""
+        extra = [*(f"path {p}" for p in self.confinement.allow_paths),
+                 *(f"network {n}" for n in self.confinement.allow_network)]
+        return "; also " + ", ".join(extra) if extra else ""
 
     async def _fetch_outcome(self, kernel: KernelProcess) -> dict[str, Any] | None:
         content = await kernel.wait(kernel.send("pass", REPLY_EXPR), time.perf_counter() + max(self.grace, 1.0))
@@ -221,19 +254,36 @@ class KernelSandbox:
 
     # ---- internals -------------------------------------------------------------------------------------------
     def _key(self) -> tuple[Any, ...]:
-        return (sys.executable, self.cwd)
+        return (sys.executable, self.cwd, self.confinement.active, self.allow_paths, self.allow_network)
+
+    def _covers(self, kernel: KernelProcess) -> bool:
+        """Whether the kernel's confinement lets it read and reach every input bound so far."""
+        return kernel.policy is None or kernel.policy.covers(*needs(list(self._fields.values())))
+
+    def _confine(self, transfer_dir: str, port: int) -> dict[str, Any] | None:
+        """build_policy's arguments for a kernel serving this sandbox's inputs (None: not confined)."""
+        if not self.confinement.on:
+            return None
+        paths, ports = needs(list(self._fields.values()))
+        return {"transfer_dir": transfer_dir, "broker_port": port, "input_paths": paths, "input_ports": ports,
+                "allow_paths": self.allow_paths, "allow_network": self.allow_network}
 
     async def _obtain(self) -> KernelProcess:
         """A ready kernel no run has touched: the warm spare when it fits, else a cold start.
 
         A spare fits when it was started with no variable this run's scrubbed environment lacks (a
-        variable it has cannot be taken back: /proc/self/environ keeps it); variables added or changed
-        since are set in the kernel by `configure`. A spare that fails to come up is replaced by a cold start.
+        variable it has cannot be taken back: /proc/self/environ keeps it) and, when confined, when its
+        rules cover the inputs; variables added or changed since are set in the kernel by `configure`.
+        A confined sandbox only takes the spare it adopted at its first start (the spare's rules name
+        that spare's transfer directory and broker port). A spare that fails to come up is replaced by a
+        cold start.
         """
         key = self._key()
         wanted = scrubbed_env(self.secret_env)
-        kernel = pool.take(key) if self.warm else None
-        if kernel is not None and not set(kernel.base_env) <= set(wanted):
+        kernel, self._spare = self._spare, None
+        if kernel is None and self.warm and not self.confinement.on:
+            kernel = pool.take(key)
+        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._covers(kernel)):
             await asyncio.to_thread(kernel.kill)
             kernel = None
         if kernel is not None:
@@ -245,7 +295,8 @@ class KernelSandbox:
             finally:
                 self._launching = None
         if kernel is None:
-            kernel = self._launching = KernelProcess(wanted, self.cwd)
+            assert self._dir is not None
+            kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port))
             try:
                 await kernel.launch(warm=False)
             finally:
@@ -258,10 +309,17 @@ class KernelSandbox:
         return kernel
 
     def _spawner(self) -> Any:
-        env, cwd = scrubbed_env(self.secret_env), self.cwd
+        """Launches a spare for the next sandbox like this one: with its own home, under the same rules
+        for the inputs bound now (a next run over the same files finds it warm)."""
+        env, cwd, confine = scrubbed_env(self.secret_env), self.cwd, self._confine
 
         async def spawn() -> KernelProcess:
-            kernel = KernelProcess(env, cwd)
+            home = Home()
+            try:
+                kernel = KernelProcess(env, cwd, confine=confine(home.dir, home.port), home=home)
+            except BaseException:
+                home.discard()
+                raise
             await kernel.spawn(warm=True)
             return kernel
 
@@ -272,9 +330,9 @@ class KernelSandbox:
         if self._closed:
             raise SandboxError("this kernel sandbox is closed")
         if self._kernel is None:
-            task = self._kernel_task
-            if task is None:
+            if self._dir is None:
                 raise SandboxError("the kernel sandbox was not started")
+            task = self._kernel_task or asyncio.get_running_loop().create_task(self._obtain())
             try:
                 self._kernel = await task
             finally:
@@ -357,6 +415,9 @@ class KernelSandbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self._kernel is not None else "starting")
         return f"KernelSandbox({state}, inputs={len(self._fields)}, restarts={self.restarts})"
+
+
+_REFUSALS = ("PermissionError", "ConnectionRefusedError")
 
 
 def _exec_result(data: dict[str, Any], timed_out: bool, duration: float, earlier: str | None,

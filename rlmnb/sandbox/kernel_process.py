@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
-from .bridge import MIME
+from .bridge import MIME, listening_socket
+from .confinement import Policy, build_policy
+from .launch import bootstrap
 from .process_tree import MARKER_VAR, kill_tree
-from .transfer import private_temp_dir
+from .transfer import make_transfer_dir, private_temp_dir
 
 POLL_S = 0.2            # how often a wait checks that the kernel process is alive
 LOG_CAP = 4 * 2**20     # the kernel's fd-2 log (raw writes by model code) is cut back to its tail above this
@@ -49,6 +51,24 @@ _BOOT = ("import sys as _s\n"
          "    _s.path.insert(0, {root!r})\n"
          "import rlmnb.sandbox.kernel_side as __rlmnb__\n"
          "del _s\n")
+_SEAL = "import rlmnb.sandbox.launch as _l\n_l.seal()\ndel _l\n"  # seccomp on every thread, before model code
+
+
+class Home:
+    """A sandbox's transfer directory and broker listener, made together with a warm spare so that the
+    spare's confinement can name them; the sandbox that takes the spare adopts them."""
+
+    def __init__(self) -> None:
+        self.dir = make_transfer_dir()
+        self.listener = listening_socket()
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def discard(self) -> None:
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---- one kernel process ----------------------------------------------------------------------------------
@@ -59,14 +79,23 @@ class KernelProcess:
     kernel) belongs to one event loop; `connect()` makes a new one when the loop changes.
     """
 
-    def __init__(self, env: dict[str, str], cwd: str | None) -> None:
+    def __init__(self, env: dict[str, str], cwd: str | None, *, confine: dict[str, Any] | None = None,
+                 home: Home | None = None) -> None:
+        """`confine`: build_policy's arguments but the kernel's own directories (None: not confined);
+        `home`: the transfer directory and listener made for this kernel when it is a warm spare."""
         self.runtime_dir = private_temp_dir("kernel")
         self.log_path = os.path.join(self.runtime_dir, "kernel.log")  # the kernel's fd 1 and 2 (see trim_log)
         self.own_cwd = cwd is None
         self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
         self.marker = secrets.token_hex(8)
         self.base_env = dict(env)  # the scrubbed environment it started with (and updates pushed since)
-        self.env = {**env, MARKER_VAR: self.marker, "PWD": self.cwd, "IPYTHONDIR": _ipython_dir()}
+        ipython_dir = os.path.join(self.runtime_dir, "ipython")  # its own: no profile or startup file outlives it
+        self.env = {**env, MARKER_VAR: self.marker, "PWD": self.cwd, "IPYTHONDIR": ipython_dir}
+        if self.own_cwd:
+            self.env["TMPDIR"] = self.cwd  # tempfile writes where a confined kernel may write
+        self.home = home
+        self.policy: Policy | None = (build_policy(own_dirs=(self.runtime_dir, self.cwd), **confine)
+                                      if confine is not None else None)
         self.km: Any = None
         self.client: Any = None
         self.context: Any = None
@@ -94,7 +123,13 @@ class KernelProcess:
         km_context.setsockopt(zmq.LINGER, 0)
         km = AsyncKernelManager(transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
                                 connection_file=os.path.join(self.runtime_dir, "kernel.json"), context=km_context)
-        km._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+        launcher = ["-m", "ipykernel_launcher"]
+        if self.policy is not None:
+            policy_path = os.path.join(self.runtime_dir, "policy.json")
+            with open(policy_path, "w", encoding="utf-8") as f:
+                json.dump(self.policy.to_dict(), f)
+            launcher = ["-c", bootstrap(_PACKAGE_ROOT), policy_path]
+        km._kernel_spec = KernelSpec(argv=[sys.executable, *launcher, "-f", "{connection_file}",
                                            *_KERNEL_ARGS, f"--IPKernelApp.exec_lines={startup}"],
                                      display_name="rlmnb sandbox", language="python")
         km.autorestart = False
@@ -119,7 +154,8 @@ class KernelProcess:
         try:
             self.connect()
             await self._wait_ready(deadline)
-            content = await self.wait(self.send(_BOOT.format(root=_PACKAGE_ROOT)), deadline)
+            boot = _BOOT.format(root=_PACKAGE_ROOT) + (_SEAL if self.policy is not None else "")
+            content = await self.wait(self.send(boot), deadline)
             if not isinstance(content, dict) or content.get("status") != "ok":
                 raise SandboxError(f"the sandbox kernel could not load rlmnb: {describe_failure(content)}"
                                    f"{self._log_tail()}")
@@ -219,6 +255,9 @@ class KernelProcess:
             with contextlib.suppress(Exception):
                 km.context.destroy(linger=0)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        home, self.home = self.home, None
+        if home is not None:
+            home.discard()
         if self.own_cwd:
             shutil.rmtree(self.cwd, ignore_errors=True)
         _live.discard(self)
@@ -310,18 +349,6 @@ def describe_failure(content: Any) -> str:
     return "no reply"
 
 
-_ipython_lock = threading.Lock()
-_ipython_path: list[str] = []
-
-
-def _ipython_dir() -> str:
-    """An empty IPython directory shared by this process's kernels: no user profile or startup files run."""
-    with _ipython_lock:
-        if not _ipython_path:
-            _ipython_path.append(private_temp_dir("ipython"))
-        return _ipython_path[0]
-
-
 _live: weakref.WeakSet[KernelProcess] = weakref.WeakSet()
 
 
@@ -330,11 +357,9 @@ def _kill_live() -> None:
     for kernel in list(_live):
         with contextlib.suppress(Exception):
             kernel.kill()
-    for path in _ipython_path:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 atexit.register(_kill_live)
 
 __all__ = ["CALL_TIMEOUT_S", "DEAD", "GRACE_S", "KernelProcess", "LOG_CAP", "LOG_TAIL", "POLL_S", "REPLY_EXPR",
-           "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "reply_payload"]
+           "START_TIMEOUT_S", "TIMEOUT", "Home", "describe_failure", "reply_payload"]
