@@ -1,10 +1,12 @@
-"""The local and the kernel sandbox side by side (issue 5).
+"""The local and the kernel sandbox side by side (issue 5), the kernel confined and not (issue 16).
 
 Goals for the kernel sandbox: trivial snippet round trip < 10 ms; broker overhead per llm_query beyond
 the model < 1 ms; binding a 1 M x 5 DataFrame < 150 ms and a 10 M x 5 one < 1.5 s; run start with a
 warm kernel < 150 ms; a kernel that dies noticed within a second; a snippet over its timeout back
 within its timeout plus a short grace. "bind" is Sandbox.bind (shipping the frame as Arrow IPC and binding it in the
 kernel); "+ first use" adds the first snippet touching it (memory-mapping and building the DataFrame).
+Issue 16's goal: the confined kernel within 10 % of the unconfined one (the ratio column), measured in
+the same run.
 
     .venv/bin/python bench/sandbox.py [--quick]
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import platform
 import statistics
@@ -26,10 +30,16 @@ import pandas as pd
 
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import bind_inputs
-from rlmnb.sandbox import create_sandbox
+from rlmnb.sandbox import confinement, create_sandbox
 from rlmnb.sandbox.warm import pool
 
-KINDS = ("local", "kernel")
+KINDS = ("local", "kernel", "kernel-off")  # kernel: confined (the default where available); kernel-off: not
+
+
+def create(kind: str, **options: Any) -> Any:
+    if kind == "kernel-off":
+        return create_sandbox("kernel", confinement="off", **options)
+    return create_sandbox(kind, **options)
 
 
 class NullHost:
@@ -58,7 +68,7 @@ class NullHost:
 
 async def started(kind: str) -> tuple[Any, NullHost]:
     await asyncio.to_thread(spare_booted)
-    sandbox = create_sandbox(kind)
+    sandbox = create(kind)
     host = NullHost(asyncio.get_running_loop())
     await sandbox.start(host)
     await sandbox.bind([])
@@ -151,33 +161,49 @@ async def warm_start(kind: str, repeats: int) -> float:
     """
     fields, _ = bind_inputs({"text": "hello"}, RLMConfig())
     samples = []
-    for _ in range(repeats):
-        if kind == "kernel":
+    for i in range(repeats + 1):  # the first makes a spare of this kind (the one left may be of the other)
+        if kind != "local":
             await asyncio.to_thread(spare_booted)
         t = time.perf_counter()
-        sandbox = create_sandbox(kind)
+        sandbox = create(kind)
         await sandbox.start(NullHost(asyncio.get_running_loop()))
         await sandbox.bind(fields)
         result = await sandbox.execute("print(inputs['text'])", 30)
-        samples.append(time.perf_counter() - t)
+        if i:
+            samples.append(time.perf_counter() - t)
         assert result.stdout == "hello\n", result
         await sandbox.close()
     return statistics.median(samples) * 1000
 
 
-async def cold_start(repeats: int) -> float:
+async def cold_start(kind: str, repeats: int) -> float:
     fields, _ = bind_inputs({"text": "hello"}, RLMConfig())
     samples = []
     for _ in range(repeats):
         pool.wait_idle(60)
         t = time.perf_counter()
-        sandbox = create_sandbox("kernel", warm=False)
+        sandbox = create(kind, warm=False)
         await sandbox.start(NullHost(asyncio.get_running_loop()))
         await sandbox.bind(fields)
         await sandbox.execute("print(inputs['text'])", 30)
         samples.append(time.perf_counter() - t)
         await sandbox.close()
     return statistics.median(samples) * 1000
+
+
+async def setup_cost(repeats: int) -> tuple[float, float]:
+    """(Landlock ms in the launcher, seccomp ms at boot) as the confined kernel measured them, medians."""
+    landlock_ms, seccomp_ms = [], []
+    for _ in range(repeats):
+        sandbox, _ = await started("kernel")
+        try:
+            result = await sandbox.execute("import json, rlmnb.sandbox.launch as _l\nprint(json.dumps(_l.applied))", 30)
+            applied = json.loads(result.stdout)
+            landlock_ms.append(applied["landlock_ms"])
+            seccomp_ms.append(applied["seccomp_ms"])
+        finally:
+            await sandbox.close()
+    return statistics.median(landlock_ms), statistics.median(seccomp_ms)
 
 
 async def faults(repeats: int) -> tuple[float, float]:
@@ -198,7 +224,11 @@ async def faults(repeats: int) -> tuple[float, float]:
 
 
 def row(label: str, values: dict[str, str], goal: str) -> None:
-    print(f"{label:<44} {values.get('local', '-'):>12} {values.get('kernel', '-'):>12}   {goal}")
+    ratio = "-"
+    with contextlib.suppress(KeyError, ValueError, ZeroDivisionError):
+        ratio = f"{float(values['kernel']) / float(values['kernel-off']):.2f}"
+    print(f"{label:<44} {values.get('local', '-'):>10} {values.get('kernel', '-'):>10} "
+          f"{values.get('kernel-off', '-'):>10} {ratio:>8}   {goal}")
 
 
 async def main(quick: bool) -> None:
@@ -206,7 +236,9 @@ async def main(quick: bool) -> None:
           f"/dev/shm {'yes' if os.path.isdir('/dev/shm') else 'no'}")
     await (await started("kernel"))[0].close()  # warm-up: the first kernel and the spare
     bind_inputs({"t": frame(10)}, RLMConfig())  # warm-up: the tokenizer and pandas' first-call costs
-    row("", {"local": "local", "kernel": "kernel"}, "kernel goal")
+    if confinement.support()[1]:
+        print(f"confinement unavailable here ({confinement.support()[1]}): both kernel columns are unconfined")
+    row("", {"local": "local", "kernel": "confined", "kernel-off": "kernel off"}, "kernel goal (ratio: confined/off)")
     n = 50 if quick else 200
     row("trivial snippet round trip (ms, median)", {k: f"{await round_trip(k, n):.2f}" for k in KINDS}, "< 10 ms")
     n = 200 if quick else 1000
@@ -227,7 +259,12 @@ async def main(quick: bool) -> None:
     repeats = 3 if quick else 7
     row("run start, warm kernel (ms, median)", {k: f"{await warm_start(k, repeats):.1f}" for k in KINDS},
         "< 150 ms")
-    row("run start, cold kernel (ms, median)", {"kernel": f"{await cold_start(3):.0f}"}, "(for reference)")
+    row("run start, cold kernel (ms, median)", {k: f"{await cold_start(k, 3):.0f}" for k in KINDS[1:]},
+        "(for reference)")
+    if not confinement.support()[1]:
+        landlock_ms, seccomp_ms = await setup_cost(5)
+        row("confinement setup: Landlock in the launcher (ms)", {"kernel": f"{landlock_ms:.2f}"}, "")
+        row("confinement setup: seccomp at boot (ms)", {"kernel": f"{seccomp_ms:.2f}"}, "")
     died, over = await faults(3)
     row("kernel death noticed + restarted (ms, median)", {"kernel": f"{died:.0f}"}, "< 1000 ms")
     row("runaway snippet back, past a 0.5 s timeout (ms)", {"kernel": f"{over:.0f}"}, "< 1000 ms")

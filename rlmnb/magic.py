@@ -66,6 +66,7 @@ class SettingFlag:
     const: Any = True
     metavar: str | None = None
     help: str | None = None
+    many: bool = False  # repeatable: the values form a tuple
 
     @property
     def dest(self) -> str:
@@ -89,6 +90,13 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag("--max-revisions", "max_revisions", int, metavar="N"),
     SettingFlag("--refine", "refine", int, metavar="N"),
     SettingFlag("--rounds", "rounds", int, metavar="K"),
+    SettingFlag("--confinement", "confinement", str, metavar="auto|required|off"),
+    SettingFlag("--allow-path", "allow_paths", str, metavar="PATH[:rw]", many=True,
+                help="Let a confined kernel sandbox read PATH (PATH:rw: also write) (repeatable; replaces "
+                     "RLMMagics.allow_paths for this cell)."),
+    SettingFlag("--allow-network", "allow_network", str, metavar="HOST:PORT", many=True,
+                help="Let a confined kernel sandbox connect to HOST:PORT over TCP (repeatable; replaces "
+                     "RLMMagics.allow_network for this cell)."),
 )
 
 
@@ -231,6 +239,8 @@ def _declare_arguments(func: Any) -> Any:
                                    "help": flag.help or docs.get(flag.setting, flag.setting)}
         if flag.type is None:
             options.update(action="store_const", const=flag.const)
+        elif flag.many:
+            options.update(action="append", type=flag.type, metavar=flag.metavar or flag.setting.upper())
         else:
             options.update(type=flag.type, metavar=flag.metavar or flag.setting.upper())
         specs.append(((flag.flag,), options))
@@ -305,7 +315,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             schema = self._evaluate(args.schema, "--schema") if args.schema else None
             return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet, schema)
         model, sub_model = self._models(args.model, args.sub_model)
-        settings = {f.setting: getattr(args, f.dest) for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
+        settings = {f.setting: tuple(getattr(args, f.dest)) if f.many else getattr(args, f.dest)
+                    for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
         extras: dict[str, Any] = {}
         if args.child_model:
             extras["child_model"] = self._model_value(args.child_model.strip(), "--child-model")
@@ -482,8 +493,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _config(self) -> RLMConfig:
         values = {name: getattr(self, name) for name in SETTING_TRAITS}
-        if "secret_env" in values:
-            values["secret_env"] = tuple(values["secret_env"])
+        for name in ("secret_env", "allow_paths", "allow_network"):
+            if name in values:
+                values[name] = tuple(values[name])
         try:
             return RLMConfig(**values).validate()
         except RLMError as exc:
@@ -680,10 +692,20 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                 lines.append(f"  {trait}: {fallback}")
         for name in ("sandbox", "quiet", "interpolate", "keep_session", "widget_interval", "embed_trajectory"):
             lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
+        lines.append(f"  confinement active: {self._confinement_line()}")
         lines.append("Run settings (RLMConfig):")
         for name in SETTING_TRAITS:
             lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
         return "\n".join(lines)
+
+    def _confinement_line(self) -> str:
+        """Which confinement a %%rlm run with these settings gets (see sandbox/confinement.py)."""
+        from .sandbox.confinement import resolve
+
+        try:
+            return resolve(self.confinement, self.allow_paths, self.allow_network, sandbox=self.sandbox).describe()
+        except RLMError as exc:
+            return f"invalid settings: {_sentence(exc)}"
 
     def __repr__(self) -> str:
         return f"RLMMagics(model={self.model!r}, sandbox={self.sandbox!r})"

@@ -253,3 +253,45 @@ def test_bad_widening_settings_are_one_sentence() -> None:
         RLM(ScriptedLM([]), allow_paths=["/no/such/dir"])
     with pytest.raises(ConfigError, match="confinement must be one of"):
         RLM(ScriptedLM([]), confinement="strict")
+
+
+def test_the_magic_sets_and_reports_confinement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    sh.reset(new_session=False)
+    sh.config.pop("RLMMagics", None)
+    sh.run_line_magic("load_ext", "rlmnb")
+    try:
+        sh.user_ns["root"] = ScriptedLM([code("print(1)"), code("submit(2)")])
+        sh.run_line_magic("config", f"RLMMagics.allow_paths = [{str(tmp_path)!r}]")
+        sh.run_line_magic("rlm", "config")
+        report = capsys.readouterr().out
+        assert "confinement active: landlock+seccomp" in report and f"path {tmp_path}:ro" in report
+        assert f"allow_paths = [{str(tmp_path)!r}]" in report
+        sh.run_cell_magic("rlm", f"-m root --quiet --confinement required --allow-path {tmp_path}:rw "
+                                 "--allow-network 127.0.0.1:9 --allow-network 127.0.0.1:10", "q")
+        started = next(e for e in sh.user_ns["_rlm"].trajectory.events if isinstance(e, RunStarted))
+        assert started.config["confinement"] == "required"
+        assert started.config["allow_paths"] == [f"{tmp_path}:rw"]
+        assert started.config["allow_network"] == ["127.0.0.1:9", "127.0.0.1:10"]
+        assert started.confinement is not None and started.confinement["active"] == "landlock+seccomp"
+    finally:
+        sh.run_line_magic("unload_ext", "rlmnb")
+        sh.config.pop("RLMMagics", None)
+        sh.reset(new_session=False)
+
+
+def test_the_widget_header_says_whether_the_sandbox_is_confined() -> None:
+    from rlmnb.render import RunTree
+    from rlmnb.widget import confinement_html
+
+    result = RLM(ScriptedLM([code("print(1)"), code("submit(2)")]), max_iterations=2,
+                 allow_network=["127.0.0.1:9"]).run("q")
+    tree = RunTree()
+    for event in result.trajectory.events:
+        tree.add(event)
+    line = confinement_html(tree.run_view())
+    assert "sandbox confined (landlock+seccomp); allowed: 127.0.0.1:9" in line
+    assert "not confined: the local sandbox" in confinement_html(
+        {"sandbox": "kernel", "confinement": {"active": "none", "reason": "the local sandbox ..."}})

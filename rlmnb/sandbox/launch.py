@@ -15,6 +15,7 @@ import json
 import os
 import runpy
 import sys
+import time
 
 applied: dict[str, object] = {}  # what was applied here, read by kernel_side.seal (same process)
 
@@ -26,12 +27,13 @@ def main(argv: list[str]) -> None:
 
     with open(policy_path, encoding="utf-8") as f:
         policy = Policy.from_dict(json.load(f))
+    started = time.perf_counter()
     try:
         abi = restrict_self(paths=policy.rules(), connect_ports=policy.connect_ports)
     except (LandlockError, OSError) as exc:
         sys.stderr.write(f"rlmnb: could not confine the sandbox kernel: {exc}\n")
         os._exit(78)
-    applied.update(landlock=abi, policy=policy_path)
+    applied.update(landlock=abi, policy=policy_path, landlock_ms=(time.perf_counter() - started) * 1000)
     sys.argv = ["ipykernel_launcher", *rest]
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
 
@@ -44,8 +46,9 @@ def seal() -> dict[str, object]:
     if not applied.get("seccomp"):
         from .seccomp import apply
 
+        started = time.perf_counter()
         apply()
-        applied["seccomp"] = True
+        applied.update(seccomp=True, seccomp_ms=(time.perf_counter() - started) * 1000)
     return dict(applied)
 
 
