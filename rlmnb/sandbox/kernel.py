@@ -18,6 +18,10 @@ infinite loop, a memory blow-up or `os._exit` can never take down the user's ker
 - isolation: a scrubbed environment (see environment.py), a fresh temp working directory, its own
   process session (forks are killed with it), its output captured in the kernel and never
   published to the user's notebook.
+- confinement (Linux): the kernel may read only Python, its inputs and `allow_paths`, write only its
+  own temp dir, connect only to its broker and `allow_network`, and see no other process (see
+  confinement.py, launch.py, landlock.py, seccomp.py; kernels are obtained in kernel_supply.py). A
+  refused access reaches the model as its error plus a note that the sandbox is confined.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import time
 import weakref
 from collections.abc import Sequence
@@ -39,7 +42,7 @@ from ..errors import SandboxError
 from ..prompts import render
 from .base import ExecResult, SandboxHost
 from .bridge import Broker
-from .confinement import Confinement, needs, resolve
+from .confinement import Confinement, resolve
 from .environment import scrubbed_env
 from .kernel_process import (  # noqa: F401 - LOG_CAP and LOG_TAIL are read from here by tests
     DEAD,
@@ -53,6 +56,7 @@ from .kernel_process import (  # noqa: F401 - LOG_CAP and LOG_TAIL are read from
     describe_failure,
     reply_payload,
 )
+from .kernel_supply import KernelSupply
 from .runner import BoundedBuffer
 from .transfer import Shipper
 from .warm import pool
@@ -62,7 +66,7 @@ if TYPE_CHECKING:
 
 
 # ---- the sandbox --------------------------------------------------------------------------------------------
-class KernelSandbox:
+class KernelSandbox(KernelSupply):
     """The Sandbox protocol over a separate kernel process (see the module docstring).
 
     Args:
@@ -253,78 +257,6 @@ class KernelSandbox:
         return data if isinstance(data, dict) else None
 
     # ---- internals -------------------------------------------------------------------------------------------
-    def _key(self) -> tuple[Any, ...]:
-        return (sys.executable, self.cwd, self.confinement.active, self.allow_paths, self.allow_network)
-
-    def _covers(self, kernel: KernelProcess) -> bool:
-        """Whether the kernel's confinement lets it read and reach every input bound so far."""
-        return kernel.policy is None or kernel.policy.covers(*needs(list(self._fields.values())))
-
-    def _confine(self, transfer_dir: str, port: int) -> dict[str, Any] | None:
-        """build_policy's arguments for a kernel serving this sandbox's inputs (None: not confined)."""
-        if not self.confinement.on:
-            return None
-        paths, ports = needs(list(self._fields.values()))
-        return {"transfer_dir": transfer_dir, "broker_port": port, "input_paths": paths, "input_ports": ports,
-                "allow_paths": self.allow_paths, "allow_network": self.allow_network}
-
-    async def _obtain(self) -> KernelProcess:
-        """A ready kernel no run has touched: the warm spare when it fits, else a cold start.
-
-        A spare fits when it was started with no variable this run's scrubbed environment lacks (a
-        variable it has cannot be taken back: /proc/self/environ keeps it) and, when confined, when its
-        rules cover the inputs; variables added or changed since are set in the kernel by `configure`.
-        A confined sandbox only takes the spare it adopted at its first start (the spare's rules name
-        that spare's transfer directory and broker port). A spare that fails to come up is replaced by a
-        cold start.
-        """
-        key = self._key()
-        wanted = scrubbed_env(self.secret_env)
-        kernel, self._spare = self._spare, None
-        if kernel is None and self.warm and not self.confinement.on:
-            kernel = pool.take(key)
-        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._covers(kernel)):
-            await asyncio.to_thread(kernel.kill)
-            kernel = None
-        if kernel is not None:
-            self._launching = kernel
-            try:
-                await kernel.wait_ready()
-            except SandboxError:
-                kernel = None
-            finally:
-                self._launching = None
-        if kernel is None:
-            assert self._dir is not None
-            kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port))
-            try:
-                await kernel.launch(warm=False)
-            finally:
-                self._launching = None
-        if self._closed:
-            kernel.kill()
-            raise SandboxError("the kernel sandbox was closed while its kernel started")
-        if self.warm:
-            await pool.refill(key, self._spawner(), _kill_kernel)
-        return kernel
-
-    def _spawner(self) -> Any:
-        """Launches a spare for the next sandbox like this one: with its own home, under the same rules
-        for the inputs bound now (a next run over the same files finds it warm)."""
-        env, cwd, confine = scrubbed_env(self.secret_env), self.cwd, self._confine
-
-        async def spawn() -> KernelProcess:
-            home = Home()
-            try:
-                kernel = KernelProcess(env, cwd, confine=confine(home.dir, home.port), home=home)
-            except BaseException:
-                home.discard()
-                raise
-            await kernel.spawn(warm=True)
-            return kernel
-
-        return spawn
-
     async def _ready(self) -> KernelProcess:
         """The current kernel, connected on this loop and configured for the attached run."""
         if self._closed:
@@ -447,10 +379,6 @@ def _bounded(value: Any, limit: int) -> str:
 def _join(*parts: str | None) -> str | None:
     text = " ".join(p for p in parts if p)
     return text or None
-
-
-def _kill_kernel(kernel: KernelProcess) -> None:
-    kernel.kill()
 
 
 # ---- exit ---------------------------------------------------------------------------------------------------
