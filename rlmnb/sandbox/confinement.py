@@ -15,9 +15,9 @@ ABI 7; see bench/sandbox.py and the README's security section):
   io_uring, ptrace and process_vm_* (root's CAP_SYS_PTRACE would otherwise pass Landlock's ptrace rule).
 
 The policy itself: read (and execute) Python, its libraries and the system's shared files; read the
-run's inputs (`Field.read_paths`, a file or folder input's path), the transfer directory, and what
-the user allows (`allow_paths`); write only the kernel's own temp, runtime and IPython directories
-(and `allow_paths` marked `:rw`); connect to the broker, to `Field.endpoints` and to `allow_network`;
+run's inputs (`Field.read_paths`, a file or folder input's path) and what the user allows
+(`allow_paths`); write only the kernel's own temp, runtime and IPython directories, its transfer
+directory (tables it hands back cross as files there) and `allow_paths` marked `:rw`; connect to the broker, to `Field.endpoints` and to `allow_network`;
 bind and listen nowhere; see only its own `/proc/self`.
 """
 
@@ -30,6 +30,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -152,9 +153,9 @@ def build_policy(*, own_dirs: Sequence[str], transfer_dir: str, broker_port: int
     """The whole policy of one kernel (see the module docstring)."""
     allowed = [AllowedPath.parse(p) for p in allow_paths]
     read_exec = list(dict.fromkeys([*_SYSTEM_CODE, *python_paths()]))
-    read = [transfer_dir, *input_paths, *(a.path for a in allowed if not a.writable),
+    read = [*input_paths, *(a.path for a in allowed if not a.writable),
             *(os.path.join("/etc", name) for name in _ETC), *_SHARED_FILES, "/proc/self"]
-    write = [*own_dirs, *(a.path for a in allowed if a.writable)]
+    write = [*own_dirs, transfer_dir, *(a.path for a in allowed if a.writable)]  # values cross back as files
     ports = [broker_port, *input_ports, *(parse_endpoint(e)[1] for e in allow_network)]
     return Policy(tuple(dict.fromkeys(read)), tuple(read_exec), tuple(dict.fromkeys(write)),
                   tuple(sorted(set(ports))))
@@ -167,6 +168,9 @@ def python_paths() -> list[str]:
     from_env = {os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, site.getusersitepackages()]
     candidates += [p for p in sys.path if p]
+    rlmnb_root = str(Path(__file__).resolve().parents[2])  # where rlmnb itself is imported from, always
+    from_env.add(os.path.realpath(rlmnb_root))
+    candidates.append(rlmnb_root)
     found: list[str] = []
     for path in candidates:
         real = os.path.realpath(path)
