@@ -39,8 +39,12 @@ ROOT = str(Path(__file__).resolve().parents[1])
 # (name, code): @HOME@, @WORK@, @PORT@ and @TMP@ are filled in; each must end in PermissionError
 ATTACKS: list[tuple[str, str]] = [
     ("host environ", "open(f'/proc/{os.getppid()}/environ', 'rb').read()"),
-    ("every /proc/*/environ", "[open(f'/proc/{p}/environ', 'rb').read() for p in os.listdir('/proc') "
-                              "if p.isdigit() and int(p) != os.getpid()]"),
+    ("list /proc", "print(os.listdir('/proc'))"),
+    ("every /proc/<pid>/environ (the spare kernel's too)",
+     "got = []\nfor pid in range(1, max(os.getpid(), os.getppid()) + 5000):\n"
+     "    if pid != os.getpid():\n        try:\n            got.append(open(f'/proc/{pid}/environ', 'rb').read())\n"
+     "        except OSError:\n            pass\nprint(got)\n"
+     "if not got:\n    raise PermissionError('every /proc/<pid>/environ was refused')"),
     ("ssh key", "print(open('@HOME@/.ssh/id_rsa').read())"),
     ("ssh key via ~", "print(open(os.path.expanduser('~/.ssh/id_rsa')).read())"),
     ("aws credentials", "print(open('@HOME@/.aws/credentials').read())"),
@@ -295,3 +299,57 @@ def test_the_widget_header_says_whether_the_sandbox_is_confined() -> None:
     assert "sandbox confined (landlock+seccomp); allowed: 127.0.0.1:9" in line
     assert "not confined: the local sandbox" in confinement_html(
         {"sandbox": "kernel", "confinement": {"active": "none", "reason": "the local sandbox ..."}})
+
+
+class _FieldWithNeeds:
+    """A bound input as the inputs package describes one that lives elsewhere (read_paths, endpoints)."""
+
+    def __init__(self, field: Any, read_paths: tuple[str, ...], endpoints: tuple[str, ...]) -> None:
+        self._field, self.read_paths, self.endpoints = field, read_paths, endpoints
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._field, name)
+
+
+def test_field_read_paths_and_endpoints_are_reachable_and_spares_are_reused(tmp_path: Path) -> None:
+    import asyncio
+
+    from sandbox_support import EchoHost
+
+    from rlmnb.config import RLMConfig
+    from rlmnb.inputs import bind_inputs
+    from rlmnb.sandbox.kernel import KernelSandbox
+
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "part.txt").write_text("from a dataset root")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    fields, _ = bind_inputs({"name": "x"}, RLMConfig())
+    wrapped = [_FieldWithNeeds(fields[0], (str(dataset),), (f"127.0.0.1:{port}",))]
+    probe = (f"import socket\nprint(open('{dataset}/part.txt').read())\n"
+             f"socket.create_connection(('127.0.0.1', {port}), timeout=5).close()\nprint('reached')")
+
+    async def one() -> tuple[str, bool]:
+        sandbox = KernelSandbox()
+        try:
+            await sandbox.start(EchoHost(asyncio.get_running_loop()))
+            await sandbox.bind(wrapped)  # type: ignore[arg-type]
+            result = await sandbox.execute(probe, 30)
+            assert result.error is None, result.error
+            return result.stdout, sandbox.restarts == 0
+        finally:
+            await sandbox.close()
+
+    try:
+        pool.shutdown(reopen=True)
+        assert asyncio.run(one()) == ("from a dataset root\nreached\n", True)
+        assert pool.wait_idle(60) and pool.has_spare
+        hits = pool.hits
+        assert asyncio.run(one())[0] == "from a dataset root\nreached\n"
+        assert pool.hits == hits + 1  # the spare was made under these inputs' rules, so it was taken
+    finally:
+        listener.close()
+        pool.shutdown(reopen=True)
