@@ -76,35 +76,43 @@ async def started(kind: str) -> tuple[Any, NullHost]:
     return sandbox, host
 
 
-async def round_trip(kind: str, n: int) -> float:
-    sandbox, _ = await started(kind)
+async def round_trips(n: int) -> dict[str, float]:
+    """Median ms per trivial snippet, every kind's sandbox open at once and measured in turn (a shared,
+    noisy machine then slows all kinds alike)."""
+    opened = {k: (await started(k))[0] for k in KINDS}
+    samples: dict[str, list[float]] = {k: [] for k in KINDS}
     try:
-        samples = []
         for _ in range(n):
-            t = time.perf_counter()
-            result = await sandbox.execute("x = 1", 30)
-            samples.append(time.perf_counter() - t)
-            assert result.ok
-        return statistics.median(samples) * 1000
+            for kind, sandbox in opened.items():
+                t = time.perf_counter()
+                result = await sandbox.execute("x = 1", 30)
+                samples[kind].append(time.perf_counter() - t)
+                assert result.ok
+        return {k: statistics.median(v) * 1000 for k, v in samples.items()}
     finally:
-        await sandbox.close()
+        for sandbox in opened.values():
+            await sandbox.close()
 
 
-async def broker_overhead(kind: str, n: int) -> float:
-    """Per llm_query: snippet time minus the same loop without the call, minus time inside the model (µs)."""
-    sandbox, host = await started(kind)
+async def broker_overheads(n: int, repeats: int = 5) -> dict[str, float]:
+    """Per llm_query: snippet time minus the same loop without the call, minus time inside the model (µs);
+    best of `repeats`, kinds measured in turn."""
+    opened = {k: await started(k) for k in KINDS}
+    body = f"import time\n_t = time.perf_counter()\nfor _ in range({n}):\n    {{call}}\nprint(time.perf_counter() - _t)"
+    best_call = dict.fromkeys(KINDS, float("inf"))
+    best_empty = dict.fromkeys(KINDS, float("inf"))
     try:
-        body = f"import time\n_t = time.perf_counter()\nfor _ in range({n}):\n    {{call}}\nprint(time.perf_counter() - _t)"
-        best_call, best_empty = float("inf"), float("inf")
-        for _ in range(3):
-            host.model_s = 0.0
-            res = await sandbox.execute(body.format(call="llm_query('p')"), 60)
-            best_call = min(best_call, float(res.stdout) - host.model_s)
-            res = await sandbox.execute(body.format(call="pass"), 60)
-            best_empty = min(best_empty, float(res.stdout))
-        return (best_call - best_empty) / n * 1e6
+        for _ in range(repeats):
+            for kind, (sandbox, host) in opened.items():
+                host.model_s = 0.0
+                res = await sandbox.execute(body.format(call="llm_query('p')"), 60)
+                best_call[kind] = min(best_call[kind], float(res.stdout) - host.model_s)
+                res = await sandbox.execute(body.format(call="pass"), 60)
+                best_empty[kind] = min(best_empty[kind], float(res.stdout))
+        return {k: (best_call[k] - best_empty[k]) / n * 1e6 for k in KINDS}
     finally:
-        await sandbox.close()
+        for sandbox, _ in opened.values():
+            await sandbox.close()
 
 
 def frame(rows: int) -> pd.DataFrame:
@@ -154,14 +162,17 @@ def spare_booted(timeout: float = 60.0) -> None:
         last = now
 
 
-async def warm_start(kind: str, repeats: int) -> float:
+async def warm_starts(repeats: int) -> dict[str, float]:
     """Sandbox created -> started -> a small input bound -> first snippet done (ms, median).
 
-    The spare is given time to warm up first, as it has between two cells.
+    Kinds take turns; each measured run follows an unmeasured one of its kind, which leaves the spare
+    it takes (the pool keeps one, for one configuration), and the spare is given time to warm up
+    first, as it has between two cells.
     """
     fields, _ = bind_inputs({"text": "hello"}, RLMConfig())
-    samples = []
-    for i in range(repeats + 1):  # the first makes a spare of this kind (the one left may be of the other)
+    samples: dict[str, list[float]] = {k: [] for k in KINDS}
+
+    async def one(kind: str) -> float:
         if kind != "local":
             await asyncio.to_thread(spare_booted)
         t = time.perf_counter()
@@ -169,11 +180,16 @@ async def warm_start(kind: str, repeats: int) -> float:
         await sandbox.start(NullHost(asyncio.get_running_loop()))
         await sandbox.bind(fields)
         result = await sandbox.execute("print(inputs['text'])", 30)
-        if i:
-            samples.append(time.perf_counter() - t)
+        took = time.perf_counter() - t
         assert result.stdout == "hello\n", result
         await sandbox.close()
-    return statistics.median(samples) * 1000
+        return took
+
+    for _ in range(repeats):
+        for kind in KINDS:
+            await one(kind)
+            samples[kind].append(await one(kind))
+    return {k: statistics.median(v) * 1000 for k, v in samples.items()}
 
 
 async def cold_start(kind: str, repeats: int) -> float:
@@ -240,15 +256,21 @@ async def main(quick: bool) -> None:
         print(f"confinement unavailable here ({confinement.support()[1]}): both kernel columns are unconfined")
     row("", {"local": "local", "kernel": "confined", "kernel-off": "kernel off"}, "kernel goal (ratio: confined/off)")
     n = 50 if quick else 200
-    row("trivial snippet round trip (ms, median)", {k: f"{await round_trip(k, n):.2f}" for k in KINDS}, "< 10 ms")
+    row("trivial snippet round trip (ms, median)", {k: f"{v:.2f}" for k, v in (await round_trips(n)).items()},
+        "< 10 ms")
     n = 200 if quick else 1000
-    row("broker overhead per llm_query (µs)", {k: f"{await broker_overhead(k, n):.0f}" for k in KINDS}, "< 1000 µs")
+    row("broker overhead per llm_query (µs)", {k: f"{v:.0f}" for k, v in (await broker_overheads(n)).items()},
+        "< 1000 µs")
     sizes = (1_000_000,) if quick else (1_000_000, 10_000_000)
     for rows in sizes:
         t = time.perf_counter()
         df = frame(rows)
         made = time.perf_counter() - t
-        results = {k: await bind_frame(k, df) for k in KINDS}
+        runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in KINDS}
+        for _ in range(2 if quick else 3):  # kinds take turns; medians
+            for k in KINDS:
+                runs[k].append(await bind_frame(k, df))
+        results = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in runs.items()}
         goal = "< 150 ms" if rows == 1_000_000 else "< 1500 ms"
         label = f"{rows // 1_000_000} M x 5"
         row(f"bind {label} DataFrame (ms)", {k: f"{v[1]:.0f}" for k, v in results.items()}, goal)
@@ -256,8 +278,8 @@ async def main(quick: bool) -> None:
         print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; "
               f"frame built in {made:.1f} s)")
         del df, results
-    repeats = 3 if quick else 7
-    row("run start, warm kernel (ms, median)", {k: f"{await warm_start(k, repeats):.1f}" for k in KINDS},
+    repeats = 3 if quick else 5
+    row("run start, warm kernel (ms, median)", {k: f"{v:.1f}" for k, v in (await warm_starts(repeats)).items()},
         "< 150 ms")
     row("run start, cold kernel (ms, median)", {k: f"{await cold_start(k, 3):.0f}" for k in KINDS[1:]},
         "(for reference)")

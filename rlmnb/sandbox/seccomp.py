@@ -37,7 +37,7 @@ _RET_ALLOW = 0x7FFF0000
 _RET_EACCES = 0x00050000 | errno.EACCES
 _RET_EPERM = 0x00050000 | errno.EPERM
 _OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG1 = 0, 4, 16, 24  # struct seccomp_data (args little endian, low word)
-_SET_MODE_FILTER, _FLAG_TSYNC = 1, 1
+_SET_MODE_FILTER, _FLAG_TSYNC, _FLAG_SPEC_ALLOW = 1, 1, 4
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -104,8 +104,13 @@ def apply() -> None:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     nr = _ARCHES[platform.machine()][1]["seccomp"]
-    result = libc.syscall(ctypes.c_long(nr), ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(_FLAG_TSYNC),
-                          ctypes.byref(prog))
+    # SPEC_ALLOW: no forced Spectre-v4 mitigation (it can slow numeric code; nothing in the kernel process
+    # is hidden from the code it runs anyway); kernels before 4.17 do not know the flag
+    for flags in (_FLAG_TSYNC | _FLAG_SPEC_ALLOW, _FLAG_TSYNC):
+        result = libc.syscall(ctypes.c_long(nr), ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(flags),
+                              ctypes.byref(prog))
+        if result == 0 or ctypes.get_errno() != errno.EINVAL:
+            break
     if result != 0:
         err = ctypes.get_errno()
         raise SeccompError(err, f"seccomp(SET_MODE_FILTER, TSYNC) failed (result {result}, errno {err})")
