@@ -238,6 +238,7 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
             sandbox: str = "kernel") -> Confinement:
     """The confinement a run gets. `required` without support is a ConfigError; `auto` without support
     warns once per process and runs unconfined."""
+    check_settings(mode, (), allow_network)
     paths = tuple(str(AllowedPath.parse(p)) for p in allow_paths)
     network = tuple(allow_network)
     if sandbox != "kernel":
