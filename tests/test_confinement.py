@@ -353,3 +353,35 @@ def test_field_read_paths_and_endpoints_are_reachable_and_spares_are_reused(tmp_
     finally:
         listener.close()
         pool.shutdown(reopen=True)
+
+
+def test_a_later_input_outside_the_rules_restarts_the_kernel_and_says_so(tmp_path: Path) -> None:
+    import asyncio
+
+    from sandbox_support import EchoHost
+
+    from rlmnb.config import RLMConfig
+    from rlmnb.inputs import bind_inputs
+    from rlmnb.sandbox.kernel import KernelSandbox
+
+    (tmp_path / "later.txt").write_text("later body")
+    first, _ = bind_inputs({"text": "hello"}, RLMConfig())
+    later, _ = bind_inputs({"later": tmp_path / "later.txt"}, RLMConfig())
+
+    async def scenario() -> tuple[Any, Any, Any]:
+        sandbox = KernelSandbox(warm=False)
+        try:
+            await sandbox.start(EchoHost(asyncio.get_running_loop()))
+            await sandbox.bind(first)
+            await sandbox.execute("x = 1", 30)
+            covered = await sandbox.execute(f"open({str(tmp_path / 'later.txt')!r}).read()", 30)
+            await sandbox.bind(later)  # a --continue cell with a new file input
+            after = await sandbox.execute("print(inputs['later'], inputs['text'])\nprint(x)", 30)
+            return covered, after, sandbox.restarts
+        finally:
+            await sandbox.close()
+
+    covered, after, restarts = asyncio.run(scenario())
+    assert covered.error_type == "PermissionError"
+    assert after.stdout.strip() == "later body hello" and after.error_type == "NameError"
+    assert restarts == 1 and after.notice is not None and "may read the new input(s) 'later'" in after.notice
