@@ -103,6 +103,10 @@ class RLM:
         if sandbox is not None:
             settings["sandbox"] = sandbox
         self.config = base.replace(**settings) if settings else base.validate()
+        if self.config.sandbox == "kernel":  # bad allow_paths, or 'required' where it cannot be: now, not mid-run
+            from .sandbox.confinement import resolve
+
+            resolve(self.config.confinement, self.config.allow_paths, self.config.allow_network)
         if model is None:
             raise ConfigError("No model given: pass model='openai/gpt-5-mini' (any litellm model) or an LM object.")
         lm_options = {"max_retries": self.config.max_retries, "timeout": self.config.request_timeout}

@@ -15,6 +15,8 @@ from typing import Any
 from .errors import ConfigError
 
 SANDBOXES = ("local", "kernel")
+CONFINEMENTS = ("auto", "required", "off")
+_EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,13 @@ class RLMConfig:
     """Most items packed into one llm_map sub-call."""
     map_retries: int = 2
     """Times an llm_map item whose answer is missing or invalid is re-asked on its own before it is None."""
+    confinement: str = "auto"
+    """Kernel sandbox confinement (Linux Landlock + seccomp): 'auto' (where the system can, saying once where
+    it cannot), 'required' (refuse to run without it) or 'off'."""
+    allow_paths: tuple[str, ...] = ()
+    """More paths a confined kernel sandbox may read ('/data' or '/data:ro'), or read and write ('/out:rw')."""
+    allow_network: tuple[str, ...] = ()
+    """More 'host:port' addresses a confined kernel sandbox may connect to (TCP; Landlock rules by port)."""
 
     def validate(self) -> RLMConfig:
         positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
@@ -126,6 +135,13 @@ class RLMConfig:
                 raise ConfigError(f"{name} must be a positive number or None, got {value!r}.")
         if self.sandbox not in SANDBOXES:
             raise ConfigError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {self.sandbox!r}.")
+        if self.confinement not in CONFINEMENTS:
+            raise ConfigError(f"confinement must be one of {', '.join(CONFINEMENTS)}, got {self.confinement!r}.")
+        for name in ("allow_paths", "allow_network"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+                raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
+            object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
         if self.min_concurrency > self.max_concurrency:
             raise ConfigError("min_concurrency must not exceed max_concurrency.")
         return self
@@ -137,6 +153,8 @@ class RLMConfig:
         """The settings as recorded in a trajectory (no secrets live here by construction)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["secret_env"] = list(self.secret_env)
+        out["allow_paths"] = list(self.allow_paths)
+        out["allow_network"] = list(self.allow_network)
         return out
 
 

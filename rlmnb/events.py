@@ -53,6 +53,7 @@ class RunStarted(Event):
     label: str = ""
     schema: dict[str, Any] | None = None  # {"name": ..., "json_schema": ...} when answers are validated
     verify: dict[str, Any] | None = None  # the guard's description (verify.describe_guard)
+    confinement: dict[str, Any] | None = None  # sandbox.confinement.Confinement.to_dict(); None in older runs
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -94,6 +94,9 @@ def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: An
     text = render("first_user", question=question.strip(), summary=summary_text,
                   max_iterations=config.max_iterations, max_llm_calls=config.max_llm_calls,
                   extra_limits="".join(", " + e for e in extra))
+    if config.sandbox == "kernel" and config.confinement != "off" and (config.allow_paths or config.allow_network):
+        reach = [*(f"files under {p}" for p in config.allow_paths), *(f"TCP {n}" for n in config.allow_network)]
+        text += render("reach", reach=", ".join(reach))
     if schema is not None:
         text += render("schema", schema=schema.json_schema_text())
     return text

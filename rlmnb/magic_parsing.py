@@ -45,6 +45,7 @@ class SettingFlag:
     const: Any = True
     metavar: str | None = None
     help: str | None = None
+    many: bool = False  # repeatable: the values form a tuple
 
     @property
     def dest(self) -> str:
@@ -68,6 +69,13 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag("--max-revisions", "max_revisions", int, metavar="N"),
     SettingFlag("--refine", "refine", int, metavar="N"),
     SettingFlag("--rounds", "rounds", int, metavar="K"),
+    SettingFlag("--confinement", "confinement", str, metavar="auto|required|off"),
+    SettingFlag("--allow-path", "allow_paths", str, metavar="PATH[:rw]", many=True,
+                help="Let a confined kernel sandbox read PATH (PATH:rw: also write) (repeatable; replaces "
+                     "RLMMagics.allow_paths for this cell)."),
+    SettingFlag("--allow-network", "allow_network", str, metavar="HOST:PORT", many=True,
+                help="Let a confined kernel sandbox connect to HOST:PORT over TCP (repeatable; replaces "
+                     "RLMMagics.allow_network for this cell)."),
 )
 
 
@@ -123,6 +131,8 @@ def declare_arguments(func: Any) -> Any:
             options.update(action="store_const", const=flag.const)
         else:
             options.update(type=flag.type, metavar=flag.metavar or flag.setting.upper())
+        if flag.many:
+            options["action"] = "append"
         specs.append(((flag.flag,), options))
     func.__doc__ = inspect.cleandoc(func.__doc__ or "")
     for names, options in reversed(specs):
@@ -149,7 +159,8 @@ def parse_line(magic: Any, line: str) -> Any:
 
 def setting_values(args: Any) -> dict[str, Any]:
     """The RLM keywords the SETTING_FLAGS options given on the line set."""
-    return {f.setting: getattr(args, f.dest) for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
+    return {f.setting: tuple(getattr(args, f.dest)) if f.many else getattr(args, f.dest)
+            for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
 
 
 def fill_question(cell: str, interpolate: bool, namespace: Mapping[str, Any]) -> str:

@@ -102,8 +102,9 @@ class MagicDefaults(Configurable):
     def run_config(self) -> RLMConfig:
         """The RLMConfig the %config settings make; a bad value is a UsageError naming the setting."""
         values = {name: getattr(self, name) for name in SETTING_TRAITS}
-        if "secret_env" in values:
-            values["secret_env"] = tuple(values["secret_env"])
+        for name in ("secret_env", "allow_paths", "allow_network"):
+            if name in values:
+                values[name] = tuple(values[name])
         try:
             return RLMConfig(**values).validate()
         except RLMError as exc:
@@ -124,10 +125,22 @@ class MagicDefaults(Configurable):
                 lines.append(f"  {trait}: {fallback}")
         for name in ("sandbox", "quiet", "interpolate", "keep_session", "widget_interval", "embed_trajectory"):
             lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
+        lines.append(f"  confinement active: {self.confinement_line()}")
         lines.append("Run settings (RLMConfig):")
         for name in SETTING_TRAITS:
             lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
         return "\n".join(lines)
+
+    def confinement_line(self) -> str:
+        """Which confinement a %%rlm run with these settings gets (see sandbox/confinement.py)."""
+        from .sandbox.confinement import resolve
+
+        values = {name: getattr(self, name) for name in ("confinement", "allow_paths", "allow_network", "sandbox")}
+        try:
+            return resolve(values["confinement"], values["allow_paths"], values["allow_network"],
+                           sandbox=values["sandbox"]).describe()
+        except RLMError as exc:
+            return f"invalid settings: {str(exc).strip() or type(exc).__name__}"
 
 
 def _origin(obj: Configurable, name: str) -> str:

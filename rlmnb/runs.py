@@ -23,6 +23,7 @@ from .loop import RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label
 from .recursion import Children
 from .sandbox import Sandbox, create_sandbox
+from .sandbox.confinement import Confinement, resolve
 from .schema import AnswerSchema
 from .subcalls import SubCaller
 from .tree import RunRecord, RunSpec, Session, Tree
@@ -31,8 +32,19 @@ from .tree import RunRecord, RunSpec, Session, Tree
 def sandbox_options(config: RLMConfig) -> dict[str, Any]:
     options: dict[str, Any] = {"max_output_chars": config.max_output_chars}
     if config.sandbox == "kernel":
-        options.update(memory_limit=config.memory_limit, secret_env=config.secret_env)
+        options.update(memory_limit=config.memory_limit, secret_env=config.secret_env,
+                       confinement=config.confinement, allow_paths=config.allow_paths,
+                       allow_network=config.allow_network)
     return options
+
+
+def confinement_of(sandbox: Sandbox, config: RLMConfig) -> Confinement:
+    """Which confinement the run's sandbox has (the kernel sandbox knows; any other is unconfined)."""
+    found = getattr(sandbox, "confinement", None)
+    if isinstance(found, Confinement):
+        return found
+    kind = sandbox.kind if sandbox.kind != "kernel" else "custom"
+    return resolve(config.confinement, config.allow_paths, config.allow_network, sandbox=kind)
 
 
 def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
@@ -67,7 +79,8 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
                   inputs=[f.info.to_dict() for f in spec.fields], summary=spec.summary.text,
                   config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label,
                   schema=schema.describe() if schema is not None else None,
-                  verify=tree.verify.describe() if tree.verify is not None else None)
+                  verify=tree.verify.describe() if tree.verify is not None else None,
+                  confinement=confinement_of(sandbox, tree.config).to_dict())
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
                      schema=schema)

@@ -12,6 +12,7 @@ saved notebook shows the final state even where widgets cannot render.
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from .events import Event, Trajectory
 from .views.fold import RunTree
 from .views.html import (
+    MUTED,
     answer_html,
     call_html,
     group_summary_html,
@@ -29,6 +31,20 @@ from .views.html import (
 )
 from .views.mime import compact_trajectory
 from .views.text import summary_line
+
+
+def confinement_html(run: dict[str, Any]) -> str:
+    """A muted line saying whether the run's kernel sandbox is confined (live widget only)."""
+    conf = run.get("confinement") or {}
+    if not conf or run.get("sandbox") != "kernel":
+        return ""
+    if conf.get("active", "none") != "none":
+        allowed = [*conf.get("allow_paths", ()), *conf.get("allow_network", ())]
+        text = "sandbox confined (" + str(conf["active"]) + ")" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    else:
+        text = "sandbox not confined: " + str(conf.get("reason") or "off")
+    return f'<div style="{MUTED};font-size:90%">{html.escape(text)}</div>'
+
 
 __all__ = ["RunWidget"]
 
@@ -279,7 +295,7 @@ class RunWidget:
             changes = self.tree.take_changes()
             now = time.time()
             root = self.tree.run_view(now=now)
-            self.header.value = header_html(root)
+            self.header.value = header_html(root) + confinement_html(root)
             self._draw_meters(self.tree.meters_view(now=now))
             # creation order matters: runs, then their turn lists, then turn bodies, items and groups
             for change in sorted(changes, key=_change_order):

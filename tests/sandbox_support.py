@@ -54,7 +54,9 @@ def _spare_paths() -> tuple[set[int], set[str]]:
     spare = pool.spare()
     if spare is None:
         return set(), set()
-    return {spare.pid} if spare.pid else set(), {spare.runtime_dir, spare.cwd}
+    home = getattr(spare, "home", None)
+    dirs = {spare.runtime_dir, spare.cwd} | ({home.dir} if home is not None else set())
+    return {spare.pid} if spare.pid else set(), dirs
 
 
 def leftovers(wait: float = 5.0) -> dict[str, list[Any]]:
@@ -65,7 +67,8 @@ def leftovers(wait: float = 5.0) -> dict[str, list[Any]]:
         spare_pids, spare_dirs = _spare_paths()
         procs = [p for p in psutil.Process().children(recursive=True)
                  if p.pid not in spare_pids and not _is_spare_child(p, spare_pids) and _alive(p)]
-        shm = [n for n in _listdir(transfer_root()) if re.match(rf"^rlmnb-{os.getpid()}-[0-9a-f]+$", n)]
+        shm = [n for n in _listdir(transfer_root()) if re.match(rf"^rlmnb-{os.getpid()}-[0-9a-f]+$", n)
+               and os.path.join(transfer_root(), n) not in spare_dirs]
         mine = tuple(f"rlmnb-{kind}-{os.getpid()}-" for kind in ("kernel", "cwd"))
         tmp = [os.path.join(tempfile.gettempdir(), n) for n in _listdir(tempfile.gettempdir()) if n.startswith(mine)]
         tmp = [p for p in tmp if p not in spare_dirs]

@@ -86,12 +86,21 @@ def error_record(exc: BaseException) -> dict[str, Any]:
     return record
 
 
+def listening_socket() -> socket.socket:
+    """A TCP socket listening on a free loopback port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
+
+
 # ---- the broker (host side) ---------------------------------------------------------------------------
 class Broker:
     """Serves one sandbox's calls for the run currently attached (see `attach`)."""
 
-    def __init__(self, transfer_dir: str) -> None:
+    def __init__(self, transfer_dir: str, listener: socket.socket | None = None) -> None:
         self.transfer_dir = transfer_dir
+        self.listener = listener  # given: every attach serves it (one port for the sandbox's life)
         self.host: SandboxHost | None = None
         self.run = ""
         self.secret = ""
@@ -104,15 +113,14 @@ class Broker:
         self._dead_steps: set[int] = set()
 
     async def attach(self, host: SandboxHost) -> None:
-        """Serve `host` on the running loop with a new port, secret and run id."""
+        """Serve `host` on the running loop with a new secret and run id (and a new port, unless the
+        broker was given a listener: a confined kernel may connect to that one port only)."""
         await self.close()
         self.host = host
         self.run = secrets.token_hex(8)
         self.secret = secrets.token_hex(16)
         self._dead_steps.clear()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
+        sock = self.listener.dup() if self.listener is not None else listening_socket()
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
@@ -151,6 +159,12 @@ class Broker:
             self._sock.close()
             self._sock = None
         self._loop = None
+
+    def release(self) -> None:
+        """Close the listener for good (the sandbox is closing)."""
+        self.close_now()
+        if self.listener is not None:
+            self.listener.close()
 
     # ---- serving --------------------------------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -267,4 +281,5 @@ def _strs(value: Any) -> list[str]:
     return value
 
 
-__all__ = ["MIME", "Broker", "ProtocolError", "error_record", "pack", "read_frame", "recv_frame", "unpack"]
+__all__ = ["MIME", "Broker", "ProtocolError", "error_record", "listening_socket", "pack", "read_frame", "recv_frame",
+           "unpack"]

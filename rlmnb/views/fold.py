@@ -93,6 +93,7 @@ class RunTree:
         existing = self.runs.get(e.run_id)
         run = RunNode(e.run_id, e.parent_run_id, e.parent_turn, e.depth, e.label, e.question, e.model, e.sub_model,
                    e.sandbox, limits, e.ts)
+        run.confinement = getattr(e, "confinement", None)
         if existing is not None:
             run.turns = existing.turns
         self.runs[e.run_id] = run
@@ -290,7 +291,8 @@ class RunTree:
                     "sub_model": run.sub_model, "label": run.label, "sandbox": run.sandbox,
                     "elapsed": max(0.0, float(elapsed)), "depth": run.depth, "turns": len(run.turns),
                     "answer": run.answer, "has_answer": has_answer, "reason": run.reason, "error": run.error,
-                    "notes": list(run.notes), "fallback": run.fallback, "parent_run_id": run.parent_run_id}
+                    "notes": list(run.notes), "fallback": run.fallback, "parent_run_id": run.parent_run_id,
+                    "confinement": run.confinement}
 
     def meters_view(self, now: float | None = None) -> dict[str, Any]:
         """Budget meters of the whole tree: limits come from the root run's settings."""

@@ -85,6 +85,7 @@ class RunNode:
     usage: dict[str, Any] | None = None
     fallback: bool = False
     fallback_reply: str | None = None
+    confinement: dict[str, Any] | None = None  # RunStarted.confinement (kernel sandbox confinement)
     turns: dict[int, TurnNode] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 

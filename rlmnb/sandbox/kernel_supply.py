@@ -1,0 +1,119 @@
+"""Where a kernel sandbox's kernels come from: the warm spare it adopted, the pool, or a cold start,
+each under the sandbox's confinement (a mixin of KernelSandbox, kept apart from running snippets).
+
+A confined kernel's rules name its transfer directory and broker port, so a spare is launched with a
+home of its own (see kernel_process.Home) and the sandbox that takes it adopts that home; a spare is
+also launched under the rules for the inputs of the run that made it, so a next run over the same
+files finds it warm, and a run with other files starts cold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SandboxError
+from .confinement import Confinement, needs
+from .environment import scrubbed_env
+from .kernel_process import Home, KernelProcess
+from .warm import pool
+
+if TYPE_CHECKING:
+    from ..inputs import Field
+
+
+class KernelSupply:
+    """Obtaining kernels for a KernelSandbox (whose constructor sets these attributes)."""
+
+    secret_env: tuple[str, ...]
+    cwd: str | None
+    warm: bool
+    confinement: Confinement
+    allow_paths: tuple[str, ...]
+    allow_network: tuple[str, ...]
+    _fields: dict[str, Field]
+    _spare: KernelProcess | None
+    _launching: KernelProcess | None
+    _dir: str | None
+    _port: int
+    _closed: bool
+
+    def _key(self) -> tuple[Any, ...]:
+        return (sys.executable, self.cwd, self.confinement.active, self.allow_paths, self.allow_network)
+
+    def _covers(self, kernel: KernelProcess) -> bool:
+        """Whether the kernel's confinement lets it read and reach every input bound so far."""
+        return kernel.policy is None or kernel.policy.covers(*needs(list(self._fields.values())))
+
+    def _confine(self, transfer_dir: str, port: int) -> dict[str, Any] | None:
+        """build_policy's arguments for a kernel serving this sandbox's inputs (None: not confined)."""
+        if not self.confinement.on:
+            return None
+        paths, ports = needs(list(self._fields.values()))
+        return {"transfer_dir": transfer_dir, "broker_port": port, "input_paths": paths, "input_ports": ports,
+                "allow_paths": self.allow_paths, "allow_network": self.allow_network}
+
+    async def _obtain(self) -> KernelProcess:
+        """A ready kernel no run has touched: the warm spare when it fits, else a cold start.
+
+        A spare fits when it was started with no variable this run's scrubbed environment lacks (a
+        variable it has cannot be taken back: /proc/self/environ keeps it) and, when confined, when its
+        rules cover the inputs; variables added or changed since are set in the kernel by `configure`.
+        A confined sandbox only takes the spare it adopted at its first start (the spare's rules name
+        that spare's transfer directory and broker port). A spare that fails to come up is replaced by a
+        cold start.
+        """
+        key = self._key()
+        wanted = scrubbed_env(self.secret_env)
+        kernel, self._spare = self._spare, None
+        if kernel is None and self.warm and not self.confinement.on:
+            kernel = pool.take(key)
+        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._covers(kernel)):
+            await asyncio.to_thread(kernel.kill)
+            kernel = None
+        if kernel is not None:
+            self._launching = kernel
+            try:
+                await kernel.wait_ready()
+            except SandboxError:
+                kernel = None
+            finally:
+                self._launching = None
+        if kernel is None:
+            assert self._dir is not None
+            kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port))
+            try:
+                await kernel.launch(warm=False)
+            finally:
+                self._launching = None
+        if self._closed:
+            kernel.kill()
+            raise SandboxError("the kernel sandbox was closed while its kernel started")
+        if self.warm:
+            await pool.refill(key, self._spawner(), _kill_kernel)
+        return kernel
+
+    def _spawner(self) -> Any:
+        """Launches a spare for the next sandbox like this one: with its own home, under the same rules
+        for the inputs bound now (a next run over the same files finds it warm)."""
+        env, cwd, confine = scrubbed_env(self.secret_env), self.cwd, self._confine
+
+        async def spawn() -> KernelProcess:
+            home = Home()
+            try:
+                kernel = KernelProcess(env, cwd, confine=confine(home.dir, home.port), home=home)
+            except BaseException:
+                home.discard()
+                raise
+            await kernel.spawn(warm=True)
+            return kernel
+
+        return spawn
+
+
+def _kill_kernel(kernel: KernelProcess) -> None:
+    kernel.kill()
+
+
+__all__ = ["KernelSupply"]
