@@ -92,8 +92,13 @@ class ResultsFile:
     def append(self, row: ResultRow) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         line = json.dumps(row.to_dict(), ensure_ascii=False, default=str)
+        torn = False
+        if self.path.is_file() and self.path.stat().st_size:
+            with self.path.open("rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"  # a write cut short by a kill: end it so this row stays whole
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+            fh.write(("\n" if torn else "") + line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -179,7 +179,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
     return ResultRow(
         task=instance.task, size=instance.size, method=method.name, index=instance.index, seed=instance.seed,
         model=spec.setup.model_label, sub_model=spec.setup.sub_label, kind=instance.kind, tokens=instance.tokens,
-        score=round(float(score), 6), status=outcome.status, error=outcome.error,
+        score=float(score), status=outcome.status, error=outcome.error,
         prediction=short_json(outcome.answer), truth=short_json(instance.answer),
         cost_usd=round(usage.cost_usd, 8) if priced or usage.cost_usd else None, unpriced_calls=usage.unpriced_calls,
         root_calls=usage.root_calls, sub_calls=usage.sub_calls, input_tokens=usage.input_tokens,

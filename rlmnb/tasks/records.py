@@ -9,6 +9,8 @@ the true thing first or second about equally often.
 Why a regex cannot recover the label: the only words that carry a category are the two nouns, and
 both are there. A keyword rule (first category word, last one, any one) is right about half the time,
 which is what `rlm_no_sub` can reach with code alone; telling them apart takes reading the sentence.
+Distractors pair the categories by frequency rank (`partner`: most frequent with least frequent and so
+on), so keyword counts cannot even rank the labels: they mix each category with its partner.
 A program could parse the notes if it were given all the templates, which is what the oracle models in
 `rlmnb.testing.oracles` do, standing in for a sub-model that reads; a model sees only samples of them.
 """
@@ -88,8 +90,7 @@ def make_records(rng: Any, size: int, *, users_per_record: float = 0.25) -> Reco
     counts = np.floor(shares * n).astype(np.int64)
     counts[int(np.argmax(shares))] += n - int(counts.sum())
     labels = rng.permutation(np.repeat(np.arange(len(LABELS)), counts))
-    offsets = rng.integers(1, len(LABELS), size=n)  # the distractor's category differs from the label's
-    distractor_labels = (labels + offsets) % len(LABELS)
+    distractor_labels = partner(counts)[labels]
     x_word = rng.integers(0, 12, size=n)
     y_word = rng.integers(0, 12, size=n)
     templates = rng.integers(0, len(TEMPLATES), size=n)
@@ -103,6 +104,21 @@ def make_records(rng: Any, size: int, *, users_per_record: float = 0.25) -> Reco
                                                    labels.tolist(), x_word.tolist(), distractor_labels.tolist(),
                                                    y_word.tolist(), strict=True)]
     return Records(text="\n".join(lines), ids=ids, users=users, labels=labels, templates=templates)
+
+
+def partner(counts: Any) -> Any:
+    """The distractor category of each label: the most frequent label's notes name the least frequent
+    category in passing and the reverse, the second with the fifth, the third with the fourth.
+
+    So a keyword count of a category mixes the counts of two partners: it tells a pair's total, never
+    which of the two is the larger, and the ranking (most / least frequent, comparisons) is lost to code.
+    """
+    import numpy as np
+
+    order = np.argsort(-np.asarray(counts), kind="stable")
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = order[::-1]
+    return out
 
 
 @lru_cache(maxsize=1)
