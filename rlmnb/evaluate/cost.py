@@ -30,21 +30,22 @@ class JobCost:
 def estimate_job(method: Any, instance: Instance, setup: Setup) -> JobCost:
     """The cost bracket of `method` on `instance` (no model is called)."""
     from ..estimate import price_of
+    from .wallet import priced
 
     if isinstance(method, DirectMethod):
-        price = price_of(setup.model)
+        price = price_of(priced(setup.model))
         if price is None:
             return JobCost(None, None)
         prompt = min(instance.tokens, method.window(setup)) + 200
         cost = price.cost(prompt, REPLY_TOKENS // 10)
         return JobCost(cost, price.cost(prompt, REPLY_TOKENS))
     rlm_method = method if isinstance(method, RLMMethod) else RLMMethod("rlm")
-    rlm = rlm_method.rlm(setup)
+    rlm = rlm_method.rlm(setup, None)
     from ..estimate import estimate_run
 
     first = _first_prompt_tokens(rlm, instance)
     estimate = estimate_run(first_prompt_tokens=first, data_tokens=instance.tokens if rlm_method.sub_calls else 0,
-                            config=rlm.config, model=rlm.model, sub_model=rlm.sub_model)
+                            config=rlm.config, model=priced(rlm.model), sub_model=priced(rlm.sub_model))
     return JobCost(estimate.low_usd, estimate.high_usd)
 
 

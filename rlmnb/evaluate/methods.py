@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ConfigError
+from ..errors import BudgetExhausted, ConfigError
 from ..tasks import Instance
 from ..usage import CallUsage, Usage
 
@@ -86,15 +86,30 @@ class RLMMethod:
         return settings
 
     def rlm(self, setup: Setup, max_cost: float | None = None) -> Any:
+        """The RLM of one run; with `max_cost`, its models are guarded so no call can pass the limit."""
+        return self.build(setup, max_cost)[0]
+
+    def build(self, setup: Setup, max_cost: float | None = None) -> tuple[Any, Any]:
+        """The RLM of one run and the Wallet guarding its models (None without `max_cost`)."""
         from ..api import RLM
 
-        return RLM(setup.model, setup.sub_model, **self.settings(setup, max_cost))
+        model, sub_model = setup.model, setup.sub_model if setup.sub_model is not None else setup.model
+        wallet = None
+        if max_cost is not None:
+            from .wallet import Wallet, guard
+
+            wallet = Wallet(max_cost)
+            model, sub_model = guard(model, wallet, role="model"), guard(sub_model, wallet, role="sub_model")
+        return RLM(model, sub_model, **self.settings(setup, max_cost)), wallet
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-        result = self.rlm(setup, max_cost).run(instance.question, **instance.inputs)
+        rlm, wallet = self.build(setup, max_cost)
+        result = rlm.run(instance.question, **instance.inputs)
         answer = result.answer if result.status in ("submitted", "fallback") else None
+        refused = wallet.refused if wallet is not None else 0
         return Outcome(answer=answer, status=result.status, usage=result.usage, error=result.error,
-                       note=result.reason if result.status not in ("submitted",) else "")
+                       note=result.reason if result.status not in ("submitted",) else "",
+                       extra={"refused_calls": refused} if refused else {})
 
 
 class DirectMethod:
@@ -136,11 +151,18 @@ class DirectMethod:
 
         message, extra = self.prompt(instance, setup)
         lm = resolve_model(setup.model, role="model")
+        if max_cost is not None:
+            from .wallet import Wallet, guard
+
+            lm = guard(lm, Wallet(max_cost), role="model")
         started = time.perf_counter()
         try:
             completion = run_blocking(lm.acomplete([{"role": "user", "content": message}]))
         except KeyboardInterrupt:
             raise
+        except BudgetExhausted as exc:  # the --max-cost guard refused the call: nothing was sent
+            return Outcome(answer=None, status="budget_exhausted", usage=Usage(), error=str(exc),
+                           extra={**extra, "refused_calls": 1})
         except Exception as exc:  # a provider error is this instance's failure, not the evaluation's
             wall = time.perf_counter() - started
             return Outcome(answer=None, status="error", usage=Usage(wall_s=wall),

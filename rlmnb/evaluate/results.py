@@ -40,6 +40,7 @@ class ResultRow:
     unpriced_calls: int = 0
     root_calls: int = 0
     sub_calls: int = 0
+    cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     wall_s: float = 0.0

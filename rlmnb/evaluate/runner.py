@@ -151,9 +151,9 @@ def run_eval(spec: EvalSpec, *, progress: bool | TextIO = False,
             bar.advance(label, row.score, row.cost_usd or 0.0)
             if on_row is not None:
                 on_row(row)
-            if (row.status == "budget_exhausted" and spec.max_cost is not None
-                    and report.spent_usd >= spec.max_cost - 1e-9):
-                report.stopped = f"stopped after {label}: --max-cost ${spec.max_cost:.4f} is spent"
+            if row.extra.get("refused_calls"):
+                report.stopped = (f"stopped at {label}: its next call could have passed --max-cost "
+                                  f"${spec.max_cost:.4f} (${report.spent_usd:.4f} spent)")
                 break
     finally:
         bar.close()
@@ -182,6 +182,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
         score=float(score), status=outcome.status, error=outcome.error,
         prediction=short_json(outcome.answer), truth=short_json(instance.answer),
         cost_usd=round(usage.cost_usd, 8) if priced or usage.cost_usd else None, unpriced_calls=usage.unpriced_calls,
-        root_calls=usage.root_calls, sub_calls=usage.sub_calls, input_tokens=usage.input_tokens,
+        root_calls=usage.root_calls, sub_calls=usage.sub_calls, cached_calls=usage.cached_calls,
+        input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
         finished_at=now())

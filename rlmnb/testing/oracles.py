@@ -268,3 +268,7 @@ def root_program(task: str, kind: str, params: dict[str, str], *, sub_calls: int
     intro = ("I will hand the pieces to the sub-model and aggregate its answers with code." if use_sub else
              "There are no sub-calls in my budget, so code has to do it alone.")
     return f"{intro}\n```python\n{body}```"
+
+
+oracle = OracleModel()
+"""A ready oracle, for `python -m rlmnb.testing.fake_server --responder rlmnb.testing.oracles:oracle`."""
