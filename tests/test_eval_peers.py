@@ -1,8 +1,9 @@
-"""Peer adapters offline: the `rlms` package's RLM against the fake server, scored like rlmnb's runs.
+"""Peer adapters offline: `rlms` and `dspy.RLM` against the fake server, scored like rlmnb's runs.
 
-The fake server's root plays the `rlms` protocol (```repl blocks over `context`, the answer handed over
-by `answer["content"] = ...; answer["ready"] = True`) with the oracle's working code; its sub-model is the
-oracle. `dspy_rlm` is only checked for a clear error when DSPy is missing (its run is not tested here).
+The fake server's root speaks each package's protocol with the oracle's working code (rlms: ```repl
+blocks over `context`, the answer handed over by `answer["content"] = ...; answer["ready"] = True`; DSPy:
+`[[ ## reasoning ## ]]` / `[[ ## code ## ]]` fields, then `SUBMIT(answer=...)`); its sub-model is the
+oracle. Real HTTP through each package's own client (the openai SDK for rlms, litellm for DSPy).
 """
 
 from __future__ import annotations
@@ -66,3 +67,49 @@ def test_peer_methods_name_their_install_command(monkeypatch: pytest.MonkeyPatch
         get_method("rlms")
     with pytest.raises(ConfigError, match="pip install dspy"):
         get_method("dspy_rlm")
+
+
+DSPY_REPLY = """[[ ## reasoning ## ]]
+{reasoning}
+
+[[ ## code ## ]]
+```python
+{code}
+```
+
+[[ ## completed ## ]]"""
+
+
+class DSPyProtocolOracle:
+    """Root replies in DSPy's chat-adapter format (the oracle's program, then SUBMIT); sub-model: the oracle."""
+
+    def __init__(self) -> None:
+        self.oracle = OracleModel()
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        system = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        if "[[ ## code ## ]]" not in system:
+            return self.oracle(messages)
+        prompt = str(messages[-1].get("content") or "")
+        if "=== Step 1 ===" in prompt:
+            return DSPY_REPLY.format(reasoning="The program printed the answer; submit it.", code=(
+                "import json\nSUBMIT(answer=answer if isinstance(answer, str) else json.dumps(answer))"))
+        found = parse_question(prompt)
+        assert found is not None, "the question reaches DSPy's action prompt"
+        program = root_program(*found, sub_calls=20).split("```python\n", 1)[1].rsplit("```", 1)[0]
+        return DSPY_REPLY.format(reasoning="Slice the context, ask the sub-model, aggregate.",
+                                 code="text = context\n" + program.rstrip())
+
+
+def test_dspy_rlm_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any]) -> None:
+    pytest.importorskip("dspy", reason="DSPy is not installed (pip install dspy)")
+    server = fake_server_factory(responder=DSPyProtocolOracle())
+    from rlmnb.litellm_lm import LiteLLM
+
+    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key")
+    sub = LiteLLM("openai/fake-sub", api_base=server.url, api_key="fake-key")
+    spec = EvalSpec(tasks=["niah", "oolong"], sizes=["8k"], methods=["dspy_rlm"], setup=Setup(root, sub), n=1)
+    rows = run_eval(spec).rows
+    assert [r.status for r in rows] == ["submitted", "submitted"], [r.error for r in rows]
+    assert [r.score for r in rows] == [1.0, 1.0], [(r.prediction, r.truth) for r in rows]
+    assert all(r.root_calls >= 2 and r.sub_calls >= 1 for r in rows)
