@@ -23,7 +23,7 @@ from rlmnb.testing.oracles import OracleModel
 def oracle_setup(window: int = 16_000) -> Setup:
     oracle = OracleModel()
     return Setup(ScriptedLM(oracle, name="oracle-root"), ScriptedLM(oracle, name="oracle-sub"),
-                 {"sandbox": "local"}, context_window=window)
+                 {"sandbox": "local", "cache": False}, context_window=window)
 
 
 def generation(sizes: list[int]) -> None:
