@@ -39,15 +39,15 @@ def generation(sizes: list[int]) -> None:
 
 
 def oracle_runs(sizes: list[int]) -> None:
-    print("\n| task | size | score | sub-calls | tokens through the harness | wall (s) |")
-    print("|---|---|--:|--:|--:|--:|")
+    print("\n| task | size | score | status | sub-calls | tokens through the harness | wall (s) |")
+    print("|---|---|--:|---|--:|--:|--:|")
     for size in sizes:
         for task in TASK_NAMES:
             started = time.perf_counter()
             rows = run_eval(EvalSpec([task], [size], ["rlm"], oracle_setup(), n=1)).rows
             wall = time.perf_counter() - started
             row = rows[0]
-            print(f"| {task} | {format_size(size)} | {100 * row.score:.0f}% | {row.sub_calls} | "
+            print(f"| {task} | {format_size(size)} | {100 * row.score:.0f}% | {row.status} | {row.sub_calls} | "
                   f"{row.total_tokens:,} | {wall:.1f} |", flush=True)
 
 

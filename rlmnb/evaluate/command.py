@@ -40,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sandbox", choices=("local", "kernel"), help="sandbox of the rlm methods (default kernel)")
     p.add_argument("--max-iterations", type=int)
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
+    p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -86,7 +87,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     prices = _prices(args.price)
     tasks = list(TASK_NAMES) if args.tasks.strip().lower() == "all" else _split(args.tasks)
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
-                                  "max_llm_calls": args.max_llm_calls}.items() if v is not None}
+                                  "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
     model = _model(args.model, args, prices)
     sub = _model(args.sub_model, args, prices) if args.sub_model else None
     setup = Setup(model=model, sub_model=sub, settings=settings, context_window=args.context_window)

@@ -20,7 +20,9 @@ from ..usage import CallUsage, Usage
 
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
 REPLY_TOKENS = 1_000         # room kept for the direct reply
-RLM_DEFAULTS: dict[str, Any] = {"max_llm_calls": 200, "max_iterations": 20}
+# Evaluations read whole inputs of up to 10M tokens: a snippet that fans out hundreds of sub-calls and
+# aggregates their answers needs more than the interactive 60 s (measured: ~80 s at 10M on a busy 2-core box)
+RLM_DEFAULTS: dict[str, Any] = {"max_llm_calls": 200, "max_iterations": 20, "timeout": 600.0}
 
 
 @dataclass(frozen=True)
