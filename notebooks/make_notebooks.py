@@ -222,6 +222,86 @@ try:
 except ReplayDivergence as exc:
     print(str(exc)[:90])"""),
     ],
+    "08_evaluating_models": [
+        md("""
+# Evaluating models: how good is it on your models?
+
+`rlmnb.tasks` generates long-context tasks at any size from about 8K to 10M tokens, each with its ground
+truth and scorer: `niah` (one needle among distractors), `oolong` (aggregates over labels that need
+reading), `oolong_pairs` (pairs of records by a predicate over two labels, F1) and `multihop` (a chain of
+two or three documents). `rlmnb.evaluate` runs methods side by side on the same instances: `rlm`,
+`rlm_no_sub` (the REPL without sub-calls) and `direct` (the input in the prompt, cut to the window)."""),
+        code("""
+from rlmnb.tasks import generate
+
+inst = generate("oolong", "32k", seed=0, index=0)
+print(inst.question)
+print()
+print(inst.inputs["context"][:300])
+print()
+print("answer:", inst.answer, "| tokens:", f"{inst.tokens:,}", "| score of the answer itself:", inst.score(inst.answer))"""),
+        md("""
+A partly right answer earns partial credit (OOLONG counts score `0.75 ** |error|`, as in the paper);
+a malformed one scores 0."""),
+        code("""
+print(inst.score(inst.answer + 2), inst.score("about a hundred"), inst.score(None))"""),
+        md("""
+This notebook runs offline: oracle models that know the generators play the root model and the
+sub-model. The root still writes real code that slices the input and calls `llm_query_batched`; the
+oracle sub-model reads each piece as the generator wrote it. `direct` gets a 16K-token window, so the
+larger inputs are cut, and `rlm_no_sub` has to manage with code alone."""),
+        code("""
+import shutil
+
+from rlmnb.evaluate import EvalSpec, Setup, format_table, run_eval, summarise
+from rlmnb.testing import ScriptedLM
+from rlmnb.testing.oracles import OracleModel
+
+oracle = OracleModel()
+setup = Setup(ScriptedLM(oracle, name="oracle-root"), ScriptedLM(oracle, name="oracle-sub"),
+              settings={"sandbox": "local"}, context_window=16_000)
+spec = EvalSpec(tasks=["niah", "oolong", "oolong_pairs", "multihop"], sizes=["8k", "32k", "128k"],
+                methods=["rlm", "rlm_no_sub", "direct"], setup=setup, n=2, out="data/eval")
+shutil.rmtree("data/eval", ignore_errors=True)  # start afresh each time this notebook runs
+report = run_eval(spec)
+summary = summarise(report.rows)
+print(format_table(summary))"""),
+        md("""
+Every run is one line of `data/eval/results.jsonl` (score, cost, calls, tokens, wall time). Running the
+same evaluation again skips what is done, so an interrupted evaluation resumes:"""),
+        code("""
+again = run_eval(spec)
+print(f"{again.ran} new runs, {again.skipped} already done")"""),
+        md("Score and cost per query against input size, one line per method (matplotlib):"),
+        code("""
+from IPython.display import Image
+
+from rlmnb.evaluate import plot_summary
+
+Image(filename=str(plot_summary(summary, "data/eval/plot.png")))"""),
+        md("""
+## On real models
+
+The same from a terminal, with any litellm model (set the provider's key first). Estimate first:
+`--dry-run` calls no model; `--max-cost` stops the evaluation before it would pass a dollar limit.
+
+```
+rlmnb eval --task oolong --sizes 32k,256k,1m --methods rlm,direct -m openai/gpt-5 -s openai/gpt-5-mini -n 5 --dry-run
+rlmnb eval --task oolong --sizes 32k,256k,1m --methods rlm,direct -m openai/gpt-5 -s openai/gpt-5-mini -n 5 \\
+    --max-cost 20 --out results/
+```
+
+A local OpenAI-compatible server (vLLM, Ollama) works with `--api-base http://127.0.0.1:8000/v1` and a
+price of your choosing (`--price NAME=IN,OUT`, dollars per million tokens). From Python, a dry-run
+estimate for a priced model:"""),
+        code("""
+from rlmnb.evaluate import estimate
+
+real = EvalSpec(tasks=["oolong"], sizes=["32k"], methods=["rlm", "direct"],
+                setup=Setup("openai/gpt-5-mini", "openai/gpt-5-nano"), n=5)
+for (task, size, method), cost in estimate(real).items():
+    print(f"{task} {size:,} tokens {method}: ${cost.low:.4f} to ${cost.high:.4f} per run")"""),
+    ],
 }
 
 

@@ -1,4 +1,4 @@
-"""The `rlmnb` command: demo, run, view, replay.
+"""The `rlmnb` command: demo, run, view, replay, eval.
 
 Exit codes: 0 the run answered (submitted or fallback); 1 it ended without an answer (error,
 budget exhausted); 2 bad arguments, missing files or missing API keys; 130 interrupted.
@@ -56,13 +56,17 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="re-run a saved trajectory offline, replies served from the record")
     replay.add_argument("path")
     replay.add_argument("--json", action="store_true")
+
+    from .evaluate.command import add_arguments as add_eval_arguments
+
+    add_eval_arguments(sub.add_parser("eval", help="score methods (rlm, direct, ...) on the long-context task suite"))
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        handler = {"demo": _demo, "run": _run, "view": _view, "replay": _replay}[args.command]
+        handler = {"demo": _demo, "run": _run, "view": _view, "replay": _replay, "eval": _eval}[args.command]
         return handler(args)
     except CLIError as exc:
         print(f"rlmnb: {exc}", file=sys.stderr)
@@ -199,6 +203,12 @@ def _replay(args: argparse.Namespace) -> int:
     result = RLM.replay(source)
     _print_result(result, args.json)
     return _exit_for(result.status)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluate.command import run
+
+    return run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,10 +16,10 @@ from playwright.sync_api import expect
 from sandbox_support import code
 
 from rlmnb import RLM, QuotesFound
-from rlmnb.views import mime_bundle
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
 from rlmnb.testing.packed import PackedResponder
+from rlmnb.views import mime_bundle
 
 pytestmark = pytest.mark.integration
 
