@@ -22,6 +22,7 @@ from .errors import ModelError, RLMError, SandboxError
 from .events import EventBus, RunFinished, RunScope, RunStarted
 from .host import RunHost
 from .jsonable import recordable
+from .limits import RunLimits, run_limits, sub_prompt_window
 from .loop import RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label
 from .sandbox import Sandbox, create_sandbox
@@ -86,16 +87,16 @@ class RunSpec:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
-def sandbox_options(config: RLMConfig) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_output_chars": config.max_output_chars}
+def sandbox_options(config: RLMConfig, limits: RunLimits | None = None) -> dict[str, Any]:
+    options: dict[str, Any] = {"max_output_chars": limits.output_chars if limits else config.max_output_chars}
     if config.sandbox == "kernel":
         options.update(memory_limit=config.memory_limit, secret_env=config.secret_env)
     return options
 
 
 def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
-    window = tree.config.max_sub_prompt_tokens or getattr(tree.sub_lm, "context_window", None)
-    return Conversation(system=system_prompt(tree.config, window if isinstance(window, int) else None, tree.tools),
+    window = sub_prompt_window(tree.config, tree.sub_lm)
+    return Conversation(system=system_prompt(tree.config, window, tree.tools),
                         opening=[first_prompt(spec.question, spec.summary.text, tree.config, schema_for(tree, spec))],
                         model=model_label(lm))
 
@@ -119,7 +120,8 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     sub.pinned = tree.pinned_models
     children = Children(tree, scope, sub, turn=lambda: ctx.turn)
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
-    sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
+    limits = run_limits(tree.config, lm, tree.sub_lm)
+    sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config, limits))
     conversation = spec.conversation or new_conversation(tree, spec, lm)
     schema = schema_for(tree, spec)
     tree.bus.emit(RunStarted, scope, question=spec.question, model=model_label(lm),
@@ -130,7 +132,7 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
                   verify=tree.verify.describe() if tree.verify is not None else None)
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
-                     schema=schema)
+                     schema=schema, limits=limits)
     ctx.extra["tree_metadata"] = tree.metadata
     sub.turn = lambda: ctx.turn
     record = RunRecord(run_id=spec.run_id, status="error", answer=None)
