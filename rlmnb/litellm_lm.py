@@ -41,7 +41,7 @@ from .concurrency import backoff as _backoff
 from .concurrency import note_rate_limited
 from .errors import MissingAPIKey, PromptTooLarge, RLMError
 from .litellm_reply import read_response
-from .local_servers import default_timeout, is_local
+from .local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local
 from .models import Completion, Message
 from .tokens import prepare_offline_env
 
@@ -133,19 +133,22 @@ class LiteLLM:
             retry, with jitter; default 0.5.
         max_backoff: the longest wait between attempts, Retry-After included; default 30.
         context_window: the model's input limit in tokens; default: litellm's model info, if known.
+        local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
+            request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
         **litellm_kwargs: passed to `litellm.acompletion` (api_base, api_key, temperature,
             max_tokens, extra_headers, ...).
     """
 
     def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
-                 max_backoff: float = 30.0, context_window: int | None = None,
+                 max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
                  input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
                  **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
+        self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
         if timeout is None:
-            timeout = default_timeout(model.strip(), litellm_kwargs.get("api_base"))
+            timeout = LOCAL_TIMEOUT if self.local else REMOTE_TIMEOUT
         if max_retries < 0 or timeout <= 0 or backoff < 0 or max_backoff < 0:
             raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0.")
         for reserved in ("model", "messages", "stream"):
@@ -166,7 +169,6 @@ class LiteLLM:
         self._ready_lock = threading.Lock()
         self._provider = ""
         self._rng = random.Random()
-        self.local = is_local(self.name, self.kwargs.get("api_base"))
         self._supports_stop: bool | None = None
 
     # ---- what the rest of rlmnb reads ---------------------------------------------------------------

@@ -40,7 +40,3 @@ def is_local(model: str, api_base: object) -> bool:
         return is_loopback(api_base)
     return model.split("/", 1)[0] in LOCAL_PROVIDERS if "/" in model else False
 
-
-def default_timeout(model: str, api_base: object) -> float:
-    """The request timeout when the user gives none."""
-    return LOCAL_TIMEOUT if is_local(model, api_base) else REMOTE_TIMEOUT
