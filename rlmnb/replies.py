@@ -19,6 +19,7 @@ Nothing here executes anything; `parsing.extract_code` still decides which block
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -96,11 +97,20 @@ class _Block:
 
     @property
     def is_code(self) -> bool:
-        return self.tag in PYTHON_TAGS or (not self.tag and parses(self.body))
+        return self.tag in PYTHON_TAGS or (not self.tag and parses(self.body) and not _literal(self.body))
 
     @property
     def is_output(self) -> bool:
-        return self.tag in OUTPUT_TAGS or (not self.tag and not parses(self.body))
+        return self.tag in OUTPUT_TAGS or (not self.tag and not self.is_code)
+
+
+def _literal(body: str) -> bool:
+    """Printed values ("12,345", "[1, 2]") parse as Python too; as a step they would do nothing."""
+    try:
+        ast.literal_eval(body.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _blocks(lines: list[str]) -> list[_Block]:
