@@ -12,7 +12,6 @@ from rlmnb import RLM
 from rlmnb.events import CodeExecuted, ModelReply, SubCallFinished
 from rlmnb.testing import ScriptedLM
 
-
 INVENTED_SHORT = code("print(len(inputs['text']))") + "\n```output\n3000\n```\n" + code("submit(3000)")
 
 
