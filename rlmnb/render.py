@@ -114,6 +114,7 @@ class _Turn:
     reply: str | None = None
     reply_usage: dict[str, Any] = field(default_factory=dict)
     reply_latency: float | None = None
+    reasoning: str = ""
     code: str | None = None
     stdout: str = ""
     stderr: str = ""
@@ -300,6 +301,7 @@ class RunTree:
         if e.purpose == "turn":
             turn = self._turn(e.run_id, e.turn, e.ts)
             turn.reply, turn.reply_usage, turn.reply_latency = e.text, e.usage, e.latency_s
+            turn.reasoning = getattr(e, "reasoning", "")
             self._changes.add(("turn", e.run_id, e.turn))
         else:
             self._run(e.run_id, e.ts).fallback_reply = e.text
@@ -481,7 +483,7 @@ class RunTree:
                     "code": node.code, "stdout": node.stdout, "stderr": node.stderr, "error": node.error,
                     "error_type": node.error_type, "duration": node.duration, "timed_out": node.timed_out,
                     "restarted": node.restarted, "executed": node.executed, "submitted": node.submitted,
-                    "notes": list(node.notes)}
+                    "notes": list(node.notes), "reasoning": node.reasoning}
 
     def turn_items(self, run_id: str, turn: int) -> list[tuple[str, str]]:
         with self.lock:
@@ -670,6 +672,9 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
     if t["reply"] is not None:
         out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reply ({len(t["reply"]):,} characters)'
                    f'</summary>{_pre(clip(t["reply"], text_chars))}</details>')
+    if t.get("reasoning"):
+        out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reasoning ({len(t["reasoning"]):,} '
+                   f'characters)</summary>{_pre(clip(t["reasoning"], text_chars))}</details>')
     code = t["code"]
     if code is None and t["reply"] is not None:
         from .parsing import extract_code

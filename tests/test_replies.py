@@ -191,3 +191,14 @@ def test_old_trajectories_without_the_new_fields_still_load() -> None:
     result, _ = run([code("print(1)"), Completion(code("submit(1)"), finish_reason="stop", reasoning="r")])
     again = Trajectory.from_dict(result.trajectory.to_dict())
     assert again.of(ModelReply)[1].reasoning == "r" and again.of(ModelReply)[1].finish_reason == "stop"
+
+
+def test_reasoning_is_shown_collapsed_in_the_turn_view() -> None:
+    from rlmnb.render import RunTree, turn_html
+
+    result, _ = run([Completion(code("print(1)"), reasoning="first I will print"), code("submit(1)")])
+    tree = RunTree()
+    for event in result.trajectory.events:
+        tree.add(event)
+    html = turn_html(tree.turn_view(result.run_id, 1))
+    assert "<details><summary" in html and "model reasoning (18 characters)" in html and "first I will print" in html
