@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import gc
 import os
 import random
 import re
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -40,6 +38,9 @@ from typing import Any
 from .concurrency import backoff as _backoff
 from .concurrency import note_rate_limited
 from .errors import MissingAPIKey, PromptTooLarge, RLMError
+from .litellm_errors import classify as _classify
+from .litellm_errors import retry_after as _retry_after
+from .litellm_errors import timed_out as _timed_out
 from .litellm_reply import read_response
 from .local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local
 from .models import Completion, Message
@@ -344,63 +345,6 @@ class LiteLLM:
     async def aclose(self) -> None:
         """Close the HTTP clients litellm opened on the running loop: only when nothing else on it uses litellm."""
         await close_loop_clients()
-
-
-def _classify(exc: BaseException, litellm: Any) -> str:
-    """'auth', 'context', 'rate', 'retry' or 'fatal'."""
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return "context"
-    if isinstance(exc, litellm.AuthenticationError):
-        return "auth"
-    if isinstance(exc, litellm.RateLimitError):
-        return "rate"
-    if isinstance(exc, TimeoutError | litellm.Timeout | litellm.APIConnectionError | litellm.APIError
-                  | ConnectionError):
-        return "retry"
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return "rate"
-    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
-        return "retry"
-    try:
-        import aiohttp
-        import httpx
-
-        if isinstance(exc, aiohttp.ClientError | httpx.TransportError):
-            return "retry"
-    except ImportError:
-        pass
-    return "fatal"
-
-
-def _timed_out(exc: BaseException, litellm: Any) -> bool:
-    return isinstance(exc, TimeoutError | litellm.Timeout) or "timeout" in type(exc).__name__.lower()
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (retry-after-ms or Retry-After), if it said."""
-    for source in (getattr(exc, "litellm_response_headers", None),
-                   getattr(getattr(exc, "response", None), "headers", None)):
-        if not source:
-            continue
-        try:
-            headers = {str(k).lower(): str(v) for k, v in source.items()}
-        except Exception:
-            continue
-        if "retry-after-ms" in headers:
-            try:
-                return float(headers["retry-after-ms"]) / 1000.0
-            except ValueError:
-                pass
-        value = headers.get("retry-after")
-        if value:
-            try:
-                return float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value) if value else None
-                if when is not None:
-                    return max(0.0, when.timestamp() - time.time())
-    return None
 
 
 async def close_loop_clients() -> None:
