@@ -27,8 +27,9 @@ from .parsing import PYTHON_TAGS, extract_code, parses
 
 OUTPUT_TAGS = frozenset({"output", "out", "text", "txt", "stdout", "stderr", "console", "result", "results",
                          "plaintext", "shell-session", "log"})
-STOP_SEQUENCES = ("```output", "```text", "```stdout")
-"""Where generation should end: the model has started writing a step's output itself."""
+STOP_SEQUENCES = ("```output", "```stdout")
+"""Where generation should end: the model has started writing a step's output itself (not ```text, which a
+model may also use to quote the data before any code)."""
 _OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+.-]*)")
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 
