@@ -38,7 +38,7 @@ from rlmnb.events import CodeExecuted, ModelReply
 from rlmnb.testing.generators import haystack
 
 URL = "http://127.0.0.1:8899/v1"
-ROOT_MAX_TOKENS = 600
+ROOT_MAX_TOKENS = 400
 MODEL_SETTINGS: dict[str, Any] = {"api_base": URL, "api_key": "none", "temperature": 0, "timeout": 600,
                                   "context_window": 16384, "input_cost_per_token": 0, "output_cost_per_token": 0}
 AREAS = ("north", "south", "east", "west")
@@ -105,14 +105,14 @@ def _unclosed_fence(text: str) -> bool:
     return len(re.findall(r"^\s*```", text, re.MULTILINE)) % 2 == 1
 
 
-def harness_events(events: list[Any]) -> dict[str, tuple[int, int]]:
+def harness_events(events: list[Any], max_tokens: int = ROOT_MAX_TOKENS) -> dict[str, tuple[int, int]]:
     replies = [e for e in events if isinstance(e, ModelReply) and e.purpose == "turn"]
     notes = [list(getattr(e, "notes", []) or []) for e in replies]
     codes = [e for e in events if isinstance(e, CodeExecuted)]
     invented_seen = sum(len(OUTPUT_FENCE.findall(e.text)) for e in replies)
     invented_done = sum(int(n.split(":", 1)[1]) for ns in notes for n in ns if n.startswith("outputs_removed:"))
     cut_seen = sum(1 for e in replies if getattr(e, "finish_reason", None) == "length"
-                   or (e.usage.get("output_tokens", 0) >= ROOT_MAX_TOKENS - 1 and _unclosed_fence(e.text)))
+                   or (e.usage.get("output_tokens", 0) >= max_tokens - 1 and _unclosed_fence(e.text)))
     cut_done = sum(1 for ns in notes if "cut" in ns)
     empty_seen = sum(1 for e in replies if not e.text.strip())
     empty_done = sum(1 for ns in notes if "empty_retried" in ns)
@@ -130,8 +130,8 @@ def harness_events(events: list[Any]) -> dict[str, tuple[int, int]]:
 def run_task(name: str, spec: dict[str, Any], out: Path, args: argparse.Namespace) -> dict[str, Any]:
     from rlmnb.litellm_lm import LiteLLM
 
-    root = LiteLLM("openai/local", max_tokens=ROOT_MAX_TOKENS, **MODEL_SETTINGS)
-    sub = LiteLLM("openai/local", max_tokens=200, **MODEL_SETTINGS)
+    root = LiteLLM("openai/local", max_tokens=args.max_tokens, **MODEL_SETTINGS)
+    sub = LiteLLM("openai/local", max_tokens=120, **MODEL_SETTINGS)
     rlm = RLM(root, sub, sandbox="kernel", max_iterations=args.turns, max_llm_calls=12, max_time=args.max_time,
               cache=False)
     started = time.perf_counter()
@@ -142,7 +142,7 @@ def run_task(name: str, spec: dict[str, Any], out: Path, args: argparse.Namespac
     turns = sum(1 for e in events if isinstance(e, ModelReply) and e.purpose == "turn")
     row = {"task": name, "status": result.status, "right": bool(spec["right"](result.answer)),
            "turns": turns, "sub_calls": result.usage.sub_calls, "wall_s": round(wall, 1),
-           "answer": str(result.answer)[:60], **harness_events(events)}
+           "answer": str(result.answer)[:60], **harness_events(events, args.max_tokens)}
     print(json.dumps(row, default=str), flush=True)
     return row
 
@@ -163,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--out", default="/tmp/realmodel-bench", help="folder for the saved trajectories")
     parser.add_argument("--tasks", default="needle,billing,refunds")
-    parser.add_argument("--turns", type=int, default=6, help="max_iterations per run")
-    parser.add_argument("--max-time", type=float, default=360.0, help="max_time per run, seconds")
+    parser.add_argument("--turns", type=int, default=4, help="max_iterations per run")
+    parser.add_argument("--max-time", type=float, default=300.0, help="max_time per run, seconds")
+    parser.add_argument("--max-tokens", type=int, default=ROOT_MAX_TOKENS, help="max_tokens of a root reply")
     args = parser.parse_args(argv)
     if not server_up():
         print(f"no model server at {URL}: start it with bash ../shared/realmodel/serve.sh start", file=sys.stderr)
