@@ -126,7 +126,7 @@ def main() -> None:
     n, conc = args.calls, args.concurrency
     os.environ["RLMNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlmnb-bench-cache-")  # never the user's cache
 
-    from rlmnb.testing.fake_server import FakeServerProcess
+    from rlmnb.testing.fake_process import FakeServerProcess
     from rlmnb.tokens import prepare_offline_env
 
     prepare_offline_env()

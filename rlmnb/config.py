@@ -34,15 +34,18 @@ class RLMConfig:
     max_time: float | None = None
     """Wall-clock seconds for the whole run; None for no cap."""
     timeout: float = 60.0
-    """Seconds one code snippet may run before it is interrupted."""
+    """Seconds one code snippet may run before it is interrupted; with a sub-model on this machine, at least
+    one sub-call's request timeout."""
     max_concurrency: int = 64
     """Sub-calls in flight at once in a run and all its child runs together (adapts down on rate limits)."""
     min_concurrency: int = 2
     """The floor the adaptive concurrency limit never goes below."""
     max_output_chars: int = 10_000
-    """Characters of a snippet's output shown to the root model (head and tail kept)."""
+    """Characters of a snippet's output shown to the root model (head and tail kept); lowered to fit a
+    small root model's context window."""
     max_context_tokens: int = 100_000
-    """Root conversation size above which the lowest-value middle turns are dropped."""
+    """Root conversation size above which the lowest-value middle turns are dropped; lowered to what the
+    root model's context window holds with room for its reply."""
     max_sub_prompt_tokens: int | None = None
     """Largest sub-call prompt; None means the sub-model's context window when litellm knows it."""
     summary_max_tokens: int = 1_000
@@ -64,8 +67,9 @@ class RLMConfig:
     """Serve identical sub-model requests from the on-disk response cache."""
     max_retries: int = 4
     """Retries of a model call on 429, 5xx, connection errors and timeouts."""
-    request_timeout: float = 120.0
-    """Seconds one model request may take."""
+    request_timeout: float | None = None
+    """Seconds one model request may take; None: 120, or 600 for a server on this machine (loopback api_base),
+    where a request that timed out is also never retried."""
     max_event_chars: int = 20_000
     """Characters of a sub-call prompt kept in the trajectory (its length and hash are always kept)."""
     max_depth: int = 1
@@ -125,11 +129,11 @@ class RLMConfig:
                 raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")
         if not (isinstance(self.min_confidence, int | float) and 0.0 <= self.min_confidence <= 1.0):
             raise ConfigError(f"min_confidence must be between 0 and 1, got {self.min_confidence!r}.")
-        for name in ("timeout", "request_timeout", "verify_timeout"):
+        for name in ("timeout", "verify_timeout"):
             value = getattr(self, name)
             if not _positive_number(value):
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}.")
-        for name in ("max_cost", "max_time"):
+        for name in ("max_cost", "max_time", "request_timeout"):
             value = getattr(self, name)
             if value is not None and not _positive_number(value):
                 raise ConfigError(f"{name} must be a positive number or None, got {value!r}.")

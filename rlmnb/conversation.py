@@ -1,7 +1,8 @@
 """The root model's conversation, and trimming it to fit `max_context_tokens`.
 
 The opening messages (system rules, the question with the InputsSummary, later questions of a
-continued run) are never dropped, nor are the latest turns. When the conversation is too long, the
+continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do not
+fit together). When the conversation is too long, the
 lowest-value middle turns go first: turns with neither an error nor findings, oldest first, then
 the others, oldest first. A one-line note in the opening prompt says which turns were dropped.
 """
@@ -65,7 +66,8 @@ class Conversation:
             return []
         kept = [t for t in self.turns if t.turn not in self.dropped]
         candidates = kept[:-KEEP_LATEST] if len(kept) > KEEP_LATEST else []
-        order = sorted(candidates, key=lambda t: (t.error or t.findings, t.turn))
+        # then the older of the latest turns: a request over the window would be refused outright
+        order = sorted(candidates, key=lambda t: (t.error or t.findings, t.turn)) + kept[len(candidates):-1]
         newly: list[int] = []
         for record in order:
             if total <= max_tokens:

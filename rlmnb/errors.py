@@ -11,6 +11,7 @@
     └── RecoverableError          shown to the model as an observation, the run goes on
         ├── BudgetExhausted       a sub-call (or batch) does not fit what is left
         ├── PromptTooLarge        a sub-call prompt exceeds the sub-model's window
+        ├── EmptyAnswer           a sub-call came back with no answer (no choices, no content, filtered)
         └── DepthLimitReached     rlm_query at the depth cap with strict_depth
 
 `SubmitSignal` is deliberately a `BaseException`: `except Exception` in model code cannot swallow it.
@@ -63,6 +64,10 @@ class BudgetExhausted(RecoverableError):
 
 class PromptTooLarge(RecoverableError):
     """A sub-call prompt is larger than the sub-model accepts; nothing was sent."""
+
+
+class EmptyAnswer(RecoverableError):
+    """A sub-call came back without an answer: no choices, no content, or stopped by a content filter."""
 
 
 class DepthLimitReached(RecoverableError):

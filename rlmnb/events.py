@@ -72,6 +72,9 @@ class ModelReply(Event):
     latency_s: float = 0.0
     purpose: str = "turn"  # "turn" | "fallback" | "judge"
     request_sha: str = ""
+    finish_reason: str | None = None  # the provider's: "stop", "length" (cut at max_tokens), "content_filter"...
+    reasoning: str = ""  # thinking returned beside the answer, or found in <think> blocks (not kept in the history)
+    notes: list[str] = field(default_factory=list)  # how the harness read it: replies.Step.notes, "empty_retried"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +90,7 @@ class CodeExecuted(Event):
     timed_out: bool = False
     restarted: bool = False
     observation: str = ""
+    repeat_of: int | None = None  # the earlier turn whose code (comments aside) and output this repeats
 
 
 @dataclass(frozen=True, kw_only=True)

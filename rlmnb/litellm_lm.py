@@ -6,6 +6,10 @@
   are retried up to `max_retries` times with exponential backoff that honours Retry-After; the
   client underneath is told not to retry (`max_retries=0`, `num_retries=0`). While a request waits
   to retry it gives its concurrency slot back, and its 429s reach the run's AdaptiveLimiter.
+- A server on this machine (loopback `api_base`, Ollama) gets a 600 s default timeout instead of
+  120 s, and a request to it that timed out is not retried: the server may still be working on it,
+  and a second copy would queue behind the first (`local_servers`).
+- Stop sequences are passed only where litellm says the provider supports them (`supports_stop`).
 - Usage comes from the provider, else it is counted with tiktoken; cost comes from litellm's price
   map (None when the model has no price: unknown, not free). Give a model a price with
   `input_cost_per_token=` / `output_cost_per_token=` (this also saves litellm ~1.5 ms of price
@@ -21,14 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import gc
 import os
 import random
 import re
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -36,9 +38,13 @@ from typing import Any
 from .concurrency import backoff as _backoff
 from .concurrency import note_rate_limited
 from .errors import MissingAPIKey, PromptTooLarge, RLMError
+from .litellm_errors import classify as _classify
+from .litellm_errors import retry_after as _retry_after
+from .litellm_errors import timed_out as _timed_out
+from .litellm_reply import read_response
+from .local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local
 from .models import Completion, Message
-from .tokens import count_messages, count_tokens, prepare_offline_env
-from .usage import CallUsage
+from .tokens import prepare_offline_env
 
 __all__ = ["LiteLLM", "ModelCallFailed", "close_loop_clients", "load_litellm"]
 
@@ -123,22 +129,27 @@ class LiteLLM:
         model: a litellm model name, e.g. "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5",
             "ollama_chat/qwen3", "hosted_vllm/<served-name>".
         max_retries: retries of one request on 429, 5xx, connection errors and timeouts; default 4.
-        timeout: seconds one attempt may take; default 120.
+        timeout: seconds one attempt may take; default 120, or 600 for a server on this machine.
         backoff: first retry delay in seconds when the server sends no Retry-After; doubles per
             retry, with jitter; default 0.5.
         max_backoff: the longest wait between attempts, Retry-After included; default 30.
         context_window: the model's input limit in tokens; default: litellm's model info, if known.
+        local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
+            request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
         **litellm_kwargs: passed to `litellm.acompletion` (api_base, api_key, temperature,
             max_tokens, extra_headers, ...).
     """
 
-    def __init__(self, model: str, *, max_retries: int = 4, timeout: float = 120.0, backoff: float = 0.5,
-                 max_backoff: float = 30.0, context_window: int | None = None,
+    def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
+                 max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
                  input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
                  **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
+        self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
+        if timeout is None:
+            timeout = LOCAL_TIMEOUT if self.local else REMOTE_TIMEOUT
         if max_retries < 0 or timeout <= 0 or backoff < 0 or max_backoff < 0:
             raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0.")
         for reserved in ("model", "messages", "stream"):
@@ -159,6 +170,7 @@ class LiteLLM:
         self._ready_lock = threading.Lock()
         self._provider = ""
         self._rng = random.Random()
+        self._supports_stop: bool | None = None
 
     # ---- what the rest of rlmnb reads ---------------------------------------------------------------
     @property
@@ -173,6 +185,24 @@ class LiteLLM:
         if self._context_window is None:
             self._prepare()
         return self._context_window
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The reply cap this model is called with (`max_tokens=`), None when the provider decides."""
+        value = self.kwargs.get("max_tokens") or self.kwargs.get("max_completion_tokens")
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    @property
+    def supports_stop(self) -> bool:
+        """Whether the provider takes stop sequences (litellm's supported parameters; imports litellm)."""
+        if self._supports_stop is None:
+            self._prepare()
+            try:
+                params = _litellm.get_supported_openai_params(model=self.name, custom_llm_provider=self._provider)
+            except Exception:
+                params = None
+            self._supports_stop = bool(params) and "stop" in params
+        return self._supports_stop
 
     def cache_identity(self) -> dict[str, Any]:
         """What decides this model's answers: the name and answer-changing parameters, no secrets."""
@@ -273,6 +303,11 @@ class LiteLLM:
                     raise PromptTooLarge(
                         f"{self.name} refused the prompt as larger than its context window; nothing was answered. "
                         f"Split the text into smaller chunks and use llm_query_batched.") from None
+                if kind == "retry" and self.local and _timed_out(exc, litellm):
+                    raise ModelCallFailed(
+                        f"{self.name} did not answer within {self.timeout:g} s. The server on this machine may still "
+                        f"be working on the request, so it was not sent again; give a longer timeout "
+                        f"(timeout=...) or a shorter request.") from None
                 if kind == "fatal" or retries >= self.max_retries:
                     attempts = f" after {retries + 1} attempts" if retries else ""
                     raise ModelCallFailed(f"{self.name} failed{attempts}: {self._short(exc)}") from None
@@ -282,28 +317,8 @@ class LiteLLM:
                 delay = self._delay(retries, _retry_after(exc))
                 retries += 1
                 await _backoff(delay)
-        return self._completion(response, messages, retries, rate_limited)
-
-    def _completion(self, response: Any, messages: list[Message], retries: int, rate_limited: int) -> Completion:
-        choice = response.choices[0] if getattr(response, "choices", None) else None
-        message = getattr(choice, "message", None)
-        text = getattr(message, "content", None) or ""
-        usage = getattr(response, "usage", None)
-        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        hidden = getattr(response, "_hidden_params", None) or {}
-        cost = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
-        meta: dict[str, Any] = {"retries": retries, "rate_limited": rate_limited,
-                                "finish_reason": getattr(choice, "finish_reason", None)}
-        if input_tokens == 0 and output_tokens == 0:  # the provider reported no usage: count it
-            input_tokens = count_messages(messages, self.name)
-            output_tokens = count_tokens(text, self.name)
-            meta["usage_counted"] = True
-            cost = self._cost(input_tokens, output_tokens) if cost is not None else None
-        return Completion(text=str(text), model=str(getattr(response, "model", "") or self.name),
-                          usage=CallUsage(input_tokens, output_tokens,
-                                          float(cost) if cost is not None else None),
-                          meta=meta)
+        return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
+                             cost=self._cost)
 
     def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
         try:
@@ -330,59 +345,6 @@ class LiteLLM:
     async def aclose(self) -> None:
         """Close the HTTP clients litellm opened on the running loop: only when nothing else on it uses litellm."""
         await close_loop_clients()
-
-
-def _classify(exc: BaseException, litellm: Any) -> str:
-    """'auth', 'context', 'rate', 'retry' or 'fatal'."""
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return "context"
-    if isinstance(exc, litellm.AuthenticationError):
-        return "auth"
-    if isinstance(exc, litellm.RateLimitError):
-        return "rate"
-    if isinstance(exc, TimeoutError | litellm.Timeout | litellm.APIConnectionError | litellm.APIError
-                  | ConnectionError):
-        return "retry"
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return "rate"
-    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
-        return "retry"
-    try:
-        import aiohttp
-        import httpx
-
-        if isinstance(exc, aiohttp.ClientError | httpx.TransportError):
-            return "retry"
-    except ImportError:
-        pass
-    return "fatal"
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (retry-after-ms or Retry-After), if it said."""
-    for source in (getattr(exc, "litellm_response_headers", None),
-                   getattr(getattr(exc, "response", None), "headers", None)):
-        if not source:
-            continue
-        try:
-            headers = {str(k).lower(): str(v) for k, v in source.items()}
-        except Exception:
-            continue
-        if "retry-after-ms" in headers:
-            try:
-                return float(headers["retry-after-ms"]) / 1000.0
-            except ValueError:
-                pass
-        value = headers.get("retry-after")
-        if value:
-            try:
-                return float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value) if value else None
-                if when is not None:
-                    return max(0.0, when.timestamp() - time.time())
-    return None
 
 
 async def close_loop_clients() -> None:

@@ -8,6 +8,7 @@ submissions, exhausted sub-call budget) goes back to the model; terminal trouble
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -32,9 +33,12 @@ from .events import (
     TurnsTrimmed,
 )
 from .jsonable import recordable
+from .limits import RunLimits, run_limits
 from .models import LM, Completion, Message
-from .parsing import extract_code, final_call
+from .parsing import final_call
 from .prompts import load, render
+from .repeats import Repeats
+from .replies import STOP_SEQUENCES, Step, read_step, split_reasoning
 from .sandbox.base import ExecResult, Sandbox
 from .schema import AnswerSchema
 from .subcalls import SubCaller
@@ -57,6 +61,13 @@ class RunContext:
     schema: AnswerSchema | None = None
     turn: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
+    repeats: Repeats = field(default_factory=Repeats)
+
+    def run_limits(self) -> RunLimits:
+        if self.limits is None:
+            self.limits = run_limits(self.config, self.root_lm, self.sub.lm)
+        return self.limits
 
 
 @dataclass(frozen=True)
@@ -75,8 +86,9 @@ def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, An
             doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
             described.append(f"\n- `{name}(...)`: {doc[0] if doc else 'a tool provided by the user.'}")
         tool_lines = "".join(described)
-    rules = render("system", sub_window=f"{sub_window:,}" if sub_window else "100,000",
-                   max_llm_calls=config.max_llm_calls, max_iterations=config.max_iterations, tools=tool_lines)
+    reads = (render("sub_window", tokens=f"{sub_window:,}", chars=f"{sub_window * 3:,}") if sub_window
+             else load("sub_window_unknown"))
+    rules = render("system", sub_reads=reads, max_llm_calls=config.max_llm_calls, max_iterations=config.max_iterations, tools=tool_lines)
     rules += "\n\n" + load("operators")  # llm_map / llm_classify / llm_filter (rlmnb/operators/)
     if config.instructions:
         return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
@@ -113,50 +125,74 @@ def request_sha(messages: list[Message]) -> str:
     return digest.hexdigest()[:16]
 
 
-async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str) -> Completion:
-    """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after."""
+async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
+                    retry_empty: bool = False) -> tuple[Completion, Step]:
+    """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after.
+
+    The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
+    where the provider takes them, so generation ends where the model starts writing output itself.
+    """
     reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0)
+    params: dict[str, Any] = {}
+    if purpose == "turn" and await _supports_stop(ctx):
+        params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
     try:
-        completion = await ctx.root_lm.acomplete(messages)
+        completion = await ctx.root_lm.acomplete(messages, **params)
     except BaseException:
         ctx.budget.settle(reservation, CallUsage(), root=True)
         raise
     ctx.budget.settle(reservation, completion.usage, root=True)
+    finish = completion.finish_reason or completion.meta.get("finish_reason")
+    step = read_step(completion.text, finish_reason=finish)
+    notes = step.notes + (["empty_retried"] if step.empty and retry_empty else [])
+    reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
     ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
-                 request_sha=request_sha(messages))
-    return completion
+                 request_sha=request_sha(messages), finish_reason=finish, reasoning=reasoning, notes=notes)
+    return completion, step
+
+
+async def _supports_stop(ctx: RunContext) -> bool:
+    """Whether the root model takes stop sequences (asked once per run, off the event loop)."""
+    if "supports_stop" not in ctx.extra:
+        ctx.extra["supports_stop"] = bool(await asyncio.to_thread(getattr, ctx.root_lm, "supports_stop", False))
+    return bool(ctx.extra["supports_stop"])
 
 
 async def run_turns(ctx: RunContext) -> Outcome:
     """The loop. Returns how the run ended; raises ModelError/SandboxError for terminal trouble."""
     cfg = ctx.config
+    limits = ctx.run_limits()
     max_turns = cfg.max_iterations
     while ctx.turn < max_turns:
         ctx.turn += 1
         turn = ctx.turn
         ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
         before = ctx.conversation.tokens()
-        dropped = ctx.conversation.trim(cfg.max_context_tokens)
+        dropped = ctx.conversation.trim(limits.context_tokens)
         if dropped:
             ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
                          tokens_before=before, tokens_after=ctx.conversation.tokens())
+        messages = ctx.conversation.messages()
         try:
-            completion = await root_call(ctx, ctx.conversation.messages(), purpose="turn")
+            completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True)
+            if step.empty:  # asked again once, without costing a turn; the empty reply stays out of the history
+                retry = [*messages, {"role": "user", "content": load("empty_retry")}]
+                completion, step = await root_call(ctx, retry, purpose="turn")
         except BudgetExhausted as exc:
             return Outcome("budget_exhausted", None, str(exc))
-        reply = completion.text
-        extracted = extract_code(reply)
-        if extracted.code is None:
-            ctx.conversation.add_turn(TurnRecord(turn, reply, observation.no_code(turn, max_turns)))
+        reply = step.kept or load("empty_kept")
+        reply_notes = observation.reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
+        if step.code is None:
+            ctx.conversation.add_turn(TurnRecord(turn, reply, observation.no_code(turn, max_turns, reply_notes)))
             continue
         calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
-        timeout = cfg.timeout
+        timeout = limits.snippet_timeout
         left = ctx.budget.time_left()
         if left is not None:
             timeout = max(0.1, min(timeout, left))
-        result = await ctx.sandbox.execute(extracted.code, timeout, turn=turn)
+        result = await ctx.sandbox.execute(step.code, timeout, turn=turn)
         if ctx.sub.fatal is not None:
             raise ctx.sub.fatal
         notes: list[str] = []
@@ -175,13 +211,17 @@ async def run_turns(ctx: RunContext) -> Outcome:
                 guard, message = rejection
                 ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard=guard, reason=message)
                 notes.append("[rejected] " + message)
-        obs = observation.build(result, turn=turn, max_turns=max_turns, max_chars=cfg.max_output_chars,
-                                timeout=timeout, extra=notes)
-        _emit_code(ctx, turn, extracted.code, result, obs)
+        rejected = bool(notes)
+        repeat_of = ctx.repeats.check(turn, step.code, observation.output_of(result))
+        if repeat_of is not None and outcome is None:
+            notes.append("[note] " + render("repeated", turn=repeat_of))
+        obs = observation.build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars,
+                                timeout=timeout, extra=reply_notes + notes, nudge=outcome is None)
+        _emit_code(ctx, turn, step.code, result, obs, repeat_of)
         if outcome is not None:
             return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))
         made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
-        ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or bool(notes),
+        ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected,
                                              findings=made_calls))
     return await fallback(ctx)
 
@@ -211,10 +251,10 @@ def _validated(ctx: RunContext, answer: Any) -> Any:
         return _Rejected(str(exc))
 
 
-def _emit_code(ctx: RunContext, turn: int, code: str, result: ExecResult, obs: str) -> None:
+def _emit_code(ctx: RunContext, turn: int, code: str, result: ExecResult, obs: str, repeat_of: int | None) -> None:
     ctx.bus.emit(CodeExecuted, ctx.scope, turn=turn, code=code, stdout=result.stdout, stderr=result.stderr,
                  error=result.error, error_type=result.error_type, duration_s=round(result.duration_s, 6),
-                 timed_out=result.timed_out, restarted=result.restarted, observation=obs)
+                 timed_out=result.timed_out, restarted=result.restarted, observation=obs, repeat_of=repeat_of)
 
 
 async def fallback(ctx: RunContext) -> Outcome:
@@ -222,10 +262,10 @@ async def fallback(ctx: RunContext) -> Outcome:
     messages = ctx.conversation.messages()
     messages.append({"role": "user", "content": render("fallback", max_iterations=ctx.config.max_iterations)})
     try:
-        completion = await root_call(ctx, messages, purpose="fallback")
+        completion, _ = await root_call(ctx, messages, purpose="fallback")
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, f"turns ran out and no budget was left for a final answer: {exc}")
-    answer = final_text(completion.text)
+    answer = final_text(split_reasoning(completion.text)[0])
     if ctx.schema is not None:
         with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so
             answer = ctx.schema.validate(_maybe_json(answer))

@@ -18,12 +18,18 @@ Message = dict[str, Any]
 
 @dataclass(frozen=True)
 class Completion:
-    """One model reply with its usage. `meta` carries provider details (retries, finish reason)."""
+    """One model reply with its usage. `meta` carries provider details (retries, why a reply is empty).
+
+    `finish_reason` is the provider's ("stop", "length", "content_filter", ...; None when it gave
+    none); `reasoning` is thinking the provider returned apart from the answer (not part of `text`).
+    """
 
     text: str
     usage: CallUsage = field(default_factory=CallUsage)
     model: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    reasoning: str = ""
 
 
 @runtime_checkable

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .prompts import load, render
 from .sandbox.base import ExecResult
+
+if TYPE_CHECKING:
+    from .replies import Step
 
 
 def clip_middle(text: str, limit: int) -> str:
@@ -19,9 +24,29 @@ def header(turn: int, max_turns: int) -> str:
     return render("turn_header", turn=turn, max_turns=max_turns)
 
 
+def output_of(result: ExecResult) -> str:
+    """Everything a snippet showed (to compare steps): stdout, stderr, error, timeout."""
+    return "\x00".join((result.stdout, result.stderr, result.error or "", "timeout" if result.timed_out else ""))
+
+
+def reply_notes(step: Step, max_tokens: int | None) -> list[str]:
+    """What the model must know about how its reply was read: output it invented, a cut reply."""
+    notes = []
+    if step.invented_outputs or step.blocks_not_run:
+        later = render("later_blocks", count=step.blocks_not_run) if step.blocks_not_run else ""
+        notes.append("[note] " + render("outputs_removed", count=step.invented_outputs, later=later))
+    if step.cut:
+        where = load("cut_in_block") if step.unfinished else ""
+        limit = f" ({max_tokens:,} tokens)" if max_tokens else ""
+        notes.append("[note] " + render("reply_cut", limit=limit, where=where))
+    if step.empty:
+        notes.append("[note] " + load("empty_reply"))
+    return notes
+
+
 def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, timeout: float,
-          extra: list[str] | None = None) -> str:
-    """The observation text for one executed snippet."""
+          extra: list[str] | None = None, nudge: bool = True) -> str:
+    """The observation text for one executed snippet; `nudge=False` after an accepted submit."""
     parts: list[str] = []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
@@ -37,13 +62,13 @@ def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, time
     lines = [header(turn, max_turns), clip_middle(body, max_chars)]
     lines.extend(extra or [])
     left = max_turns - turn
-    if 0 < left <= 2:
+    if nudge and 0 < left <= 2:
         lines.append(render("end_near", left=left))
     return "\n".join(lines)
 
 
-def no_code(turn: int, max_turns: int) -> str:
-    lines = [header(turn, max_turns), load("no_code")]
+def no_code(turn: int, max_turns: int, notes: list[str] | None = None) -> str:
+    lines = [header(turn, max_turns), *(notes or []), load("no_code")]
     left = max_turns - turn
     if 0 < left <= 2:
         lines.append(render("end_near", left=left))

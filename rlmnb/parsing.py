@@ -37,7 +37,7 @@ def extract_code(reply: str) -> Extracted:
     for match in _FENCE.finditer(text):
         tag = match.group("tag").lower()
         body = _strip_prompts(match.group("body"))
-        if (tag in PYTHON_TAGS or (not tag and _parses(body))) and body.strip():
+        if (tag in PYTHON_TAGS or (not tag and parses(body))) and body.strip():
             blocks.append(body.rstrip())
     if blocks:
         return Extracted("\n\n".join(blocks), "fenced", len(blocks))
@@ -50,7 +50,8 @@ def extract_code(reply: str) -> Extracted:
     return Extracted(None, "none", 0)
 
 
-def _parses(code: str) -> bool:
+def parses(code: str) -> bool:
+    """True when `code` is Python worth running (not a lone name or constant, which is prose)."""
     if not code.strip():
         return False
     try:
@@ -81,7 +82,7 @@ def _indented_block(text: str) -> str | None:
             continue
         if run:
             candidate = textwrap.dedent("\n".join(run)).strip("\n")
-            if _parses(candidate) and (best is None or len(candidate) > len(best)):
+            if parses(candidate) and (best is None or len(candidate) > len(best)):
                 best = candidate
             run = []
     return best

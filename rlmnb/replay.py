@@ -37,12 +37,12 @@ class ReplayLM:
     name = "replay"
 
     def __init__(self, trajectory: Trajectory) -> None:
-        self._root: dict[str, deque[str]] = defaultdict(deque)
+        self._root: dict[str, deque[ModelReply]] = defaultdict(deque)
         self._sub: dict[str, deque[tuple[str | None, str | None]]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.served = 0
         for reply in trajectory.of(ModelReply):
-            self._root[reply.request_sha].append(reply.text)
+            self._root[reply.request_sha].append(reply)
         finished = {e.call_id: e for e in trajectory.of(SubCallFinished)}
         for started in trajectory.of(SubCallStarted):
             done = finished.get(started.call_id)
@@ -61,7 +61,10 @@ class ReplayLM:
                     f"({len(messages)} messages, last: {_clip(str(messages[-1].get('content', '')))!r}) is not in "
                     f"the record. The code or the inputs differ from the recorded run.")
             self.served += 1
-            return Completion(text=queue.popleft(), usage=CallUsage(cost_usd=0.0), model="replay")
+            reply = queue.popleft()
+        # the finish reason too: a reply recorded as cut must be read as cut again
+        return Completion(text=reply.text, usage=CallUsage(cost_usd=0.0), model="replay",
+                          finish_reason=getattr(reply, "finish_reason", None), reasoning=getattr(reply, "reasoning", ""))
 
     def _sub_reply(self, prompt: str) -> Completion:
         with self._lock:

@@ -19,6 +19,7 @@ from .errors import ModelError, RLMError, SandboxError
 from .events import RunFinished, RunScope, RunStarted
 from .host import RunHost
 from .jsonable import recordable
+from .limits import RunLimits, run_limits, sub_prompt_window
 from .loop import RunContext, first_prompt, run_turns, system_prompt
 from .models import LM, model_label
 from .recursion import Children
@@ -29,8 +30,8 @@ from .subcalls import SubCaller
 from .tree import RunRecord, RunSpec, Session, Tree
 
 
-def sandbox_options(config: RLMConfig) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_output_chars": config.max_output_chars}
+def sandbox_options(config: RLMConfig, limits: RunLimits | None = None) -> dict[str, Any]:
+    options: dict[str, Any] = {"max_output_chars": limits.output_chars if limits else config.max_output_chars}
     if config.sandbox == "kernel":
         options.update(memory_limit=config.memory_limit, secret_env=config.secret_env,
                        confinement=config.confinement, allow_paths=config.allow_paths,
@@ -48,8 +49,8 @@ def confinement_of(sandbox: Sandbox, config: RLMConfig) -> Confinement:
 
 
 def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
-    window = tree.config.max_sub_prompt_tokens or getattr(tree.sub_lm, "context_window", None)
-    return Conversation(system=system_prompt(tree.config, window if isinstance(window, int) else None, tree.tools),
+    window = sub_prompt_window(tree.config, tree.sub_lm)
+    return Conversation(system=system_prompt(tree.config, window, tree.tools),
                         opening=[first_prompt(spec.question, spec.summary.text, tree.config, schema_for(tree, spec))],
                         model=model_label(lm))
 
@@ -71,7 +72,8 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
     sub.pinned = tree.pinned_models
     children = Children(tree, scope, sub, turn=lambda: ctx.turn, execute=execute_run)
     host = RunHost(loop=asyncio.get_running_loop(), sub=sub, tools=tree.tools, children=children)
-    sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config))
+    limits = run_limits(tree.config, lm, tree.sub_lm)
+    sandbox = spec.sandbox or create_sandbox(tree.config.sandbox, **sandbox_options(tree.config, limits))
     conversation = spec.conversation or new_conversation(tree, spec, lm)
     schema = schema_for(tree, spec)
     tree.bus.emit(RunStarted, scope, question=spec.question, model=model_label(lm),
@@ -83,7 +85,7 @@ async def execute_run(tree: Tree, spec: RunSpec) -> RunRecord:
                   confinement=confinement_of(sandbox, tree.config).to_dict())
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
-                     schema=schema)
+                     schema=schema, limits=limits)
     ctx.extra["tree_metadata"] = tree.metadata
     ctx.extra["fields"] = tuple(spec.fields)  # guards that check answers against the data (QuotesFound)
     sub.turn = lambda: ctx.turn

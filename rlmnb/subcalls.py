@@ -3,6 +3,8 @@
 `SubCaller.query` serves `llm_query`; `SubCaller.query_batched` serves `llm_query_batched` with the
 batch reserved whole before anything is sent and each slot run concurrently under the run's limiter.
 A failed slot becomes "[error] <Type>: <message>"; it never fails or holds back the other slots.
+A reply with no answer (no choices, no content, a content filter) is asked again once where that can
+help and otherwise fails as an EmptyAnswer (`reply_checks`); it is never returned as "" nor cached.
 Terminal model errors (a missing API key, an exhausted script) are remembered in `fatal` so the loop
 stops the run after the snippet returns.
 """
@@ -19,7 +21,7 @@ from .budget import Budget, Reservation
 from .cache import ResponseCache, cache_identity, open_cache, request_key
 from .concurrency import AdaptiveLimiter
 from .config import RLMConfig
-from .errors import ModelError, PromptTooLarge, format_error_slot
+from .errors import EmptyAnswer, ModelError, PromptTooLarge, format_error_slot
 from .events import (
     BatchFinished,
     BatchStarted,
@@ -29,8 +31,10 @@ from .events import (
     SubCallFinished,
     SubCallStarted,
 )
+from .limits import sub_prompt_window
 from .lm_factory import resolve_model
 from .models import LM, Completion, Message, model_label
+from .reply_checks import added, no_answer
 from .tokens import count_tokens
 from .usage import CallUsage
 
@@ -134,10 +138,8 @@ class SubCaller:
         return self._models[model]
 
     def prompt_cap(self, lm: LM) -> int | None:
-        if self.config.max_sub_prompt_tokens is not None:
-            return self.config.max_sub_prompt_tokens
-        window = getattr(lm, "context_window", None)
-        return int(window) if isinstance(window, int) and window > 0 else None
+        """The largest prompt: max_sub_prompt_tokens, else the model's window less room for its reply."""
+        return sub_prompt_window(self.config, lm)
 
     def _check_size(self, prompt: str, lm: LM) -> int:
         """The prompt's token estimate; PromptTooLarge (nothing sent) when it exceeds the cap."""
@@ -169,6 +171,17 @@ class SubCaller:
         error: BaseException | None = None
         try:
             completion = await self._complete(lm, messages)
+            problem = no_answer(completion)
+            if problem is not None and problem.retry:
+                first = completion
+                completion = await self._complete(lm, messages)
+                completion = Completion(completion.text, added(first.usage, completion.usage), completion.model,
+                                        {**completion.meta, "asked_again": problem.reason},
+                                        completion.finish_reason, completion.reasoning)
+                problem = no_answer(completion)
+            if problem is not None:
+                error = EmptyAnswer(f"{model_label(lm)} gave no answer: {problem.reason}"
+                                    + ("; asked twice" if "asked_again" in completion.meta else "") + ".")
         except asyncio.CancelledError:
             self.budget.release(reservation, 1)
             raise
@@ -219,7 +232,8 @@ class SubCaller:
         try:
             async with self.limiter:
                 completion = await lm.acomplete(messages)
-            self.cache.put(key, completion)
+            if no_answer(completion) is None:  # "no answer" is not an answer to serve again
+                self.cache.put(key, completion)
             return completion
         finally:
             if self._inflight.get(key) is future:

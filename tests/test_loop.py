@@ -112,7 +112,7 @@ def test_schema_validation_rejects_then_accepts() -> None:
 def test_reply_without_code_gets_feedback() -> None:
     result, root = run(["I will think about it.", code("print('x')"), code("submit(1)")])
     assert result.answer == 1
-    assert "no code to run" in observations(root)[0]
+    assert "nothing ran" in observations(root)[0]
 
 
 def test_indented_and_final_in_prose_layers_run() -> None:
@@ -126,8 +126,8 @@ def test_turn_headers_and_end_warnings() -> None:
     obs = observations(root)[:-1]  # the last user message is the fallback request
     assert [o.splitlines()[0] for o in obs] == ["Turn 1/4", "Turn 2/4", "Turn 3/4", "Turn 4/4"]
     assert "left:" not in obs[0] and "left:" not in obs[3]
-    assert "Only 2 step(s) left" in obs[1]
-    assert "Only 1 step(s) left" in obs[2]
+    assert "2 step(s) left" in obs[1]
+    assert "1 step(s) left" in obs[2]
 
 
 def test_errors_are_observations_not_crashes() -> None:
@@ -308,7 +308,7 @@ def test_continue_keeps_sandbox_and_conversation() -> None:
 def test_instructions_append_to_or_replace_the_rules() -> None:
     _, root = run([code("print(1)"), code("submit(1)")], instructions="Answer in French.", sandbox="local")
     system = root.requests[0][0]["content"]
-    assert system.endswith("Answer in French.") and "Working rules:" in system
+    assert system.endswith("Answer in French.") and "In the REPL:" in system
     _, root = run([code("print(1)"), code("submit(1)")], instructions="Only these rules.",
                   replace_instructions=True, sandbox="local")
     assert root.requests[0][0]["content"] == "Only these rules."

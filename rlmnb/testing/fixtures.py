@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from .fake_server import FakeServer, FakeServerProcess
+from .fake_process import FakeServerProcess
+from .fake_server import FakeServer
 
 
 @pytest.fixture(autouse=True)

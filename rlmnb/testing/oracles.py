@@ -271,4 +271,4 @@ def root_program(task: str, kind: str, params: dict[str, str], *, sub_calls: int
 
 
 oracle = OracleModel()
-"""A ready oracle, for `python -m rlmnb.testing.fake_server --responder rlmnb.testing.oracles:oracle`."""
+"""A ready oracle, for `python -m rlmnb.testing.fake_cli --responder rlmnb.testing.oracles:oracle`."""

@@ -1,7 +1,9 @@
 """ScriptedLM: a model whose replies are written in advance, for tests, notebooks and demos.
 
-Replies are a list served in order, or a callable `f(messages) -> str`. Every request is recorded in
-`.requests`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
+Replies are a list served in order, or a callable `f(messages) -> str`; an item may be a `Completion`
+to script what real providers send besides text (`finish_reason="length"`, `reasoning=...`, an empty
+`meta={"empty": "no_choices"}`). With `supports_stop=True` a reply is cut at the first stop sequence a
+request passes, as providers do. Every request is recorded in `.requests`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
 behave as they would with a real provider; cost is zero.
 """
 
@@ -17,25 +19,29 @@ from ..models import Completion, Message
 from ..tokens import count_messages, count_tokens
 from ..usage import CallUsage
 
-Responder = Callable[[list[Message]], str]
+Responder = Callable[[list[Message]], "str | Completion"]
 
 
 class ScriptedLM:
     """A deterministic LM. `latency` (seconds) is awaited per call, without blocking the event loop."""
 
-    def __init__(self, replies: Sequence[str] | Responder, *, name: str = "scripted",
-                 latency: float = 0.0, count_usage: bool = True) -> None:
+    def __init__(self, replies: Sequence[str | Completion] | Responder, *, name: str = "scripted",
+                 latency: float = 0.0, count_usage: bool = True, supports_stop: bool = False,
+                 context_window: int | None = None, max_output_tokens: int | None = None) -> None:
         if callable(replies):
             self._responder: Responder | None = replies
-            self._replies: list[str] = []
+            self._replies: list[str | Completion] = []
         else:
             if isinstance(replies, str):
                 raise TypeError("ScriptedLM takes a list of replies (or a callable), not a single str.")
             self._responder = None
-            self._replies = [str(r) for r in replies]
+            self._replies = [r if isinstance(r, Completion) else str(r) for r in replies]
         self.name = name
         self.latency = latency
         self.count_usage = count_usage
+        self.supports_stop = supports_stop
+        self.context_window = context_window
+        self.max_output_tokens = max_output_tokens
         self.requests: list[list[Message]] = []
         self._lock = threading.Lock()
         self._served = 0
@@ -45,7 +51,7 @@ class ScriptedLM:
         """Replies left in a list script (None for a callable)."""
         return None if self._responder is not None else len(self._replies) - self._served
 
-    def _next(self, messages: list[Message]) -> str:
+    def _next(self, messages: list[Message]) -> str | Completion:
         with self._lock:
             self.requests.append([dict(m) for m in messages])
             if self._responder is None:
@@ -56,15 +62,22 @@ class ScriptedLM:
                 reply = self._replies[self._served]
                 self._served += 1
                 return reply
-        return str(self._responder(messages))
+        out = self._responder(messages)
+        return out if isinstance(out, Completion) else str(out)
 
-    def complete(self, messages: list[Message], **_params: Any) -> Completion:
-        text = self._next(messages)
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        reply = self._next(messages)
+        scripted = reply if isinstance(reply, Completion) else Completion(text=reply, finish_reason="stop")
+        text, finish = scripted.text, scripted.finish_reason
+        stops = [s for s in (params.get("stop") or []) if s in text] if self.supports_stop else []
+        if stops:
+            text, finish = text[:min(text.index(s) for s in stops)], "stop"
         usage = CallUsage(
             input_tokens=count_messages(messages, self.name) if self.count_usage else 0,
             output_tokens=count_tokens(text, self.name) if self.count_usage else 0,
             cost_usd=0.0)
-        return Completion(text=text, usage=usage, model=self.name)
+        return Completion(text=text, usage=usage, model=self.name, meta={**scripted.meta, "finish_reason": finish},
+                          finish_reason=finish, reasoning=scripted.reasoning)
 
     async def acomplete(self, messages: list[Message], **params: Any) -> Completion:
         if self.latency:

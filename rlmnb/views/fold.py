@@ -118,6 +118,7 @@ class RunTree:
         if e.purpose == "turn":
             turn = self._turn(e.run_id, e.turn, e.ts)
             turn.reply, turn.reply_usage, turn.reply_latency = e.text, e.usage, e.latency_s
+            turn.reasoning = getattr(e, "reasoning", "")
             self._changes.add(("turn", e.run_id, e.turn))
         else:
             self._run(e.run_id, e.ts).fallback_reply = e.text
@@ -326,7 +327,7 @@ class RunTree:
                     "code": node.code, "stdout": node.stdout, "stderr": node.stderr, "error": node.error,
                     "error_type": node.error_type, "duration": node.duration, "timed_out": node.timed_out,
                     "restarted": node.restarted, "executed": node.executed, "submitted": node.submitted,
-                    "notes": list(node.notes)}
+                    "notes": list(node.notes), "reasoning": node.reasoning}
 
     def turn_items(self, run_id: str, turn: int) -> list[tuple[str, str]]:
         with self.lock:

@@ -178,6 +178,9 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
     if t["reply"] is not None:
         out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reply ({len(t["reply"]):,} characters)'
                    f'</summary>{_pre(clip(t["reply"], text_chars))}</details>')
+    if t.get("reasoning"):
+        out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reasoning ({len(t["reasoning"]):,} '
+                   f'characters)</summary>{_pre(clip(t["reasoning"], text_chars))}</details>')
     code = t["code"]
     if code is None and t["reply"] is not None:
         from ..parsing import extract_code

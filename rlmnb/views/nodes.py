@@ -21,6 +21,7 @@ class TurnNode:
     reply: str | None = None
     reply_usage: dict[str, Any] = field(default_factory=dict)
     reply_latency: float | None = None
+    reasoning: str = ""
     code: str | None = None
     stdout: str = ""
     stderr: str = ""
