@@ -34,6 +34,7 @@ from traitlets.config import Configurable
 
 from .config import SANDBOXES, RLMConfig
 from .errors import MissingAPIKey, RLMError
+from .inputs.files import GlobFiles
 
 if TYPE_CHECKING:
     from .api import RLM, RunResult
@@ -789,51 +790,6 @@ def _file_input(name: str, raw: str) -> Any:
     if not (path.is_file() or path.is_dir()):
         raise UsageError(f"-f {name}={raw}: {path} is neither a regular file nor a directory.")
     return path
-
-
-class GlobFiles(Mapping[str, "str | bytes"]):
-    """The files matched by a glob: relative path -> content (str, or bytes for binary files).
-
-    Keys are relative to the pattern's fixed leading folder (`logs/**/*.log` -> `app/1.log`).
-    Contents are read on access, like a directory input, so binding a large glob reads nothing.
-    """
-
-    def __init__(self, pattern: str, matches: list[str]) -> None:
-        self.pattern = pattern
-        parts = Path(pattern).parts
-        fixed = [p for p in _takewhile_fixed(parts[:-1])]
-        self.root = Path(*fixed) if fixed else Path(".")
-        self._paths = {Path(m).relative_to(self.root).as_posix() if _under(m, self.root) else Path(m).as_posix():
-                       Path(m) for m in matches}
-
-    def __getitem__(self, key: str) -> str | bytes:
-        from .inputs import decode_file  # the same text-or-bytes rule as directory inputs
-
-        return decode_file(self._paths[key].read_bytes())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def __repr__(self) -> str:
-        return f"GlobFiles({self.pattern!r}, {len(self)} files)"
-
-
-def _takewhile_fixed(parts: tuple[str, ...]) -> Iterator[str]:
-    for part in parts:
-        if any(c in GLOB_CHARS for c in part):
-            return
-        yield part
-
-
-def _under(path: str, root: Path) -> bool:
-    try:
-        Path(path).relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 # ==================================================================================================

@@ -104,8 +104,11 @@ class Shipper:
         source = field.source
         info = field.info.to_dict()
         kind = field.info.kind
-        if kind in ("text_file", "binary_file", "directory"):
-            return {"name": field.name, "kind": kind, "how": "path", "path": field.info.path, "info": info}
+        from ..inputs.registry import crossing_spec
+
+        reopen = crossing_spec(field)  # file-backed and lazy inputs: the kernel reopens them, nothing is copied
+        if reopen is not None:
+            return {**reopen, "name": field.name, "kind": kind, "info": info}
         stamp = _stamp(source)
         cached = self._shipped.get(id(source))
         if cached is not None and cached[0] is source and cached[2] == stamp:
