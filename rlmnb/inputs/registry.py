@@ -28,6 +28,8 @@ FAMILY_MODULES = (
     "arrow",        # pyarrow Table, RecordBatch
     "arrays",       # numpy ndarray
     "containers",   # scalars, Mappings, Sequences
+    "polars_frames",  # polars DataFrame, LazyFrame
+    "dask_frames",  # dask DataFrame (a distributed cluster's collections too)
 )
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 _TEXT_KINDS = frozenset({"text", "bytes", "text_file", "binary_file", "scalar"})
 _VIEW_KINDS = frozenset({"list", "dict", "array", "directory"})
+_FRAME_KINDS = ("table", "arrow", "polars_frame", "polars_lazy", "dask_frame")  # a columns line and a row preview
 
 # --------------------------------------------------------------------------------------------
 # rendering
@@ -126,7 +127,7 @@ def _render_block(info: FieldInfo, plan: _Plan) -> str:
     lines = [_header(info)]
     if plan.detail and info.detail:
         lines.append(f"  {info.detail}")
-    if info.kind in ("table", "arrow") and plan.max_cols > 0 and (info.dtypes or info.more_columns):
+    if info.kind in _FRAME_KINDS and plan.max_cols > 0 and (info.dtypes or info.more_columns):
         lines.append(_columns_line(info, plan.max_cols))
     if plan.scale is not None and info.preview:
         lines.extend(_preview_lines(info, plan.scale))
@@ -155,6 +156,11 @@ def _header(info: FieldInfo) -> str:
     elif kind in ("table", "arrow"):
         what, sizes = info.python_type, [f"{_plural(info.rows or 0, 'row')} x {_plural(info.columns or 0, 'column')}",
                                          f"~{size}", tokens]
+    elif kind in _FRAME_KINDS:  # lazy or foreign frames: the row count and size may be unknown
+        rows = "unknown rows" if info.rows is None else _plural(info.rows, "row")
+        sizes = [f"{rows} x {_plural(info.columns or 0, 'column')}", f"~{size}" if size else "",
+                 tokens if info.rows is not None else ""]
+        what = info.python_type
     elif kind == "series":
         dtype = info.dtypes[0][1] if info.dtypes else "?"
         label = f"name {info.dtypes[0][0]!r}, " if info.dtypes and info.dtypes[0][0] else ""
@@ -194,12 +200,12 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
         more = ", ..." if len(keep) < (info.rows or 0) else ""
         return ["  files: " + ", ".join(keep) + more]
     header: list[str] = []
-    if info.kind in ("table", "arrow"):
+    if info.kind in _FRAME_KINDS:
         header, lines = lines[:1], lines[1:]
     keep = lines[: max(1, math.ceil(len(lines) * scale))]
     width = max((len(line) for line in header + keep), default=0)
     limit = width if scale >= 1 else max(60, int(width * scale))
-    label = {"table": "row", "arrow": "row", "series": "row", "list": "item", "dict": "key"}.get(info.kind)
+    label = {"series": "row", "list": "item", "dict": "key", **dict.fromkeys(_FRAME_KINDS, "row")}.get(info.kind)
     title = f"  first {_plural(len(keep), label)}:" if label else "  preview:"
     return [title] + [f"    {_clip_end(line, limit)}" for line in header + keep]
 

@@ -132,7 +132,7 @@ class Shipper:
             path = self._path(".bin")
             self._dump_bytes(path, memoryview(source).cast("B"))
             return {"how": "bytes", "path": path, "view": not isinstance(source, bytes)}
-        if kind in ("table", "series", "arrow"):
+        if kind in ("table", "series", "arrow", "polars_frame"):
             spec = self._write_arrow(source, kind)
             if spec is not None:
                 return spec
@@ -186,6 +186,8 @@ def to_arrow(source: Any, kind: str) -> tuple[Any, dict[str, Any]]:
     """(pyarrow Table, extra spec fields) for a DataFrame, Series, Table or RecordBatch."""
     import pyarrow as pa
 
+    if kind == "polars_frame":  # Polars' own buffers; the kernel rebuilds the frame with pl.from_arrow
+        return source.to_arrow(), {}
     if kind == "arrow":
         if isinstance(source, pa.RecordBatch):
             return pa.Table.from_batches([source]), {"record_batch": True}
@@ -245,6 +247,8 @@ def load_spec(spec: Mapping[str, Any]) -> Any:
         table = read_ipc(path)
         if spec["kind"] == "arrow":
             return table.to_batches()[0] if spec.get("record_batch") and table.num_rows else table
+        if spec["kind"] == "polars_frame":
+            return table
         df = frame_from_arrow(table)
         if spec["kind"] == "series":
             return df["__series__"].rename(spec.get("series_name"))

@@ -1,0 +1,212 @@
+"""The Dask family: a Dask `DataFrame`, described without computing it and reconnected, not copied.
+
+Summary: npartitions, dtypes (from the collection's meta), known divisions, the row count only when Dask
+knows it without computing (from pandas or Parquet metadata), and the head of the first partition.
+
+Crossing: when the user's session has a `distributed.Client`, the collection is published on its
+scheduler under a private name and the sandbox kernel connects its own client to the same scheduler
+(same security settings) and fetches it, so `.compute()` in the sandbox runs on the cluster's workers and
+only results come back; `Field.endpoints` names the scheduler so a confined kernel may reach it. Without
+a client the collection's graph crosses (cloudpickled) and runs on Dask's default scheduler in the
+kernel. Sub-calls never run on workers: `llm_query` is a sandbox primitive that reaches the host.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import socket
+import sys
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from .brief import _cell
+from .records import Field, FieldInfo, _type_name
+from .registry import Family
+from .sampled import arrow_preview, column_pairs, sample_tokens
+
+if TYPE_CHECKING:
+    from ..config import RLMConfig
+
+CONNECT_SECONDS = 10.0   # the kernel's client waits this long for the scheduler
+PROBE_SECONDS = 2.0      # the host checks the scheduler answers within this
+_kernel_clients: dict[str, Any] = {}   # in the kernel: one client per scheduler address
+_published: dict[tuple[int, str], tuple[weakref.ref[Any], str]] = {}  # on the host: (id, address) -> dataset
+_lock = threading.Lock()
+
+
+def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
+    client = user_client()
+    address = None
+    if client is not None:
+        address = _scheduler_address(name, client)
+    meta = ddf._meta
+    schema = [(str(c), str(t)) for c, t in meta.dtypes.items()]
+    ncols = len(schema)
+    dtypes, more = column_pairs(schema, config)
+    rows = known_length(ddf)
+    try:
+        head = ddf.head(max(config.preview_rows, 8), npartitions=1, compute=True)
+    except Exception as exc:
+        raise InputError(f"Input {name!r}: the first partition of this Dask DataFrame cannot be computed "
+                         f"({_first_line(exc)}); fix the collection, or check its cluster and files.") from None
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(head, preserve_index=False)
+    preview, truncated = arrow_preview(table, ncols, rows, config)
+    notes = [f"Dask DataFrame, {ddf.npartitions:,} partition{'s' if ddf.npartitions != 1 else ''}, not computed: "
+             f"its methods build a graph and .compute() runs it" + (" on the cluster" if address else "")]
+    if ddf.known_divisions:
+        divisions = ddf.divisions
+        notes.append(f"index divisions known: {_cell(divisions[0], 30)} … {_cell(divisions[-1], 30)}")
+    if rows is None:
+        notes.append("row count unknown (counting would compute every partition)")
+    info = FieldInfo(name, "dask_frame", _type_name(ddf), rows=rows, columns=ncols,
+                     est_tokens=sample_tokens(table, rows, ncols), dtypes=dtypes, more_columns=more, preview=preview,
+                     truncated=truncated, detail="; ".join(notes))
+    endpoints = (_host_port(address),) if address else ()
+    return Field(name, ddf, info, ddf.copy, endpoints=endpoints)  # a copy: `x["c"] = ...` never reaches ddf
+
+
+def user_client() -> Any:
+    """The session's default `distributed.Client`, or None (distributed is never imported here)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        return distributed.default_client()
+    except ValueError:
+        return None
+
+
+def known_length(ddf: Any) -> int | None:
+    """The number of rows when Dask knows it without computing (pandas lengths, Parquet metadata)."""
+    try:
+        from dask.dataframe.dask_expr._expr import Literal
+        from dask.dataframe.dask_expr._reductions import Len
+
+        expr = Len(ddf.expr).optimize()  # type: ignore[no-untyped-call,unused-ignore]
+    except Exception:
+        return None
+    return int(expr.value) if isinstance(expr, Literal) else None
+
+
+def _scheduler_address(name: str, client: Any) -> str:
+    address = str(client.scheduler.address or "")
+    if client.status != "running" or not address:
+        raise InputError(f"Input {name!r}: the session's Dask client is {client.status}; reconnect it "
+                         f"(distributed.Client(...)) or close it to run Dask inside the sandbox.")
+    if not address.startswith(("tcp://", "tls://")):
+        raise InputError(f"Input {name!r}: its Dask scheduler at {address} lives inside this Python process, "
+                         f"where the sandbox kernel cannot reach it; start it with processes=True or "
+                         f"protocol='tcp', or use sandbox='local'.")
+    host, port = _host_port(address).rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS):
+            pass
+    except OSError as exc:
+        raise InputError(f"Input {name!r}: the Dask scheduler at {address} cannot be reached ({exc.strerror or exc}); "
+                         f"restart the cluster and its client, or use sandbox='local'.") from None
+    return address
+
+
+def _host_port(address: str) -> str:
+    return address.split("://", 1)[-1]
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [t.strip() for t in str(exc).splitlines() if t.strip()]
+    line = lines[0] if lines else type(exc).__name__
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+# ---- crossing into the kernel sandbox -----------------------------------------------------------------------
+def _crossing(field: Field) -> dict[str, Any]:
+    ddf = field.source
+    client = user_client()
+    if client is None:
+        import cloudpickle
+
+        return {"how": "dask_graph", "graph": base64.b64encode(cloudpickle.dumps(ddf)).decode("ascii")}
+    address = _scheduler_address(field.name, client)
+    return {"how": "dask_cluster", "address": address, "dataset": _publish(ddf, client, address),
+            "security": _security(client)}
+
+
+def _publish(ddf: Any, client: Any, address: str) -> str:
+    """The private name `ddf` is published under on the scheduler: once per collection and scheduler, and
+    unpublished when the user's collection is garbage collected (so it pins nothing on the cluster)."""
+    key = (id(ddf), address)
+    with _lock:
+        known = _published.get(key)
+        if known is not None and known[0]() is ddf:
+            return known[1]
+        dataset = f"rlmnb-{secrets.token_hex(8)}"
+        client.publish_dataset(ddf, name=dataset)
+        _published[key] = (weakref.ref(ddf), dataset)
+        weakref.finalize(ddf, _unpublish, client, dataset, key)
+    return dataset
+
+
+def _unpublish(client: Any, dataset: str, key: tuple[int, str]) -> None:
+    with _lock:
+        if _published.get(key, (None, ""))[1] == dataset:
+            del _published[key]
+    with contextlib.suppress(Exception):
+        if client.status == "running":
+            client.unpublish_dataset(dataset)
+
+
+def _security(client: Any) -> dict[str, Any] | None:
+    """The client's TLS settings (file paths or PEM text), to pass on to the kernel's client."""
+    sec = getattr(client, "security", None)
+    if sec is None or not (getattr(sec, "require_encryption", False) or getattr(sec, "tls_ca_file", None)):
+        return None
+    keys = ("require_encryption", "tls_ca_file", "tls_ciphers", "tls_min_version", "tls_max_version",
+            "tls_client_key", "tls_client_cert")
+    return {k: getattr(sec, k) for k in keys if getattr(sec, k, None) is not None}
+
+
+def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
+    if spec.get("how") == "dask_graph":
+        import cloudpickle
+
+        return cloudpickle.loads(base64.b64decode(spec["graph"])).copy()
+    address = str(spec["address"])
+    client = _kernel_clients.get(address)
+    if client is None or client.status != "running":
+        from distributed import Client
+        from distributed.security import Security
+
+        security = Security(**spec["security"]) if spec.get("security") else None  # type: ignore[no-untyped-call,unused-ignore]
+        try:
+            client = Client(address, timeout=CONNECT_SECONDS, set_as_default=True, direct_to_workers=False,  # type: ignore[no-untyped-call,unused-ignore]
+                            security=security)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"Input {name!r}: the sandbox kernel cannot reach the Dask scheduler at {address} "
+                             f"({_first_line(exc)}); let the kernel reach it, or use sandbox='local'.") from None
+        _kernel_clients[address] = client
+    return client.get_dataset(spec["dataset"]).copy()
+
+
+FAMILY = Family("dask", ("dask_frame",), _describe, classes=("dask:DataFrame",), crossing=_crossing,
+                reopen=_reopen, tables=("dask_frame",), sql=lambda value: partition_reader(value))
+
+
+def partition_reader(ddf: Any) -> Any:
+    """An Arrow stream of the frame, one computed partition at a time, for sql(): DuckDB reads it out of
+    core and the sandbox holds one partition at a time (aggregate with Dask itself when that is faster)."""
+    import pyarrow as pa
+
+    schema = pa.Schema.from_pandas(ddf._meta, preserve_index=False)
+
+    def batches() -> Any:
+        for i in range(ddf.npartitions):
+            part = ddf.get_partition(i).compute()
+            yield from pa.Table.from_pandas(part, schema=schema, preserve_index=False).to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())

@@ -1,0 +1,176 @@
+"""The Polars family: `DataFrame` (shipped to a kernel as Arrow IPC, like pandas) and `LazyFrame` (stays
+lazy: described from its schema and a small, time-boxed `head`, crossed as its serialised plan).
+
+Polars is imported only when the user's value is a Polars object (they have imported it already).
+A plan is never collected whole to describe it: its optimised plan is read first, the row count is
+asked for only when Polars takes it from file footers or memory, and the first rows only when no step
+needs every row first (a sort, join, aggregate...; the summary says so). A filter reads until it has
+found the preview's rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from .brief import SAMPLE_ROWS, _sample_positions
+from .records import Field, FieldInfo, _type_name
+from .registry import Family
+from .sampled import arrow_preview, column_pairs, sample_tokens
+
+if TYPE_CHECKING:
+    from ..config import RLMConfig
+
+MAX_READ_PATHS = 16   # above this many scanned folders, their common parent is named instead
+
+_ONE_LINE_ERROR = 300
+
+
+def _describe_frame(name: str, df: Any, config: RLMConfig) -> Field:
+    rows, ncols = df.shape
+    schema = [(str(n), str(t)) for n, t in df.schema.items()]
+    dtypes, more = column_pairs(schema, config)
+    preview, truncated = arrow_preview(_arrow(df.head(config.preview_rows)), ncols, rows, config)
+    sample = _arrow(df[[int(i) for i in _sample_positions(rows, SAMPLE_ROWS)]]) if rows and ncols else None
+    info = FieldInfo(name, "polars_frame", _type_name(df), size_bytes=int(df.estimated_size()), rows=rows,
+                     columns=ncols, est_tokens=sample_tokens(sample, rows, ncols), dtypes=dtypes, more_columns=more,
+                     preview=preview, truncated=truncated)
+    return Field(name, df, info, df.clone)  # a clone shares buffers; writes to it copy, never reach df
+
+
+def _describe_lazy(name: str, lf: Any, config: RLMConfig) -> Field:
+    try:
+        schema = [(str(n), str(t)) for n, t in lf.collect_schema().items()]
+    except Exception as exc:
+        raise InputError(f"Input {name!r}: its Polars query fails before running ({_first_line(exc)}); "
+                         f"fix the query, or check that the files it scans exist.") from None
+    import polars as pl
+
+    ncols = len(schema)
+    dtypes, more = column_pairs(schema, config)
+    count_plan = lf.select(pl.len())
+    count = int(_collect(name, count_plan).item()) if _counts_from_metadata(count_plan.explain()) else None
+    head_plan = lf.head(max(config.preview_rows, 8))
+    blocking = _blocking_step(head_plan.explain())
+    notes = ["lazy Polars query, not collected: .head(n).collect() or .collect() in the sandbox runs it"]
+    if blocking:
+        notes.append(f"no preview: its first rows need the whole input ({blocking})")
+        preview, truncated, tokens = "", True, 0
+    else:
+        table = _arrow(_collect(name, head_plan))
+        preview, truncated = arrow_preview(table, ncols, count, config)
+        tokens = sample_tokens(table, count, ncols)
+    if count is None:
+        notes.append("row count unknown (counting would scan the data)")
+    info = FieldInfo(name, "polars_lazy", _type_name(lf), rows=count, columns=ncols, est_tokens=tokens,
+                     dtypes=dtypes, more_columns=more, preview=preview, truncated=truncated, detail="; ".join(notes))
+    return Field(name, lf, info, lambda: lf, read_paths=scanned_paths(lf))  # plans are immutable
+
+
+def _arrow(df: Any) -> Any:
+    return df.to_arrow()
+
+
+def _collect(name: str, lf: Any) -> Any:
+    try:
+        return lf.collect()
+    except Exception as exc:
+        raise InputError(f"Input {name!r}: its Polars query fails ({_first_line(exc)}); fix the query.") from None
+
+
+def _counts_from_metadata(plan: str) -> bool:
+    """True when Polars counts the rows of this plan from file footers or memory, without reading data."""
+    for raw in plan.splitlines():
+        line = raw.strip()
+        if not line.startswith(_METADATA_COUNT_STEPS):
+            return False
+    return True
+
+
+def _blocking_step(plan: str) -> str:
+    """The first step of a `head` plan that must see every row before giving one ('' when there is none)."""
+    for raw in plan.splitlines():
+        line = raw.strip()
+        for word, what in _BLOCKING_STEPS:
+            if word in line:
+                return what
+    return ""
+
+
+_METADATA_COUNT_STEPS = ("SELECT [len()]", "Parquet SCAN", "IPC SCAN", "PROJECT", "ESTIMATED ROWS", "DF [")
+_BLOCKING_STEPS = (("SORT", "it sorts"), ("AGGREGATE", "it aggregates"), ("JOIN", "it joins"),
+                   ("UNIQUE", "it removes duplicates"), ("PIVOT", "it pivots"), (".over(", "a window function"))
+
+
+def scanned_paths(lf: Any) -> tuple[str, ...]:
+    """The folders holding the files a plan scans (a confined kernel must be able to read them)."""
+    try:
+        plan = lf.explain(optimized=False)
+    except Exception:
+        return ()
+    folders: list[str] = []
+    for line in plan.splitlines():
+        if " SCAN [" not in line:
+            continue
+        inside = line.split(" SCAN [", 1)[1].rsplit("]", 1)[0]
+        for part in inside.split(", "):
+            part = part.strip()
+            if part.startswith("/") or part.startswith("."):
+                folder = os.path.dirname(os.path.abspath(part))
+                if folder not in folders:
+                    folders.append(folder)
+    if len(folders) > MAX_READ_PATHS:
+        folders = [os.path.commonpath(folders)]
+    return tuple(folders)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = next((t.strip() for t in text if t.strip()), type(exc).__name__)
+    return line if len(line) <= _ONE_LINE_ERROR else line[: _ONE_LINE_ERROR - 1] + "…"
+
+
+# ---- crossing into the kernel sandbox -----------------------------------------------------------------------
+def _crossing(field: Field) -> dict[str, Any] | None:
+    if field.info.kind != "polars_lazy":
+        return None  # a DataFrame's data is shipped as Arrow IPC (sandbox/transfer.py)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = field.source.serialize()
+    except Exception as exc:
+        raise InputError(f"Input {field.name!r}: its Polars query cannot be sent to the kernel sandbox "
+                         f"({_first_line(exc)}); pass {field.name}.collect() instead, or use sandbox='local'.") from None
+    return {"how": "polars_plan", "plan": base64.b64encode(plan).decode("ascii")}
+
+
+def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
+    import polars as pl
+
+    try:
+        return pl.LazyFrame.deserialize(io.BytesIO(base64.b64decode(spec["plan"])))
+    except Exception as exc:
+        raise InputError(f"Input {name!r}: the sandbox kernel cannot rebuild its Polars query "
+                         f"({_first_line(exc)}); pass {name}.collect() instead.") from None
+
+
+def _view(name: str, raw: Any) -> Any:
+    import polars as pl
+
+    return pl.from_arrow(raw)
+
+
+def _describe(name: str, value: Any, config: RLMConfig) -> Field:
+    if any(c.__name__ == "LazyFrame" for c in type(value).__mro__):
+        return _describe_lazy(name, value, config)
+    return _describe_frame(name, value, config)
+
+
+FAMILY = Family("polars", ("polars_frame", "polars_lazy"), _describe,
+                classes=("polars:DataFrame", "polars:LazyFrame"), crossing=_crossing, reopen=_reopen, view=_view,
+                tables=("polars_frame", "polars_lazy"), sql=lambda value: value)
