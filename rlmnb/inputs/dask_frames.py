@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import secrets
 import socket
 import sys
@@ -78,7 +79,7 @@ def user_client() -> Any:
     if distributed is None:
         return None
     try:
-        return distributed.default_client()
+        return distributed.Client.current(allow_global=True)  # the one `.compute()` would use
     except ValueError:
         return None
 
@@ -131,9 +132,12 @@ def _crossing(field: Field) -> dict[str, Any]:
     if client is None:
         import cloudpickle
 
-        return {"how": "dask_graph", "graph": base64.b64encode(cloudpickle.dumps(ddf)).decode("ascii")}
+        graph = cloudpickle.dumps(ddf)
+        return {"how": "dask_graph", "path": f"dask-graph:{hashlib.sha256(graph).hexdigest()[:24]}",
+                "graph": base64.b64encode(graph).decode("ascii")}
     address = _scheduler_address(field.name, client)
-    return {"how": "dask_cluster", "address": address, "dataset": _publish(ddf, client, address),
+    dataset = _publish(ddf, client, address)
+    return {"how": "dask_cluster", "path": f"{address}#{dataset}", "address": address, "dataset": dataset,
             "security": _security(client)}
 
 

@@ -11,6 +11,7 @@ found the preview's rows.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import os
 import warnings
@@ -130,8 +131,8 @@ def scanned_paths(lf: Any) -> tuple[str, ...]:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    line = next((t.strip() for t in text if t.strip()), type(exc).__name__)
+    """The error on one line (Polars puts the cause on a later line: "serialization failed ... error: ...")."""
+    line = ": ".join(t.strip() for t in str(exc).splitlines() if t.strip()) or type(exc).__name__
     return line if len(line) <= _ONE_LINE_ERROR else line[: _ONE_LINE_ERROR - 1] + "…"
 
 
@@ -146,7 +147,8 @@ def _crossing(field: Field) -> dict[str, Any] | None:
     except Exception as exc:
         raise InputError(f"Input {field.name!r}: its Polars query cannot be sent to the kernel sandbox "
                          f"({_first_line(exc)}); pass {field.name}.collect() instead, or use sandbox='local'.") from None
-    return {"how": "polars_plan", "plan": base64.b64encode(plan).decode("ascii")}
+    digest = hashlib.sha256(plan).hexdigest()[:24]  # the kernel binds an unchanged plan only once
+    return {"how": "polars_plan", "path": f"polars-plan:{digest}", "plan": base64.b64encode(plan).decode("ascii")}
 
 
 def _reopen(name: str, spec: Mapping[str, Any]) -> Any:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import parse_size
-from ..errors import SandboxError
+from ..errors import InputError, SandboxError
 from ..prompts import render
 from .base import ExecResult, SandboxHost
 from .bridge import MIME, Broker
@@ -642,6 +642,8 @@ class KernelSandbox:
         for f in fields:
             try:
                 spec = self._shipper.spec(f)
+            except InputError:
+                raise  # already one sentence naming the input and what to do
             except Exception as exc:
                 raise SandboxError(f"input {f.name!r} could not be written for the kernel sandbox: "
                                    f"{type(exc).__name__}: {exc}") from exc
