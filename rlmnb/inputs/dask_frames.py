@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import importlib
 import secrets
 import socket
 import sys
@@ -42,9 +43,7 @@ _lock = threading.Lock()
 
 def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     client = user_client()
-    address = None
-    if client is not None:
-        address = _scheduler_address(name, client)
+    address = str(client.scheduler.address or "") if client is not None and client.status == "running" else ""
     meta = ddf._meta
     schema = [(str(c), str(t)) for c, t in meta.dtypes.items()]
     ncols = len(schema)
@@ -69,7 +68,7 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     info = FieldInfo(name, "dask_frame", _type_name(ddf), rows=rows, columns=ncols,
                      est_tokens=sample_tokens(table, rows, ncols), dtypes=dtypes, more_columns=more, preview=preview,
                      truncated=truncated, detail="; ".join(notes))
-    endpoints = (_host_port(address),) if address else ()
+    endpoints = (_host_port(address),) if address.startswith(("tcp://", "tls://")) else ()
     return Field(name, ddf, info, ddf.copy, endpoints=endpoints)  # a copy: `x["c"] = ...` never reaches ddf
 
 
@@ -183,18 +182,24 @@ def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
     address = str(spec["address"])
     client = _kernel_clients.get(address)
     if client is None or client.status != "running":
-        from distributed import Client
-        from distributed.security import Security
-
-        security = Security(**spec["security"]) if spec.get("security") else None  # type: ignore[no-untyped-call,unused-ignore]
-        try:
-            client = Client(address, timeout=CONNECT_SECONDS, set_as_default=True, direct_to_workers=False,  # type: ignore[no-untyped-call,unused-ignore]
-                            security=security)
-        except (OSError, TimeoutError) as exc:
-            raise InputError(f"Input {name!r}: the sandbox kernel cannot reach the Dask scheduler at {address} "
-                             f"({_first_line(exc)}); let the kernel reach it, or use sandbox='local'.") from None
+        client = _connect(name, address, spec)
         _kernel_clients[address] = client
     return client.get_dataset(spec["dataset"]).copy()
+
+
+def _connect(name: str, address: str, spec: Mapping[str, Any]) -> Any:
+    """The kernel's own client of the user's scheduler, the default for `.compute()` in the sandbox. It
+    talks to the scheduler only (results come through it), so the scheduler is the one endpoint needed."""
+    distributed: Any = importlib.import_module("distributed")  # untyped; only ever imported in the kernel
+    options = {"timeout": spec.get("connect_timeout", CONNECT_SECONDS), "set_as_default": True,
+               "direct_to_workers": False}
+    if spec.get("security"):
+        options["security"] = distributed.security.Security(**spec["security"])
+    try:
+        return distributed.Client(address, **options)
+    except (OSError, TimeoutError) as exc:
+        raise InputError(f"Input {name!r}: the sandbox kernel cannot reach the Dask scheduler at {address} "
+                         f"({_first_line(exc)}); let the kernel reach it, or use sandbox='local'.") from None
 
 
 FAMILY = Family("dask", ("dask_frame",), _describe, classes=("dask:DataFrame",), crossing=_crossing,
