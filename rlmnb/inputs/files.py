@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import posixpath
 from collections.abc import Iterator, Mapping
@@ -10,10 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..tokens import CHARS_PER_TOKEN
+from . import duck, tablefiles
 from .brief import _clip_end, _clip_start, _one_line
 from .disk import SNIFF_BYTES, _decode_tail, _sniff, _walk, decode_file
 from .records import Field, FieldInfo
 from .registry import Family
+from .tablefiles import TableFiles, open_relation
+from .tablemeta import describe_table
 from .text import _sampled_tokens, _text_preview
 from .views import DirectoryView
 
@@ -40,6 +44,9 @@ def _describe_path(name: str, path: Path, config: RLMConfig, source: Any) -> Fie
         if stat_.S_ISDIR(st.st_mode):
             return _describe_directory(name, where, config, source)
         if stat_.S_ISREG(st.st_mode):
+            table = tablefiles.for_file(name, where)
+            if table is not None:
+                return describe_table(name, table, config, source)
             return _describe_file(name, where, st.st_size, config, source)
     except OSError as e:
         raise InputError(f"Input {name!r}: cannot read {where} ({e.strerror or e}).") from None
@@ -104,6 +111,11 @@ def _read_binary_file(name: str, where: str) -> bytes:
 
 def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -> Field:
     walk = _walk(where, MAX_DIR_ENTRIES, with_sizes=True)
+    table = tablefiles.for_folder(name, where, [rel for rel, _ in walk.files])
+    if table is not None and walk.truncated:  # a big dataset: list all of its files
+        table = tablefiles.for_folder(name, where, [rel for rel, _ in _walk(where, None, with_sizes=False).files])
+    if table is not None:
+        return describe_table(name, table, config, source)
     total = sum(size for _, size in walk.files)
     by_ext: dict[str, int] = {}
     for rel, _ in walk.files:
@@ -180,8 +192,18 @@ def _under(path: str, root: Path) -> bool:
 
 # ---- the family ---------------------------------------------------------------------------------------
 def _describe(name: str, value: Any, config: RLMConfig) -> Field:
+    if isinstance(value, Path) and any(c in GLOB_CHARS for c in str(value)) and not value.exists():
+        pattern = os.path.expanduser(str(value))
+        matches = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matches:
+            raise InputError(f"Input {name!r}: no file matches {pattern}; check the pattern.")
+        value = GlobFiles(pattern, matches)
     if isinstance(value, GlobFiles):
         from .containers import _describe_mapping
+
+        table = tablefiles.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
+        if table is not None:
+            return describe_table(name, table, config, value)
 
         field = _describe_mapping(name, value, config)
         field.read_paths = value.paths
@@ -191,13 +213,17 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
     return _describe_path(name, value, config, source=value)
 
 
-def _crossing(field: Field) -> dict[str, Any]:
-    """Files and folders are never copied: the kernel opens the same path."""
+def _crossing(field: Field) -> dict[str, Any] | None:
+    """Files, folders and tables in files are never copied: the kernel opens the same paths."""
+    if field.info.kind == "file_table":
+        return {"how": "reopen", "path": field.info.path, "plan": field.plan}
     return {"how": "path", "path": field.info.path}
 
 
 def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
     kind, path = spec["kind"], spec["path"]
+    if kind == "file_table":
+        return open_relation(TableFiles.from_dict(spec["plan"]), duck.cursor())
     if kind == "text_file":
         return _read_text_file(name, path)
     if kind == "binary_file":
@@ -205,6 +231,6 @@ def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
     return DirectoryView(path, name)
 
 
-FAMILY = Family("files", ("text_file", "binary_file", "directory"), _describe,
+FAMILY = Family("files", ("text_file", "binary_file", "directory", "file_table"), _describe,
                 accepts=lambda v: isinstance(v, Path | DirectoryView | GlobFiles), crossing=_crossing,
-                reopen=_reopen)
+                reopen=_reopen, tables=("file_table",), sql=lambda relation: relation)

@@ -37,6 +37,7 @@ class FieldInfo:
     truncated: bool = False
     path: str | None = None
     detail: str = ""
+    estimated: bool = False  # `rows` (and sizes) are estimates, e.g. a CSV's rows from sampled bytes
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -78,18 +79,22 @@ class Field:
 
     `read_paths` are the absolute filesystem paths the sandbox must be able to read for this input
     (files, folders, dataset roots) and `endpoints` the `"host:port"` addresses it must reach (a
-    cluster's scheduler): a confined sandbox kernel opens exactly these and nothing else.
+    cluster's scheduler): a confined sandbox kernel opens exactly these and nothing else. `plan` is
+    a JSON-able record a family fixes at bind time to reopen the input elsewhere without its data
+    (the files of a table, a relation's SQL, a serialised query plan).
     """
 
-    __slots__ = ("name", "source", "info", "read_paths", "endpoints", "_loader", "_lock", "_value")
+    __slots__ = ("name", "source", "info", "read_paths", "endpoints", "plan", "_loader", "_lock", "_value")
 
     def __init__(self, name: str, source: Any, info: FieldInfo, loader: Callable[[], Any], *,
-                 read_paths: tuple[str, ...] = (), endpoints: tuple[str, ...] = ()) -> None:
+                 read_paths: tuple[str, ...] = (), endpoints: tuple[str, ...] = (),
+                 plan: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.source = source
         self.info = info
         self.read_paths = tuple(read_paths)
         self.endpoints = tuple(endpoints)
+        self.plan = plan
         self._loader = loader
         self._lock = threading.Lock()
         self._value: Any = _UNSET

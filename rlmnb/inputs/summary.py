@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..prompts import render
 from ..tokens import count_tokens
 from .brief import NAME_CHARS, _clip_end, _clip_mid, _clip_start, _human_bytes, _human_count, _plural
 from .records import FieldInfo, InputsSummary
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
 
 _TEXT_KINDS = frozenset({"text", "bytes", "text_file", "binary_file", "scalar"})
 _VIEW_KINDS = frozenset({"list", "dict", "array", "directory"})
-_FRAME_KINDS = ("table", "arrow", "polars_frame", "polars_lazy", "dask_frame")  # a columns line and a row preview
 
 # --------------------------------------------------------------------------------------------
 # rendering
@@ -120,14 +120,37 @@ def _intro(infos: Sequence[FieldInfo], previews: bool) -> str:
             f"here{shown}.")
     if any(i.kind in _VIEW_KINDS for i in infos):
         text += " Lists, dicts, arrays and directories are read-only views: copy before changing them."
-    return text
+    return text + _sql_sentence(infos)
+
+
+def _sql_sentence(infos: Sequence[FieldInfo]) -> str:
+    """Which inputs sql() sees (model-facing text in prompts/sql_summary.md); "" when none."""
+    from .registry import sql_kinds
+
+    kinds = sql_kinds()
+    names = [i.name for i in infos if i.kind in kinds]
+    if not names:
+        return ""
+    shown: list[str] = []
+    used = 0
+    for n in names:
+        if used + len(n) > 300:
+            shown.append(f"and {len(names) - len(shown):,} more")
+            break
+        shown.append(_clip_end(n, NAME_CHARS))
+        used += len(n) + 2
+    return " " + render("sql_summary", tables=", ".join(shown))
+
+
+def _table_like(info: FieldInfo) -> bool:
+    return info.kind in ("table", "arrow") or (info.columns is not None and info.kind != "array")
 
 
 def _render_block(info: FieldInfo, plan: _Plan) -> str:
     lines = [_header(info)]
     if plan.detail and info.detail:
         lines.append(f"  {info.detail}")
-    if info.kind in _FRAME_KINDS and plan.max_cols > 0 and (info.dtypes or info.more_columns):
+    if _table_like(info) and plan.max_cols > 0 and (info.dtypes or info.more_columns):
         lines.append(_columns_line(info, plan.max_cols))
     if plan.scale is not None and info.preview:
         lines.extend(_preview_lines(info, plan.scale))
@@ -156,11 +179,6 @@ def _header(info: FieldInfo) -> str:
     elif kind in ("table", "arrow"):
         what, sizes = info.python_type, [f"{_plural(info.rows or 0, 'row')} x {_plural(info.columns or 0, 'column')}",
                                          f"~{size}", tokens]
-    elif kind in _FRAME_KINDS:  # lazy or foreign frames: the row count and size may be unknown
-        rows = "unknown rows" if info.rows is None else _plural(info.rows, "row")
-        sizes = [f"{rows} x {_plural(info.columns or 0, 'column')}", f"~{size}" if size else "",
-                 tokens if info.rows is not None else ""]
-        what = info.python_type
     elif kind == "series":
         dtype = info.dtypes[0][1] if info.dtypes else "?"
         label = f"name {info.dtypes[0][0]!r}, " if info.dtypes and info.dtypes[0][0] else ""
@@ -170,9 +188,25 @@ def _header(info: FieldInfo) -> str:
     elif kind in ("list", "dict"):
         unit = "item" if kind == "list" else "key"
         what, sizes = f"read-only view of a {info.python_type}", [_plural(info.rows or 0, unit), tokens]
+    elif _table_like(info):
+        what, sizes = info.python_type + (f" over {_shown_path(info)}" if info.path else ""), _lazy_sizes(info)
     else:
         what, sizes = info.python_type, []
     return f'inputs["{info.name}"]: {kind} ({what})' + "".join(f", {s}" for s in sizes if s)
+
+
+def _lazy_sizes(info: FieldInfo) -> list[str]:
+    """Sizes of a table that is not in memory: rows (exact, estimated or unknown), bytes on disk, tokens."""
+    if info.rows is None:
+        rows = "rows unknown"
+    elif info.estimated:
+        rows = f"~{_human_count(info.rows)} rows (estimated)"
+    else:
+        rows = _plural(info.rows, "row")
+    size = _human_bytes(info.size_bytes) if info.size_bytes is not None else ""
+    where = f"{size} on disk" if size and info.path else (f"~{size}" if size else "")
+    tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
+    return [f"{rows} x {_plural(info.columns or 0, 'column')}", where, tokens + (" if all read" if info.path else "")]
 
 
 def _columns_line(info: FieldInfo, max_cols: int) -> str:
@@ -200,12 +234,12 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
         more = ", ..." if len(keep) < (info.rows or 0) else ""
         return ["  files: " + ", ".join(keep) + more]
     header: list[str] = []
-    if info.kind in _FRAME_KINDS:
+    if _table_like(info):
         header, lines = lines[:1], lines[1:]
     keep = lines[: max(1, math.ceil(len(lines) * scale))]
     width = max((len(line) for line in header + keep), default=0)
     limit = width if scale >= 1 else max(60, int(width * scale))
-    label = {"series": "row", "list": "item", "dict": "key", **dict.fromkeys(_FRAME_KINDS, "row")}.get(info.kind)
+    label = "row" if _table_like(info) else {"series": "row", "list": "item", "dict": "key"}.get(info.kind)
     title = f"  first {_plural(len(keep), label)}:" if label else "  preview:"
     return [title] + [f"    {_clip_end(line, limit)}" for line in header + keep]
 

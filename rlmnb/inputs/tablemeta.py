@@ -1,0 +1,253 @@
+"""Describing a table in files from metadata and a bounded sample: never a full scan.
+
+Parquet: exact rows, schemas and per-column statistics from the footers (DuckDB's `parquet_*`
+functions). Arrow IPC: rows and schema from the file's batch index. CSV / JSON Lines: schema from
+DuckDB's sniffer, rows estimated from the bytes per row of the first megabyte (marked as an estimate).
+Every kind: a few rows read with `LIMIT`, which stops after the first row group or chunk.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from ..tokens import CHARS_PER_TOKEN
+from . import duck
+from .arrow import arrow_preview, arrow_tokens
+from .brief import CELL_CHARS, SAMPLE_ROWS, _clip_end, _human_count, _one_line
+from .disk import SNIFF_BYTES, _sniff
+from .records import Field, FieldInfo
+from .tablefiles import TableFiles, file_format, open_relation
+
+if TYPE_CHECKING:
+    from ..config import RLMConfig
+
+MAX_META_FILES = 4096        # files whose footers are read for rows and schema agreement (beyond: estimated)
+MAX_STATS_FILES = 256        # Parquet files whose column statistics are read
+MAX_SNIFF_FILES = 8          # CSV / JSON files whose columns are sniffed to check they agree
+ROW_SAMPLE_BYTES = 1 << 20   # bytes of a text table read to estimate its bytes per row
+COUNT_BELOW_BYTES = 4 << 20  # text tables this small are counted exactly
+STATS_CHARS = 600            # the statistics line of the summary
+_STAT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+               "UBIGINT", "FLOAT", "DOUBLE", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "VARCHAR", "BOOLEAN")
+PYTHON_TYPE = "duckdb.DuckDBPyRelation"
+
+
+def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) -> Field:
+    """A `file_table` Field: a DuckDB relation over the files, described without scanning them."""
+    total, newest = _stat_files(name, tf)
+    cur = duck.cursor()
+    where = os.path.basename(tf.root.rstrip("/")) or tf.root
+    rows: int | None
+    try:
+        if tf.format == "parquet":
+            rows, estimated, how, stats = _parquet_meta(name, tf, cur)
+        elif tf.format == "ipc":
+            (rows, estimated, how), stats = _ipc_meta(name, tf), ""
+        else:
+            (rows, estimated, how), stats = _text_meta(name, tf, cur, total), ""
+        rel = open_relation(tf, cur)
+        columns, types = list(rel.columns), [str(t) for t in rel.types]
+        sample = rel.limit(SAMPLE_ROWS).to_arrow_table()
+    except InputError:
+        raise
+    except Exception as exc:
+        if not duck.is_error(exc) and type(exc).__module__.split(".")[0] != "pyarrow":
+            raise
+        raise InputError(f"Input {name!r}: cannot read {where} as {tf.label} ({_clip_end(duck.message(exc), 300)}); "
+                         f"fix or remove the file, or bind it as plain bytes with open(path, 'rb').read().") from None
+    ncols = len(columns)
+    shown = min(ncols, config.max_columns_shown)
+    dtypes = tuple((_clip_end(_one_line(c), CELL_CHARS), t) for c, t in zip(columns[:shown], types[:shown], strict=True))
+    preview, truncated = arrow_preview(sample, rows, config)
+    if rows is not None and ncols:
+        tokens = arrow_tokens(sample, rows * ncols)
+    else:
+        tokens = round(total / CHARS_PER_TOKEN)
+    files = f"{len(tf.files):,} {tf.label} file{'' if len(tf.files) == 1 else 's'}"
+    hive = f", Hive partitions: {', '.join(tf.hive)}" if tf.hive else ""
+    stamp = datetime.datetime.fromtimestamp(newest, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    detail = f"{files}{hive}; rows {how}; files as of {stamp} (newest change), read when queried"
+    if stats:
+        detail += "\n  " + stats
+    info = FieldInfo(name, "file_table", PYTHON_TYPE, size_bytes=total, rows=rows, columns=ncols, est_tokens=tokens,
+                     dtypes=dtypes, more_columns=ncols - shown, preview=preview, truncated=truncated,
+                     path=tf.root, detail=detail, estimated=estimated)
+    read_paths = (tf.root,) if os.path.isdir(tf.root) and tf.pattern is None else tf.files
+    return Field(name, source, info, lambda: open_relation(tf, duck.cursor()), read_paths=read_paths,
+                 plan=tf.to_dict())
+
+
+def _stat_files(name: str, tf: TableFiles) -> tuple[int, float]:
+    total, newest = 0, 0.0
+    for path in tf.files:
+        try:
+            st = os.stat(path)
+            if not os.access(path, os.R_OK):
+                raise PermissionError(13, "Permission denied")
+        except OSError as e:
+            raise InputError(f"Input {name!r}: cannot read {path} ({e.strerror or e}); check that it exists and "
+                             f"that you may read it.") from None
+        total += st.st_size
+        newest = max(newest, st.st_mtime)
+    return total, newest
+
+
+def _list(paths: Sequence[str]) -> str:
+    return "[" + ", ".join(duck.literal(p) for p in paths) + "]"
+
+
+def _schema_clash(name: str, first: str, other: str, a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]],
+                  types: bool = True) -> InputError:
+    da, db = dict(a), dict(b)
+    missing = [c for c in da if c not in db] + [c for c in db if c not in da]
+    if missing:
+        what = f"column {missing[0]!r} is in only one of them"
+    else:
+        col = next((c for c in da if types and da[c] != db[c]), None)
+        what = f"column {col!r} is {da[col]} in one and {db[col]} in the other" if col else "their columns differ in order"
+    return InputError(f"Input {name!r}: {os.path.basename(first)} and {os.path.basename(other)} do not share a "
+                      f"schema ({what}); bind them as separate inputs or make their columns agree.")
+
+
+# ---- Parquet ---------------------------------------------------------------------------------------------
+def _parquet_meta(name: str, tf: TableFiles, cur: Any) -> tuple[int, bool, str, str]:
+    files = tf.files[:MAX_META_FILES]
+    listed = _list(files)
+    counts = dict(cur.sql(f"SELECT file_name, num_rows FROM parquet_file_metadata({listed})").fetchall())
+    schema: dict[str, list[tuple[str, str]]] = {}
+    for file_name, col, typ in cur.sql(
+            f"SELECT file_name, name, duckdb_type FROM parquet_schema({listed}) "
+            f"WHERE duckdb_type IS NOT NULL ORDER BY file_name, column_id").fetchall():
+        schema.setdefault(file_name, []).append((col, typ))
+    first = files[0]
+    base = schema.get(first, [])
+    for path in files[1:]:
+        if schema.get(path, []) != base:
+            raise _schema_clash(name, first, path, base, schema.get(path, []))
+    rows = int(sum(int(counts.get(p, 0)) for p in files))
+    if len(files) < len(tf.files):
+        seen = sum(os.path.getsize(p) for p in files)
+        rows = round(rows * sum(os.path.getsize(p) for p in tf.files) / max(1, seen))
+        return rows, True, f"estimated from the footers of the first {len(files):,} files", _parquet_stats(tf, cur, base)
+    return rows, False, "from Parquet metadata", _parquet_stats(tf, cur, base)
+
+
+def _parquet_stats(tf: TableFiles, cur: Any, schema: Sequence[tuple[str, str]]) -> str:
+    """Null counts and min/max of the first columns, from the row groups' statistics."""
+    files = tf.files[:MAX_STATS_FILES]
+    cols = [(c, t) for c, t in schema[:12] if "." not in c]
+    if not cols:
+        return ""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE rlmnb_pm AS SELECT path_in_schema AS c, stats_null_count AS nulls, "
+                f"stats_min_value AS lo, stats_max_value AS hi FROM parquet_metadata({_list(files)})")
+    parts = []
+    for i, (col, typ) in enumerate(cols):
+        cast = typ if typ in _STAT_TYPES or typ.startswith("DECIMAL") else None
+        lo_hi = (f"min(TRY_CAST(lo AS {cast}))::VARCHAR, max(TRY_CAST(hi AS {cast}))::VARCHAR" if cast
+                 else "NULL, NULL")
+        parts.append(f"SELECT {i} AS i, count(*) - count(nulls), sum(nulls)::BIGINT, {lo_hi} FROM rlmnb_pm "
+                     f"WHERE c = {duck.literal(col)}")
+    out = []
+    for i, missing, nulls, lo, hi in sorted(cur.sql(" UNION ALL ".join(parts)).fetchall()):
+        bits = []
+        if lo is not None and hi is not None:
+            bits.append(f"{_clip_end(_one_line(lo), 24)}..{_clip_end(_one_line(hi), 24)}")
+        if missing == 0 and nulls:
+            bits.append(f"{_human_count(int(nulls))} nulls")
+        if bits:
+            out.append(f"{_clip_end(cols[i][0], 24)} {' '.join(bits)}")
+    cur.execute("DROP TABLE IF EXISTS rlmnb_pm")
+    if not out:
+        return ""
+    scope = f" (first {len(files):,} of {len(tf.files):,} files)" if len(files) < len(tf.files) else ""
+    return _clip_end(f"statistics{scope}: " + "; ".join(out), STATS_CHARS)
+
+
+# ---- Arrow IPC -------------------------------------------------------------------------------------------
+def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    rows = 0
+    first_schema = None
+    for path in tf.files[:MAX_META_FILES]:
+        with pa.memory_map(path, "r") as source:
+            reader = ipc.open_file(source)
+            schema = reader.schema
+            rows += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        if first_schema is None:
+            first_schema = schema
+        elif not schema.equals(first_schema):
+            a = [(f.name, str(f.type)) for f in first_schema]
+            raise _schema_clash(name, tf.files[0], path, a, [(f.name, str(f.type)) for f in schema])
+    if len(tf.files) > MAX_META_FILES:
+        return round(rows * len(tf.files) / MAX_META_FILES), True, f"estimated from the first {MAX_META_FILES:,} files"
+    return rows, False, "from the Arrow IPC batch index"
+
+
+# ---- CSV / TSV / JSON Lines --------------------------------------------------------------------------------
+def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | None, bool, str]:
+    from .tablefiles import reader_sql
+
+    first = tf.files[0]
+    if tf.compression is None:
+        with open(first, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+        why = _sniff(head, complete=len(head) < SNIFF_BYTES)
+        if why is not None:
+            raise InputError(f"Input {name!r}: {os.path.basename(first)} is not text ({why}), so it cannot be "
+                             f"parsed as {tf.label}; check the file.")
+    picks = _spread(tf.files, MAX_SNIFF_FILES)
+    base: list[tuple[str, str]] = []
+    for path in picks:
+        one = TableFiles(tf.format, (path,), path, tf.compression)
+        try:
+            cols = [(r[0], r[1]) for r in cur.sql(f"DESCRIBE SELECT * FROM {reader_sql(one)}").fetchall()]
+        except Exception as exc:
+            if not duck.is_error(exc):
+                raise
+            raise InputError(f"Input {name!r}: {os.path.basename(path)} cannot be parsed as {tf.label} "
+                             f"({_clip_end(duck.message(exc), 300)}); fix the file or check its format.") from None
+        if path == picks[0]:
+            base = cols
+        elif [c for c, _ in cols] != [c for c, _ in base]:
+            raise _schema_clash(name, picks[0], path, base, cols, types=False)
+    if total <= COUNT_BELOW_BYTES:
+        (count,) = cur.sql(f"SELECT count(*) FROM {reader_sql(tf)}").fetchall()[0]
+        return int(count), False, "counted"
+    per_byte = _rows_per_byte(first, tf)
+    if per_byte is None:
+        return None, True, f"unknown without a full read ({tf.compression}-compressed)"
+    return max(1, round(per_byte * total)), True, "estimated from the bytes per row of the first MB"
+
+
+def _rows_per_byte(path: str, tf: TableFiles) -> float | None:
+    """Lines per on-disk byte in the first megabyte (gzip: per compressed byte consumed); None for zstd."""
+    if tf.compression == "zstd":
+        return None
+    with open(path, "rb") as raw:
+        if tf.compression == "gzip":
+            with gzip.GzipFile(fileobj=raw) as g:
+                data = g.read(ROW_SAMPLE_BYTES)
+                consumed = raw.tell()
+        else:
+            data = raw.read(ROW_SAMPLE_BYTES)
+            consumed = len(data)
+    lines = data.count(b"\n") - (1 if tf.format != "jsonl" else 0)
+    return max(1, lines) / max(1, consumed)
+
+
+def _spread(items: Sequence[str], k: int) -> list[str]:
+    if len(items) <= k:
+        return list(items)
+    step = (len(items) - 1) / (k - 1)
+    return [items[round(i * step)] for i in range(k)]
+
+
+def is_table_file(name: str, path: str) -> bool:
+    return file_format(name, path) is not None
