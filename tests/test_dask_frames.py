@@ -8,7 +8,6 @@ under the run's one budget; bad clusters fail with one sentence before any model
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 from collections.abc import Iterator
@@ -20,12 +19,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
-from sandbox_support import EchoHost, code
+from sandbox_support import code, run_bound
 
 from rlmnb import RLM, InputError
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import bind_inputs, dask_frames
-from rlmnb.sandbox import create_sandbox
 from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
@@ -65,21 +63,6 @@ def events(path: Path) -> Any:
     return dd.read_parquet(str(path / "*.parquet"))
 
 
-async def in_sandbox(kind: str, values: dict[str, Any], body: str) -> tuple[str, int]:
-    """What `body` prints in a sandbox with `values` bound, and the data bytes shipped to it."""
-    fields, _ = bind_inputs(values, RLMConfig())
-    sandbox = create_sandbox(kind)
-    try:
-        await sandbox.start(EchoHost(asyncio.get_running_loop()))
-        await sandbox.bind(fields)
-        result = await sandbox.execute(body, 120)
-        assert result.error is None, result.error
-        shipper = getattr(sandbox, "_shipper", None)
-        return result.stdout, shipper.bytes_written if shipper is not None else 0
-    finally:
-        await sandbox.close()
-
-
 # ---- summaries ----------------------------------------------------------------------------------------------
 def test_a_dask_frame_is_summarised_from_metadata_and_its_first_partition(client: Client, events_path: Path) -> None:
     fields, summary = bind_inputs({"events": events(events_path)}, RLMConfig())
@@ -97,7 +80,7 @@ def test_a_filtered_frame_has_an_unknown_row_count_and_known_divisions_are_shown
     frame = dd.from_pandas(pd.DataFrame({"v": np.arange(1000)}), npartitions=4)
     text = bind_inputs({"big": frame[frame.v > 10], "all": frame}, RLMConfig())[1].text
     big, whole = text.split('inputs["all"]')
-    assert "unknown rows x 1 column" in big and "row count unknown (counting would compute every partition)" in big
+    assert "rows unknown x 1 column" in big and "row count unknown (counting would compute every partition)" in big
     assert "1,000 rows x 1 column" in whole and "index divisions known: 0 … 999" in whole
 
 
@@ -109,7 +92,7 @@ def test_describing_computes_only_the_first_partition(client: Client) -> None:
 
     frame = dd.from_map(part, range(4), meta=pd.DataFrame({"i": pd.Series([], dtype="int64")}))
     text = bind_inputs({"lazy": frame}, RLMConfig())[1].text
-    assert "4 partitions" in text and "unknown rows" in text
+    assert "4 partitions" in text and "rows unknown" in text
 
 
 # ---- on the cluster -----------------------------------------------------------------------------------------
@@ -118,7 +101,7 @@ async def test_sandbox_code_computes_on_the_clusters_workers(kind: str, client: 
     body = ("import os\ne = inputs['events']\n"
             "print(e.groupby('user').size().nlargest(3).compute().to_dict())\n"
             "print(sorted(set(e.map_partitions(lambda p: p.assign(pid=os.getpid())).pid.compute())))")
-    out, shipped = await in_sandbox(kind, {"events": events(events_path)}, body)
+    out, shipped = await run_bound(kind, {"events": events(events_path)}, body)
     top, pids = out.splitlines()
     truth = pd.read_parquet(events_path).groupby("user").size().nlargest(3).to_dict()
     assert top == str(truth)
@@ -131,7 +114,7 @@ async def test_sandbox_code_computes_on_the_clusters_workers(kind: str, client: 
 async def test_the_users_collection_is_never_changed(kind: str, client: Client, events_path: Path) -> None:
     frame = events(events_path)
     body = "e = inputs['events']\ne['double'] = e.amount * 2\nprint(list(e.columns))"
-    out, _ = await in_sandbox(kind, {"events": frame}, body)
+    out, _ = await run_bound(kind, {"events": frame}, body)
     assert out == "['user', 'amount', 'kind', 'double']\n"
     assert list(frame.columns) == ["user", "amount", "kind"]
 
@@ -142,7 +125,7 @@ async def test_without_a_client_the_graph_runs_on_dasks_default_scheduler_in_the
     monkeypatch.setattr(dask_frames, "user_client", lambda: None)
     body = ("import distributed\ntry:\n    distributed.get_client()\n    print('client')\nexcept ValueError:\n"
             "    print('no client')\nprint(int(inputs['events'].amount.sum().compute()))")
-    out, shipped = await in_sandbox("kernel", {"events": events(events_path)}, body)
+    out, shipped = await run_bound("kernel", {"events": events(events_path)}, body)
     assert out == f"no client\n{int(pd.read_parquet(events_path).amount.sum())}\n"
     assert shipped == 0
 
@@ -180,3 +163,16 @@ def test_a_scheduler_the_kernel_cannot_reach_is_one_sentence_naming_the_input() 
     with pytest.raises(InputError, match=rf"Input 'events': the sandbox kernel cannot reach the Dask scheduler at "
                                          rf"tcp://127.0.0.1:{port} \(.*\); let the kernel reach it"):
         dask_frames._reopen("events", spec)
+
+
+# ---- sql() ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+async def test_sql_streams_a_dask_frame_partition_by_partition_for_every_query(
+        kind: str, client: Client, events_path: Path) -> None:
+    body = ("print(sql('SELECT kind, count(*) AS n FROM events GROUP BY 1 ORDER BY 1').to_dict('records'))\n"
+            "print(sql('SELECT max(amount) AS m FROM events WHERE user = 7').m[0])")
+    out, shipped = await run_bound(kind, {"events": events(events_path)}, body)
+    truth = pd.read_parquet(events_path)
+    counts = [{"kind": k, "n": int(n)} for k, n in truth.groupby("kind").size().sort_index().items()]
+    assert out == f"{counts}\n{truth[truth.user == 7].amount.max()}\n"
+    assert shipped == 0

@@ -7,7 +7,6 @@ cannot be serialised fails before any model call and says to collect it.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import threading
@@ -17,12 +16,11 @@ from typing import Any
 
 import polars as pl
 import pytest
-from sandbox_support import EchoHost, code
+from sandbox_support import code, run_bound
 
 from rlmnb import RLM, InputError
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import bind_inputs
-from rlmnb.sandbox import create_sandbox
 from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
@@ -52,21 +50,6 @@ def summary_of(**values: Any) -> str:
     return bind_inputs(values, RLMConfig())[1].text
 
 
-async def in_sandbox(kind: str, values: dict[str, Any], body: str) -> tuple[str, int]:
-    """What `body` prints in a sandbox with `values` bound, and the data bytes shipped to it."""
-    fields, _ = bind_inputs(values, RLMConfig())
-    sandbox = create_sandbox(kind)
-    try:
-        await sandbox.start(EchoHost(asyncio.get_running_loop()))
-        await sandbox.bind(fields)
-        result = await sandbox.execute(body, 60)
-        assert result.error is None, result.error
-        shipper = getattr(sandbox, "_shipper", None)
-        return result.stdout, shipper.bytes_written if shipper is not None else 0
-    finally:
-        await sandbox.close()
-
-
 # ---- summaries ----------------------------------------------------------------------------------------------
 def test_a_polars_dataframe_is_summarised_like_a_table() -> None:
     text = summary_of(df=frame())
@@ -86,7 +69,7 @@ def test_a_filtered_plan_has_an_unknown_row_count_and_a_sorted_one_no_preview(pa
     lf = pl.scan_parquet(parquet)
     text = summary_of(north=lf.filter(pl.col("area") == "north"), ranked=lf.sort("amount"))
     north, ranked = text.split('inputs["ranked"]')
-    assert "unknown rows x 3 columns" in north and "row count unknown (counting would scan the data)" in north
+    assert "rows unknown x 3 columns" in north and "row count unknown (counting would scan the data)" in north
     assert "0 | north | 0.0" in north
     assert "no preview: its first rows need the whole input (it sorts)" in ranked and "first 3 rows" not in ranked
 
@@ -107,7 +90,7 @@ async def test_a_dataframe_is_a_polars_frame_in_both_sandboxes_and_the_users_sta
     df = frame()
     body = ("x = inputs['df']\nx[0, 'a'] = 100\nx.columns = ['A', 'B']\n"
             "print(type(x).__module__.split('.')[0], type(x).__name__, x.shape, x['A'].to_list())")
-    out, shipped = await in_sandbox(kind, {"df": df}, body)
+    out, shipped = await run_bound(kind, {"df": df}, body)
     assert out == "polars DataFrame (3, 2) [100, 2, 3]\n"  # the sandbox's own copy changes...
     assert df.columns == ["a", "b"] and df["a"].to_list() == [1, 2, 3]  # ...the user's frame never does
     if kind == "kernel":
@@ -119,7 +102,7 @@ async def test_a_lazy_frame_stays_lazy_and_crosses_with_zero_data_bytes(kind: st
     lf = pl.scan_parquet(parquet).filter(pl.col("area") == "south")
     body = ("q = inputs['q']\n"
             "print(type(q).__name__, q.select(pl.len()).collect().item(), q.collect()['amount'].sum())")
-    out, shipped = await in_sandbox(kind, {"q": lf}, "import polars as pl\n" + body)
+    out, shipped = await run_bound(kind, {"q": lf}, "import polars as pl\n" + body)
     expected = pl.read_parquet(parquet).filter(pl.col("area") == "south")
     assert out == f"LazyFrame {expected.height} {expected['amount'].sum()}\n"
     assert shipped == 0
@@ -157,3 +140,22 @@ def test_polars_and_dask_are_imported_only_for_their_own_values() -> None:
               "print(sorted(m for m in ('polars', 'dask', 'distributed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---- sql() ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+async def test_sql_sees_polars_frames_and_plans_under_their_input_names(kind: str, parquet: Path) -> None:
+    areas = pl.DataFrame({"area": ["north", "south", "east"], "manager": ["Ann", "Bo", "Cy"]})
+    body = ("print(sql('SELECT manager, sum(amount) AS total FROM sales JOIN areas USING (area) "
+            "GROUP BY 1 ORDER BY 1').to_dict('records'))\nprint(sql('SELECT count(*) AS n FROM sales').n[0])")
+    out, shipped = await run_bound(kind, {"sales": pl.scan_parquet(parquet), "areas": areas}, body)
+    frame = pl.read_parquet(parquet).join(areas, on="area").group_by("manager").agg(pl.col("amount").sum())
+    expected = [{"manager": m, "total": t} for m, t in sorted(frame.iter_rows())]
+    assert out == f"{expected}\n50000\n"
+    if kind == "kernel":
+        assert 0 < shipped < 10_000  # only the small in-memory frame is shipped, never the Parquet data
+
+
+def test_the_summary_tells_the_model_sql_sees_polars_inputs(parquet: Path) -> None:
+    text = summary_of(sales=pl.scan_parquet(parquet), areas=frame())
+    assert "`sql(query)` runs DuckDB SQL over the tables sales, areas" in text

@@ -21,8 +21,9 @@ import secrets
 import socket
 import sys
 import threading
+import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
@@ -50,7 +51,9 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     dtypes, more = column_pairs(schema, config)
     rows = known_length(ddf)
     try:
-        head = ddf.head(max(config.preview_rows, 8), npartitions=1, compute=True)
+        with warnings.catch_warnings():  # "Insufficient elements for head": one partition is all we look at
+            warnings.simplefilter("ignore")
+            head = ddf.head(max(config.preview_rows, 8), npartitions=1, compute=True)
     except Exception as exc:
         raise InputError(f"Input {name!r}: the first partition of this Dask DataFrame cannot be computed "
                          f"({_first_line(exc)}); fix the collection, or check its cluster and files.") from None
@@ -202,20 +205,36 @@ def _connect(name: str, address: str, spec: Mapping[str, Any]) -> Any:
                          f"({_first_line(exc)}); let the kernel reach it, or use sandbox='local'.") from None
 
 
+class PartitionStream:
+    """The frame as an Arrow stream for sql(), one computed partition at a time, so DuckDB reads it out of
+    core and the sandbox holds one partition at once. DuckDB asks for a fresh stream for every scan (the
+    Arrow PyCapsule protocol), so the same registration serves every query. Every query reads every
+    partition: aggregate with Dask itself when only a few columns or rows matter."""
+
+    def __init__(self, ddf: Any) -> None:
+        import pyarrow as pa
+
+        self._ddf = ddf
+        self.schema = pa.Schema.from_pandas(ddf._meta, preserve_index=False)
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.reader().__arrow_c_stream__(requested_schema)
+
+    def reader(self) -> Any:
+        import pyarrow as pa
+
+        ddf, schema = self._ddf, self.schema
+
+        def batches() -> Iterator[Any]:
+            for i in range(ddf.npartitions):
+                part = ddf.get_partition(i).compute()
+                yield from pa.Table.from_pandas(part, schema=schema, preserve_index=False).to_batches()
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+
 FAMILY = Family("dask", ("dask_frame",), _describe, classes=("dask:DataFrame",), crossing=_crossing,
-                reopen=_reopen, tables=("dask_frame",), sql=lambda value: partition_reader(value))
-
-
-def partition_reader(ddf: Any) -> Any:
-    """An Arrow stream of the frame, one computed partition at a time, for sql(): DuckDB reads it out of
-    core and the sandbox holds one partition at a time (aggregate with Dask itself when that is faster)."""
-    import pyarrow as pa
-
-    schema = pa.Schema.from_pandas(ddf._meta, preserve_index=False)
-
-    def batches() -> Any:
-        for i in range(ddf.npartitions):
-            part = ddf.get_partition(i).compute()
-            yield from pa.Table.from_pandas(part, schema=schema, preserve_index=False).to_batches()
-
-    return pa.RecordBatchReader.from_batches(schema, batches())
+                reopen=_reopen, tables=("dask_frame",), sql=PartitionStream)
