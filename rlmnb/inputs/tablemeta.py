@@ -189,6 +189,9 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
         with open(first, "rb") as f:
             head = f.read(SNIFF_BYTES)
         why = _sniff(head, complete=len(head) < SNIFF_BYTES)
+        if why is not None and b"\0" not in head:
+            raise InputError(f"Input {name!r}: {os.path.basename(first)} is not UTF-8 text ({why}), so it cannot be "
+                             f"parsed as {tf.label}; re-save it as UTF-8.")
         if why is not None:
             raise InputError(f"Input {name!r}: {os.path.basename(first)} is not text ({why}), so it cannot be "
                              f"parsed as {tf.label}; check the file.")
@@ -203,6 +206,11 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
                 raise
             raise InputError(f"Input {name!r}: {os.path.basename(path)} cannot be parsed as {tf.label} "
                              f"({_clip_end(duck.message(exc), 300)}); fix the file or check its format.") from None
+        delim = {"csv": ",", "tsv": "\t"}.get(tf.format)
+        if delim and len(cols) == 1 and cols[0][1] == "VARCHAR" and delim in cols[0][0]:
+            raise InputError(f"Input {name!r}: {os.path.basename(path)} cannot be parsed as {tf.label} (its rows do "
+                             f"not split into the same number of fields, so each line would be one text column); "
+                             f"fix the file or check its delimiter.")
         if path == picks[0]:
             base = cols
         elif [c for c, _ in cols] != [c for c, _ in base]:
