@@ -26,6 +26,8 @@ FAMILY_MODULES = (
     "text",         # str, bytes, bytearray, memoryview
     "frames",       # pandas DataFrame, Series
     "arrow",        # pyarrow Table, RecordBatch
+    "datasets",     # pyarrow.dataset.Dataset
+    "relations",    # duckdb relations
     "arrays",       # numpy ndarray
     "containers",   # scalars, Mappings, Sequences
     "polars_frames",  # polars DataFrame, LazyFrame
@@ -45,6 +47,8 @@ class Family:
                address), or None to ship the data itself as a file (Arrow IPC, .npy, text, pickle).
     reopen:    (name, spec) -> the kernel's view of a crossed input (runs inside the sandbox kernel).
     view:      (name, shipped value) -> the kernel's read-only view of shipped data (default: as is).
+    export:    (source) -> a pyarrow Table to ship when `crossing` gives None and the value is not one the
+               transfer module writes itself (a relation over in-memory tables, an in-memory dataset).
     tables:    the kinds of this family that sql() registers as tables.
     sql:       (loaded value) -> something DuckDB can scan (a relation, Arrow, pandas) for those kinds.
     """
@@ -57,6 +61,7 @@ class Family:
     crossing: Callable[[Field], dict[str, Any] | None] | None = None
     reopen: Callable[[str, Mapping[str, Any]], Any] | None = None
     view: Callable[[str, Any], Any] | None = None
+    export: Callable[[Any], Any] | None = None
     tables: tuple[str, ...] = ()
     sql: Callable[[Any], Any] | None = None
 
@@ -147,6 +152,12 @@ def crossing_spec(field: Field) -> dict[str, Any] | None:
     if fam is None or fam.crossing is None:
         return None
     return fam.crossing(field)
+
+
+def exporter(kind: str) -> Callable[[Any], Any] | None:
+    """How a kind that cannot be reopened becomes one Arrow table for the kernel, or None."""
+    fam = family_of_kind(kind)
+    return fam.export if fam is not None else None
 
 
 def kernel_loader(spec: Mapping[str, Any], load_shipped: Callable[[Mapping[str, Any]], Any]) -> Callable[[], Any]:

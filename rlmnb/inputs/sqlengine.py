@@ -78,9 +78,9 @@ class SQLEngine:
             fam = family_of_kind(field.info.kind)
             hook: Callable[[Any], Any] = fam.sql if fam is not None and fam.sql is not None else (lambda v: v)
             target = hook(field.load())
-            cur.register(name, target)
             try:
-                cur.sql(f"SELECT * FROM {duck.ident(name)} LIMIT 0").fetchall()
+                cur.register(name, target)
+                cur.sql(f"SELECT * FROM {duck.ident(name)} LIMIT 1").fetchall()  # LIMIT 0 binds but never reads
             except Exception as exc:
                 if not (duck.is_error(exc) and hasattr(target, "to_arrow_table")):
                     raise

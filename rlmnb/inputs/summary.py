@@ -206,7 +206,8 @@ def _lazy_sizes(info: FieldInfo) -> list[str]:
     size = _human_bytes(info.size_bytes) if info.size_bytes is not None else ""
     where = f"{size} on disk" if size and info.path else (f"~{size}" if size else "")
     tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
-    return [f"{rows} x {_plural(info.columns or 0, 'column')}", where, tokens + (" if all read" if info.path else "")]
+    tokens = "" if info.rows is None and not info.est_tokens else tokens + (" if all read" if info.path else "")
+    return [f"{rows} x {_plural(info.columns or 0, 'column')}", where, tokens]
 
 
 def _columns_line(info: FieldInfo, max_cols: int) -> str:

@@ -15,12 +15,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..tokens import CHARS_PER_TOKEN
 from . import duck
-from .arrow import arrow_preview, arrow_tokens
-from .brief import CELL_CHARS, SAMPLE_ROWS, _clip_end, _human_count, _one_line
+from .brief import SAMPLE_ROWS, _clip_end, _human_count, _one_line
 from .disk import SNIFF_BYTES, _sniff
-from .records import Field, FieldInfo
+from .lazytable import lazy_table_info
+from .records import Field
 from .tablefiles import TableFiles, file_format, open_relation
 
 if TYPE_CHECKING:
@@ -60,23 +59,14 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
             raise
         raise InputError(f"Input {name!r}: cannot read {where} as {tf.label} ({_clip_end(duck.message(exc), 300)}); "
                          f"fix or remove the file, or bind it as plain bytes with open(path, 'rb').read().") from None
-    ncols = len(columns)
-    shown = min(ncols, config.max_columns_shown)
-    dtypes = tuple((_clip_end(_one_line(c), CELL_CHARS), t) for c, t in zip(columns[:shown], types[:shown], strict=True))
-    preview, truncated = arrow_preview(sample, rows, config)
-    if rows is not None and ncols:
-        tokens = arrow_tokens(sample, rows * ncols)
-    else:
-        tokens = round(total / CHARS_PER_TOKEN)
     files = f"{len(tf.files):,} {tf.label} file{'' if len(tf.files) == 1 else 's'}"
     hive = f", Hive partitions: {', '.join(tf.hive)}" if tf.hive else ""
     stamp = datetime.datetime.fromtimestamp(newest, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     detail = f"{files}{hive}; rows {how}; files as of {stamp} (newest change), read when queried"
     if stats:
         detail += "\n  " + stats
-    info = FieldInfo(name, "file_table", PYTHON_TYPE, size_bytes=total, rows=rows, columns=ncols, est_tokens=tokens,
-                     dtypes=dtypes, more_columns=ncols - shown, preview=preview, truncated=truncated,
-                     path=tf.root, detail=detail, estimated=estimated)
+    info = lazy_table_info(name, "file_table", PYTHON_TYPE, columns, types, sample, config, rows=rows,
+                           estimated=estimated, size_bytes=total, path=tf.root, detail=detail)
     read_paths = (tf.root,) if os.path.isdir(tf.root) and tf.pattern is None else tf.files
     return Field(name, source, info, lambda: open_relation(tf, duck.cursor()), read_paths=read_paths,
                  plan=tf.to_dict())
@@ -199,6 +189,9 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
         with open(first, "rb") as f:
             head = f.read(SNIFF_BYTES)
         why = _sniff(head, complete=len(head) < SNIFF_BYTES)
+        if why is not None and b"\0" not in head:
+            raise InputError(f"Input {name!r}: {os.path.basename(first)} is not UTF-8 text ({why}), so it cannot be "
+                             f"parsed as {tf.label}; re-save it as UTF-8.")
         if why is not None:
             raise InputError(f"Input {name!r}: {os.path.basename(first)} is not text ({why}), so it cannot be "
                              f"parsed as {tf.label}; check the file.")
@@ -213,6 +206,11 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
                 raise
             raise InputError(f"Input {name!r}: {os.path.basename(path)} cannot be parsed as {tf.label} "
                              f"({_clip_end(duck.message(exc), 300)}); fix the file or check its format.") from None
+        delim = {"csv": ",", "tsv": "\t"}.get(tf.format)
+        if delim and len(cols) == 1 and cols[0][1] == "VARCHAR" and delim in cols[0][0]:
+            raise InputError(f"Input {name!r}: {os.path.basename(path)} cannot be parsed as {tf.label} (its rows do "
+                             f"not split into the same number of fields, so each line would be one text column); "
+                             f"fix the file or check its delimiter.")
         if path == picks[0]:
             base = cols
         elif [c for c, _ in cols] != [c for c, _ in base]:

@@ -136,6 +136,14 @@ class Shipper:
             spec = self._write_arrow(source, kind)
             if spec is not None:
                 return spec
+        from ..inputs.registry import exporter
+
+        export = exporter(kind)
+        if export is not None:  # a lazy input that cannot be reopened: its result, once, as Arrow IPC
+            path = self._path(".arrow")
+            write_ipc(export(source), path)
+            self.bytes_written += os.path.getsize(path)
+            return {"how": "arrow", "path": path, "exported": True}
         if kind == "array" and getattr(source, "dtype", None) is not None and not source.dtype.hasobject:
             import numpy as np
 
@@ -245,7 +253,7 @@ def load_spec(spec: Mapping[str, Any]) -> Any:
         return memoryview(data).toreadonly() if spec.get("view") else data
     if how == "arrow":
         table = read_ipc(path)
-        if spec["kind"] == "arrow":
+        if spec["kind"] == "arrow" or spec.get("exported"):
             return table.to_batches()[0] if spec.get("record_batch") and table.num_rows else table
         if spec["kind"] == "polars_frame":
             return table
