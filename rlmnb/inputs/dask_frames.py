@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .brief import _cell
-from .records import Field, FieldInfo, _type_name
+from .lazytable import lazy_table_info
+from .records import Field, _type_name
 from .registry import Family
-from .sampled import arrow_preview, column_pairs, sample_tokens
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
@@ -46,9 +46,6 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     client = user_client()
     address = str(client.scheduler.address or "") if client is not None and client.status == "running" else ""
     meta = ddf._meta
-    schema = [(str(c), str(t)) for c, t in meta.dtypes.items()]
-    ncols = len(schema)
-    dtypes, more = column_pairs(schema, config)
     rows = known_length(ddf)
     try:
         with warnings.catch_warnings():  # "Insufficient elements for head": one partition is all we look at
@@ -59,8 +56,6 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
                          f"({_first_line(exc)}); fix the collection, or check its cluster and files.") from None
     import pyarrow as pa
 
-    table = pa.Table.from_pandas(head, preserve_index=False)
-    preview, truncated = arrow_preview(table, ncols, rows, config)
     notes = [f"Dask DataFrame, {ddf.npartitions:,} partition{'s' if ddf.npartitions != 1 else ''}, not computed: "
              f"its methods build a graph and .compute() runs it" + (" on the cluster" if address else "")]
     if ddf.known_divisions:
@@ -68,9 +63,9 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
         notes.append(f"index divisions known: {_cell(divisions[0], 30)} … {_cell(divisions[-1], 30)}")
     if rows is None:
         notes.append("row count unknown (counting would compute every partition)")
-    info = FieldInfo(name, "dask_frame", _type_name(ddf), rows=rows, columns=ncols,
-                     est_tokens=sample_tokens(table, rows, ncols), dtypes=dtypes, more_columns=more, preview=preview,
-                     truncated=truncated, detail="; ".join(notes))
+    info = lazy_table_info(name, "dask_frame", _type_name(ddf), [str(c) for c in meta.columns],
+                           [str(t) for t in meta.dtypes], pa.Table.from_pandas(head, preserve_index=False), config,
+                           rows=rows, detail="; ".join(notes))
     endpoints = (_host_port(address),) if address.startswith(("tcp://", "tls://")) else ()
     return Field(name, ddf, info, ddf.copy, endpoints=endpoints)  # a copy: `x["c"] = ...` never reaches ddf
 

@@ -11,6 +11,7 @@ found the preview's rows.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import os
@@ -19,10 +20,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from .arrow import arrow_tokens
 from .brief import SAMPLE_ROWS, _sample_positions
-from .records import Field, FieldInfo, _type_name
+from .lazytable import lazy_table_info
+from .records import Field, _type_name
 from .registry import Family
-from .sampled import arrow_preview, column_pairs, sample_tokens
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
@@ -34,26 +36,23 @@ _ONE_LINE_ERROR = 300
 
 def _describe_frame(name: str, df: Any, config: RLMConfig) -> Field:
     rows, ncols = df.shape
-    schema = [(str(n), str(t)) for n, t in df.schema.items()]
-    dtypes, more = column_pairs(schema, config)
-    preview, truncated = arrow_preview(_arrow(df.head(config.preview_rows)), ncols, rows, config)
-    sample = _arrow(df[[int(i) for i in _sample_positions(rows, SAMPLE_ROWS)]]) if rows and ncols else None
-    info = FieldInfo(name, "polars_frame", _type_name(df), size_bytes=int(df.estimated_size()), rows=rows,
-                     columns=ncols, est_tokens=sample_tokens(sample, rows, ncols), dtypes=dtypes, more_columns=more,
-                     preview=preview, truncated=truncated)
+    info = lazy_table_info(name, "polars_frame", _type_name(df), df.columns, [str(t) for t in df.dtypes],
+                           _arrow(df.head(config.preview_rows)), config, rows=rows,
+                           size_bytes=int(df.estimated_size()))
+    if rows and ncols:  # in memory: tokens from rows spread over the frame, not its head
+        sample = _arrow(df[[int(i) for i in _sample_positions(rows, SAMPLE_ROWS)]])
+        info = dataclasses.replace(info, est_tokens=arrow_tokens(sample, rows * ncols))
     return Field(name, df, info, df.clone)  # a clone shares buffers; writes to it copy, never reach df
 
 
 def _describe_lazy(name: str, lf: Any, config: RLMConfig) -> Field:
     try:
-        schema = [(str(n), str(t)) for n, t in lf.collect_schema().items()]
+        schema = lf.collect_schema()
     except Exception as exc:
         raise InputError(f"Input {name!r}: its Polars query fails before running ({_first_line(exc)}); "
                          f"fix the query, or check that the files it scans exist.") from None
     import polars as pl
 
-    ncols = len(schema)
-    dtypes, more = column_pairs(schema, config)
     count_plan = lf.select(pl.len())
     count = int(_collect(name, count_plan).item()) if _counts_from_metadata(count_plan.explain()) else None
     head_plan = lf.head(max(config.preview_rows, 8))
@@ -61,15 +60,14 @@ def _describe_lazy(name: str, lf: Any, config: RLMConfig) -> Field:
     notes = ["lazy Polars query, not collected: .head(n).collect() or .collect() in the sandbox runs it"]
     if blocking:
         notes.append(f"no preview: its first rows need the whole input ({blocking})")
-        preview, truncated, tokens = "", True, 0
+        head = pl.DataFrame(schema=schema)
     else:
-        table = _arrow(_collect(name, head_plan))
-        preview, truncated = arrow_preview(table, ncols, count, config)
-        tokens = sample_tokens(table, count, ncols)
+        head = _collect(name, head_plan)
     if count is None:
         notes.append("row count unknown (counting would scan the data)")
-    info = FieldInfo(name, "polars_lazy", _type_name(lf), rows=count, columns=ncols, est_tokens=tokens,
-                     dtypes=dtypes, more_columns=more, preview=preview, truncated=truncated, detail="; ".join(notes))
+    info = lazy_table_info(name, "polars_lazy", _type_name(lf), list(schema.names()),
+                           [str(t) for t in schema.dtypes()], _arrow(head), config, rows=count,
+                           detail="; ".join(notes))
     return Field(name, lf, info, lambda: lf, read_paths=scanned_paths(lf))  # plans are immutable
 
 
