@@ -74,6 +74,7 @@ def test_a_dask_frame_is_summarised_from_metadata_and_its_first_partition(client
     assert f"user | amount | kind\n    {first.user} | {first.amount} | {first.kind}" in text
     host, port = client.scheduler.address.split("://")[1].rsplit(":", 1)
     assert fields[0].endpoints == (f"{host}:{port}",)
+    assert fields[0].read_paths == (str(events_path),)  # a confined kernel without a cluster reads these
 
 
 def test_a_filtered_frame_has_an_unknown_row_count_and_known_divisions_are_shown(client: Client) -> None:

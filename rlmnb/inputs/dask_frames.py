@@ -17,6 +17,7 @@ import base64
 import contextlib
 import hashlib
 import importlib
+import os
 import secrets
 import socket
 import sys
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from ..config import RLMConfig
 
 CONNECT_SECONDS = 10.0   # the kernel's client waits this long for the scheduler
-PROBE_SECONDS = 2.0      # the host checks the scheduler answers within this
+PROBE_SECONDS = 2.0
+MAX_READ_PATHS = 16      # above this many folders, their common parent is named instead      # the host checks the scheduler answers within this
 _kernel_clients: dict[str, Any] = {}   # in the kernel: one client per scheduler address
 _published: dict[tuple[int, str], tuple[weakref.ref[Any], str]] = {}  # on the host: (id, address) -> dataset
 _lock = threading.Lock()
@@ -47,15 +49,19 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     address = str(client.scheduler.address or "") if client is not None and client.status == "running" else ""
     meta = ddf._meta
     rows = known_length(ddf)
-    try:
-        with warnings.catch_warnings():  # "Insufficient elements for head": one partition is all we look at
-            warnings.simplefilter("ignore")
-            head = ddf.head(max(config.preview_rows, 8), npartitions=1, compute=True)
-    except Exception as exc:
-        raise InputError(f"Input {name!r}: the first partition of this Dask DataFrame cannot be computed "
-                         f"({_first_line(exc)}); fix the collection, or check its cluster and files.") from None
     import pyarrow as pa
 
+    k = max(config.preview_rows, 8)
+    files = parquet_files(ddf)
+    head = _first_rows(files[0], [str(c) for c in meta.columns], k) if files else None
+    if head is None:
+        try:
+            with warnings.catch_warnings():  # "Insufficient elements for head": one partition is all we read
+                warnings.simplefilter("ignore")
+                head = pa.Table.from_pandas(ddf.head(k, npartitions=1, compute=True), preserve_index=False)
+        except Exception as exc:
+            raise InputError(f"Input {name!r}: the first partition of this Dask DataFrame cannot be computed "
+                             f"({_first_line(exc)}); fix the collection, or check its cluster and files.") from None
     notes = [f"Dask DataFrame, {ddf.npartitions:,} partition{'s' if ddf.npartitions != 1 else ''}, not computed: "
              f"its methods build a graph and .compute() runs it" + (" on the cluster" if address else "")]
     if ddf.known_divisions:
@@ -64,10 +70,12 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
     if rows is None:
         notes.append("row count unknown (counting would compute every partition)")
     info = lazy_table_info(name, "dask_frame", _type_name(ddf), [str(c) for c in meta.columns],
-                           [str(t) for t in meta.dtypes], pa.Table.from_pandas(head, preserve_index=False), config,
+                           [str(t) for t in meta.dtypes], head, config,
                            rows=rows, detail="; ".join(notes))
     endpoints = (_host_port(address),) if address.startswith(("tcp://", "tls://")) else ()
-    return Field(name, ddf, info, ddf.copy, endpoints=endpoints)  # a copy: `x["c"] = ...` never reaches ddf
+    folders = sorted({os.path.dirname(f) for f in files})
+    read_paths = tuple(folders) if len(folders) <= MAX_READ_PATHS else (os.path.commonpath(folders),)
+    return Field(name, ddf, info, ddf.copy, endpoints=endpoints, read_paths=read_paths)  # a copy: `x["c"] = ...` never reaches ddf
 
 
 def user_client() -> Any:
@@ -79,6 +87,35 @@ def user_client() -> Any:
         return distributed.Client.current(allow_global=True)  # the one `.compute()` would use
     except ValueError:
         return None
+
+
+def parquet_files(ddf: Any) -> list[str]:
+    """The local Parquet files a frame is a plain `read_parquet` of (columns chosen, no filters), else []."""
+    expr = getattr(ddf, "expr", None)
+    if expr is None or not type(expr).__name__.startswith("ReadParquet"):
+        return []
+    try:
+        if expr.operand("filters") or expr.operand("storage_options"):
+            return []
+        paths = [str(p) for p in expr._dataset_info["ds"].files]
+    except Exception:
+        return []
+    return paths if paths and all(os.path.isabs(p) for p in paths) and os.path.isfile(paths[0]) else []
+
+
+def _first_rows(path: str, columns: list[str], k: int) -> Any:
+    """The first k rows of one Parquet file (its first row group is read), or None when it has none of
+    them or lacks a column (Hive keys live in folder names): the caller then computes a partition."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        batch = next(pq.ParquetFile(path).iter_batches(batch_size=k, columns=columns), None)
+    except Exception:
+        return None
+    if batch is None or batch.num_rows == 0 or batch.schema.names != columns:
+        return None
+    return pa.Table.from_batches([batch])
 
 
 def known_length(ddf: Any) -> int | None:
