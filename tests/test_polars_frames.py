@@ -159,3 +159,12 @@ async def test_sql_sees_polars_frames_and_plans_under_their_input_names(kind: st
 def test_the_summary_tells_the_model_sql_sees_polars_inputs(parquet: Path) -> None:
     text = summary_of(sales=pl.scan_parquet(parquet), areas=frame())
     assert "`sql(query)` runs DuckDB SQL over the tables sales, areas" in text
+
+
+@pytest.mark.integration
+async def test_a_plan_over_a_relative_path_still_reads_its_files_in_the_kernel(
+        parquet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(parquet.parent.parent)  # the kernel runs in a directory of its own
+    lf = pl.scan_parquet(f"{parquet.parent.name}/{parquet.name}").filter(pl.col("area") == "east")
+    out, shipped = await run_bound("kernel", {"q": lf}, "print(inputs['q'].collect().height)")
+    assert out == f"{pl.read_parquet(parquet).filter(pl.col('area') == 'east').height}\n" and shipped == 0

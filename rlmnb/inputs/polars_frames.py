@@ -14,6 +14,7 @@ import base64
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import warnings
 from collections.abc import Mapping
@@ -108,24 +109,52 @@ _BLOCKING_STEPS = (("SORT", "it sorts"), ("AGGREGATE", "it aggregates"), ("JOIN"
 
 def scanned_paths(lf: Any) -> tuple[str, ...]:
     """The folders holding the files a plan scans (a confined kernel must be able to read them)."""
-    try:
-        plan = lf.explain(optimized=False)
-    except Exception:
-        return ()
     folders: list[str] = []
-    for line in plan.splitlines():
-        if " SCAN [" not in line:
-            continue
-        inside = line.split(" SCAN [", 1)[1].rsplit("]", 1)[0]
-        for part in inside.split(", "):
-            part = part.strip()
-            if part.startswith("/") or part.startswith("."):
-                folder = os.path.dirname(os.path.abspath(part))
-                if folder not in folders:
-                    folders.append(folder)
+    for path in _sources(lf):
+        if "://" not in path:
+            folder = os.path.dirname(os.path.abspath(path))
+            if folder not in folders:
+                folders.append(folder)
     if len(folders) > MAX_READ_PATHS:
         folders = [os.path.commonpath(folders)]
     return tuple(folders)
+
+
+def _sources(lf: Any) -> list[str]:
+    """The files (or globs) the plan's scans name, as `explain` lists them."""
+    try:
+        plan = lf.explain(optimized=False)
+    except Exception:
+        return []
+    found: list[str] = []
+    for line in plan.splitlines():
+        if " SCAN [" in line:
+            inside = line.split(" SCAN [", 1)[1].rsplit("]", 1)[0]
+            found += [p.strip() for p in inside.split(", ") if p.strip() and " other " not in p]
+    return found
+
+
+def _absolute(lf: Any) -> Any:
+    """The plan with relative file paths made absolute: the sandbox kernel runs in a directory of its own.
+    Polars' JSON plan is the one form whose paths can be rewritten; it is used only when needed."""
+    if all(os.path.isabs(p) or "://" in p for p in _sources(lf)):
+        return lf
+    import polars as pl
+
+    def absolute(entry: Any) -> Any:  # one scan source: {"inner": "data/x.parquet"}
+        path = entry.get("inner") if isinstance(entry, dict) else None
+        return {**entry, "inner": os.path.abspath(path)} if isinstance(path, str) and "://" not in path else entry
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: [absolute(e) for e in v] if k == "Paths" and isinstance(v, list) else fix(v)
+                    for k, v in node.items()}
+        return [fix(v) for v in node] if isinstance(node, list) else node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = json.loads(lf.serialize(format="json"))
+        return pl.LazyFrame.deserialize(io.StringIO(json.dumps(fix(plan))), format="json")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -141,7 +170,7 @@ def _crossing(field: Field) -> dict[str, Any] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            plan = field.source.serialize()
+            plan = _absolute(field.source).serialize()
     except Exception as exc:
         raise InputError(f"Input {field.name!r}: its Polars query cannot be sent to the kernel sandbox "
                          f"({_first_line(exc)}); pass {field.name}.collect() instead, or use sandbox='local'.") from None
