@@ -11,6 +11,7 @@ from typing import Any
 KINDS = ("text", "bytes", "text_file", "binary_file", "directory", "table", "series", "arrow", "array", "list",
          "dict", "scalar")
 SUPPORTED = ("str, bytes, pathlib.Path (a file or directory), pandas DataFrame or Series, pyarrow Table, "
+             "Polars DataFrame or LazyFrame, Dask DataFrame, "
              "numpy array, list, tuple, dict or a plain scalar (int, float, bool, None, datetime, Decimal)")
 
 @dataclass(frozen=True)
