@@ -8,6 +8,8 @@ under the run's one budget; bad clusters fail with one sentence before any model
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -177,3 +179,34 @@ async def test_sql_streams_a_dask_frame_partition_by_partition_for_every_query(
     counts = [{"kind": k, "n": int(n)} for k, n in truth.groupby("kind").size().sort_index().items()]
     assert out == f"{counts}\n{truth[truth.user == 7].amount.max()}\n"
     assert shipped == 0
+
+
+# ---- security and clean-up ----------------------------------------------------------------------------------
+@pytest.mark.integration
+def test_a_tls_cluster_is_reached_with_the_users_security_settings_which_never_reach_the_record() -> None:
+    from distributed.security import Security
+
+    security = Security.temporary()
+    with LocalCluster(n_workers=1, processes=False, protocol="tls://", security=security,
+                      dashboard_address=":0") as tls, Client(tls, security=security) as c:
+        assert c.scheduler.address.startswith("tls://")
+        frame = dd.from_pandas(pd.DataFrame({"v": np.arange(100)}), npartitions=2)
+        root = ScriptedLM([code("print(int(inputs['v'].v.sum().compute()))"), code("submit('ok')")], name="root")
+        result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel").run("?", v=frame)
+    assert result.answer == "ok", result.error
+    assert "4950" in root.requests[1][-1]["content"]  # the kernel's TLS client computed it
+    assert "PRIVATE KEY" not in json.dumps(result.trajectory.to_dict())
+
+
+@pytest.mark.integration
+async def test_a_published_collection_is_unpublished_when_the_user_lets_it_go(client: Client,
+                                                                             events_path: Path) -> None:
+    before = set(client.list_datasets())
+    frame = events(events_path)
+    out, _ = await run_bound("kernel", {"events": frame}, "print(inputs['events'].npartitions)")
+    assert out == "4\n"
+    published = set(client.list_datasets()) - before
+    assert len(published) == 1 and next(iter(published)).startswith("rlmnb-")
+    del frame
+    gc.collect()
+    assert set(client.list_datasets()) == before

@@ -19,7 +19,6 @@ import hashlib
 import importlib
 import os
 import secrets
-import socket
 import sys
 import threading
 import warnings
@@ -139,12 +138,10 @@ def _scheduler_address(name: str, client: Any) -> str:
         raise InputError(f"Input {name!r}: its Dask scheduler at {address} lives inside this Python process, "
                          f"where the sandbox kernel cannot reach it; start it with processes=True or "
                          f"protocol='tcp', or use sandbox='local'.")
-    host, port = _host_port(address).rsplit(":", 1)
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS):
-            pass
-    except OSError as exc:
-        raise InputError(f"Input {name!r}: the Dask scheduler at {address} cannot be reached ({exc.strerror or exc}); "
+    try:  # one round trip through the client itself (a raw probe would upset a TLS scheduler)
+        client.list_datasets(callback_timeout=PROBE_SECONDS)
+    except Exception as exc:
+        raise InputError(f"Input {name!r}: the Dask scheduler at {address} does not answer ({_first_line(exc)}); "
                          f"restart the cluster and its client, or use sandbox='local'.") from None
     return address
 
