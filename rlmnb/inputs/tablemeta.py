@@ -9,7 +9,6 @@ Every kind: a few rows read with `LIMIT`, which stops after the first row group 
 from __future__ import annotations
 
 import datetime
-import gzip
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -228,6 +227,8 @@ def _rows_per_byte(path: str, tf: TableFiles) -> float | None:
     """Lines per on-disk byte in the first megabyte (gzip: per compressed byte consumed); None for zstd."""
     if tf.compression == "zstd":
         return None
+    import gzip
+
     with open(path, "rb") as raw:
         if tf.compression == "gzip":
             with gzip.GzipFile(fileobj=raw) as g:
