@@ -112,8 +112,9 @@ print(run.usage)"""),
         md("""
 # Files and folders: one question across logs, prose and tables
 
-`-f NAME=PATH` binds a file (text, or bytes for binary files such as Parquet) or a whole directory (a lazy
-mapping of relative path to text). Nothing is read until the model's code asks for it."""),
+`-f NAME=PATH` binds a file (text, or bytes for binary files), a table in files (Parquet, CSV, JSON Lines or
+Arrow files, a folder or a glob of them: a DuckDB relation that `sql()` queries in place) or a whole directory
+(a lazy mapping of relative path to text). Nothing is read until the model's code asks for it."""),
         code(SWITCH),
         code("""
 from pathlib import Path

@@ -25,13 +25,28 @@ line in `registry.FAMILY_MODULES`. A family says:
     tables/sql  the kinds sql() registers as DuckDB tables, and how a loaded value becomes something
                 DuckDB scans (a relation, an Arrow table, a pandas frame)
 
+    export      (source) -> one pyarrow Table to ship when the input cannot be reopened
+
+To add a kind: write `rlmnb/inputs/<family>.py` ending in `FAMILY = Family(...)` and add its module name
+to `registry.FAMILY_MODULES`. A lazy table builds its FieldInfo with `lazytable.lazy_table_info` (column
+names, type names, an Arrow head, the row count if known), sets `Field.plan` to what its `reopen` needs,
+and `read_paths` / `endpoints` to what a confined kernel must reach. `sql()` registers the kinds in
+`tables` under their input names with DuckDB's `register` (pandas, Arrow, Polars, datasets, relations).
+
 Modules: `records` (FieldInfo, InputsSummary, Field), `registry` (Family, recognise, describe,
 bind_inputs, kernel_loader), `summary` (rendering under the cap), `brief` (bounded renderings and token
-estimates), `views` (read-only views), `disk` (text-or-binary sniff, folder walk); families: `files`,
-`text`, `frames` (pandas), `arrow`, `arrays` (numpy), `containers`.
+estimates), `views` (read-only views), `disk` (text-or-binary sniff, folder walk), `duck` (the process's
+DuckDB database), `lazytable` (FieldInfo of a lazy table), `sqlengine` (the sql() primitive); families:
+`files` (with `tablefiles` and `tablemeta` for tables in files), `text`, `frames` (pandas), `arrow`,
+`datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays` (numpy), `containers`.
 
-narwhals was evaluated for describing frames of many libraries through one lazy API; see the
-`relations` module for where DuckDB itself already gives that.
+narwhals (2.29, checked here) recognises pandas, Polars, PyArrow, DuckDB, Dask and PySpark frames by
+module name and offers one lazy API (`collect_schema`, `head`, `select(nw.len())`). These families do not
+use it: DuckDB, a core dependency that sql() needs anyway, already gives schema, a LIMIT head and counts
+over files, relations, pandas, Arrow and Polars, with the SQL type names the model then writes queries
+against (narwhals reports its own, Int64/String); and `import narwhals` costs ~265 ms here. The shared
+step is `lazytable.lazy_table_info`, written once. A family for a library DuckDB cannot scan (Dask) may
+still use narwhals for its head.
 
 What the sandbox sees (`Field.load()`) never lets model code change the user's objects and never
 copies them in bulk:

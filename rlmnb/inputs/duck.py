@@ -12,6 +12,7 @@ from typing import Any
 
 _lock = threading.Lock()
 _database: Any = None
+_applied: int | None = None
 
 
 def cursor() -> Any:
@@ -23,7 +24,31 @@ def cursor() -> Any:
                 import duckdb
 
                 _database = duckdb.connect(":memory:")
+    _follow_data_limit()
     return _database.cursor()
+
+
+def _follow_data_limit() -> None:
+    """Keep DuckDB under the kernel sandbox's memory cap (set after start-up): it spills to disk instead."""
+    global _applied
+    limit = _data_limit()
+    if limit != _applied:
+        with _lock:
+            if limit is not None:
+                _database.execute(f"SET memory_limit = '{max(64, limit * 6 // 10 >> 20)}MB'")
+            else:
+                _database.execute("RESET memory_limit")
+            _applied = limit
+
+
+def _data_limit() -> int | None:
+    """This process's RLIMIT_DATA (the kernel sandbox's memory_limit), or None when unlimited."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 def ident(name: str) -> str:

@@ -1,7 +1,6 @@
 """Describing a table in files from metadata and a bounded sample: never a full scan.
 
-Parquet: exact rows, schemas and per-column statistics from the footers (DuckDB's `parquet_*`
-functions). Arrow IPC: rows and schema from the file's batch index. CSV / JSON Lines: schema from
+Parquet: exact rows, schemas and per-column statistics from the footers (see parquetmeta.py). Arrow IPC: rows and schema from the file's batch index. CSV / JSON Lines: schema from
 DuckDB's sniffer, rows estimated from the bytes per row of the first megabyte (marked as an estimate).
 Every kind: a few rows read with `LIMIT`, which stops after the first row group or chunk.
 """
@@ -9,30 +8,26 @@ Every kind: a few rows read with `LIMIT`, which stops after the first row group 
 from __future__ import annotations
 
 import datetime
-import gzip
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from . import duck
-from .brief import SAMPLE_ROWS, _clip_end, _human_count, _one_line
+from .brief import SAMPLE_ROWS, _clip_end
 from .disk import SNIFF_BYTES, _sniff
 from .lazytable import lazy_table_info
+from .parquetmeta import parquet_meta
 from .records import Field
 from .tablefiles import TableFiles, file_format, open_relation
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
 
-MAX_META_FILES = 4096        # files whose footers are read for rows and schema agreement (beyond: estimated)
-MAX_STATS_FILES = 256        # Parquet files whose column statistics are read
+MAX_META_FILES = 1024        # Arrow IPC files whose batch index is read (beyond: rows estimated)
 MAX_SNIFF_FILES = 8          # CSV / JSON files whose columns are sniffed to check they agree
 ROW_SAMPLE_BYTES = 1 << 20   # bytes of a text table read to estimate its bytes per row
 COUNT_BELOW_BYTES = 4 << 20  # text tables this small are counted exactly
-STATS_CHARS = 600            # the statistics line of the summary
-_STAT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-               "UBIGINT", "FLOAT", "DOUBLE", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "VARCHAR", "BOOLEAN")
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 
 
@@ -44,7 +39,7 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
     rows: int | None
     try:
         if tf.format == "parquet":
-            rows, estimated, how, stats = _parquet_meta(name, tf, cur)
+            rows, estimated, how, stats, _ = parquet_meta(name, tf.files)
         elif tf.format == "ipc":
             (rows, estimated, how), stats = _ipc_meta(name, tf), ""
         else:
@@ -102,60 +97,6 @@ def _schema_clash(name: str, first: str, other: str, a: Sequence[tuple[str, str]
         what = f"column {col!r} is {da[col]} in one and {db[col]} in the other" if col else "their columns differ in order"
     return InputError(f"Input {name!r}: {os.path.basename(first)} and {os.path.basename(other)} do not share a "
                       f"schema ({what}); bind them as separate inputs or make their columns agree.")
-
-
-# ---- Parquet ---------------------------------------------------------------------------------------------
-def _parquet_meta(name: str, tf: TableFiles, cur: Any) -> tuple[int, bool, str, str]:
-    files = tf.files[:MAX_META_FILES]
-    listed = _list(files)
-    counts = dict(cur.sql(f"SELECT file_name, num_rows FROM parquet_file_metadata({listed})").fetchall())
-    schema: dict[str, list[tuple[str, str]]] = {}
-    for file_name, col, typ in cur.sql(
-            f"SELECT file_name, name, duckdb_type FROM parquet_schema({listed}) "
-            f"WHERE duckdb_type IS NOT NULL ORDER BY file_name, column_id").fetchall():
-        schema.setdefault(file_name, []).append((col, typ))
-    first = files[0]
-    base = schema.get(first, [])
-    for path in files[1:]:
-        if schema.get(path, []) != base:
-            raise _schema_clash(name, first, path, base, schema.get(path, []))
-    rows = int(sum(int(counts.get(p, 0)) for p in files))
-    if len(files) < len(tf.files):
-        seen = sum(os.path.getsize(p) for p in files)
-        rows = round(rows * sum(os.path.getsize(p) for p in tf.files) / max(1, seen))
-        return rows, True, f"estimated from the footers of the first {len(files):,} files", _parquet_stats(tf, cur, base)
-    return rows, False, "from Parquet metadata", _parquet_stats(tf, cur, base)
-
-
-def _parquet_stats(tf: TableFiles, cur: Any, schema: Sequence[tuple[str, str]]) -> str:
-    """Null counts and min/max of the first columns, from the row groups' statistics."""
-    files = tf.files[:MAX_STATS_FILES]
-    cols = [(c, t) for c, t in schema[:12] if "." not in c]
-    if not cols:
-        return ""
-    cur.execute(f"CREATE OR REPLACE TEMP TABLE rlmnb_pm AS SELECT path_in_schema AS c, stats_null_count AS nulls, "
-                f"stats_min_value AS lo, stats_max_value AS hi FROM parquet_metadata({_list(files)})")
-    parts = []
-    for i, (col, typ) in enumerate(cols):
-        cast = typ if typ in _STAT_TYPES or typ.startswith("DECIMAL") else None
-        lo_hi = (f"min(TRY_CAST(lo AS {cast}))::VARCHAR, max(TRY_CAST(hi AS {cast}))::VARCHAR" if cast
-                 else "NULL, NULL")
-        parts.append(f"SELECT {i} AS i, count(*) - count(nulls), sum(nulls)::BIGINT, {lo_hi} FROM rlmnb_pm "
-                     f"WHERE c = {duck.literal(col)}")
-    out = []
-    for i, missing, nulls, lo, hi in sorted(cur.sql(" UNION ALL ".join(parts)).fetchall()):
-        bits = []
-        if lo is not None and hi is not None:
-            bits.append(f"{_clip_end(_one_line(lo), 24)}..{_clip_end(_one_line(hi), 24)}")
-        if missing == 0 and nulls:
-            bits.append(f"{_human_count(int(nulls))} nulls")
-        if bits:
-            out.append(f"{_clip_end(cols[i][0], 24)} {' '.join(bits)}")
-    cur.execute("DROP TABLE IF EXISTS rlmnb_pm")
-    if not out:
-        return ""
-    scope = f" (first {len(files):,} of {len(tf.files):,} files)" if len(files) < len(tf.files) else ""
-    return _clip_end(f"statistics{scope}: " + "; ".join(out), STATS_CHARS)
 
 
 # ---- Arrow IPC -------------------------------------------------------------------------------------------
@@ -228,6 +169,8 @@ def _rows_per_byte(path: str, tf: TableFiles) -> float | None:
     """Lines per on-disk byte in the first megabyte (gzip: per compressed byte consumed); None for zstd."""
     if tf.compression == "zstd":
         return None
+    import gzip
+
     with open(path, "rb") as raw:
         if tf.compression == "gzip":
             with gzip.GzipFile(fileobj=raw) as g:

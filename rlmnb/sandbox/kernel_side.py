@@ -394,6 +394,10 @@ def warm_up() -> None:
     import pyarrow  # noqa: F401
     import pyarrow.ipc  # noqa: F401
 
+    from ..inputs import duck  # sql() and file tables: DuckDB imported, its database opened, while idle
+
+    duck.cursor().close()
+
     from .. import inputs  # noqa: F401
 
 
