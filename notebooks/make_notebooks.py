@@ -247,7 +247,8 @@ from rlmnb.testing.shop import shop_data
 shop = shop_data(Path("data/shop"))  # written once with DuckDB, about 20 MB
 shop"""),
         code("""
-# NBVAL_IGNORE_OUTPUT (a cluster's start-up may log)
+# NBVAL_IGNORE_OUTPUT
+# (a cluster's start-up may log)
 import dask.dataframe as dd
 import duckdb
 import polars as pl
@@ -294,7 +295,8 @@ What the root model was told about the inputs: kinds, sizes, columns, statistics
 the data."""),
         code("print(run.trajectory.events[0].summary)"),
         code("""
-# NBVAL_IGNORE_OUTPUT (a cluster's shut-down may log)
+# NBVAL_IGNORE_OUTPUT
+# (a cluster's shut-down may log)
 client.close()
 cluster.close()"""),
     ],

@@ -15,11 +15,13 @@ llm_query_batched over the reviews it picked) and the sub-model that reads one r
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .generators import GENERATED_AT
 from .scripted import ScriptedLM
 
 CATEGORIES = ("audio", "kitchen", "outdoor", "fitness", "office")
@@ -67,7 +69,7 @@ def shop_data(root: Path, *, sales_rows: int = 2_000_000, reviews_rows: int = 50
         return ShopData(root, sales_rows, reviews_rows)
     root.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
-    con.execute("SET threads = 2; SET preserve_insertion_order = true")
+    con.execute("SET threads = 2; SET preserve_insertion_order = true; SET enable_progress_bar = false")
     con.execute(f"""CREATE TABLE products AS SELECT
         i AS product_id,
         {_pick(CATEGORIES, "hash(i * 3)")} AS category,
@@ -89,12 +91,14 @@ def shop_data(root: Path, *, sales_rows: int = 2_000_000, reviews_rows: int = 50
         CAST(1 + hash(i * 29) % 4 AS INTEGER) AS quantity
         FROM range({sales_rows}) t(i))
         TO '{root / "sales_raw.parquet"}' (FORMAT parquet)""")
+    con.execute("SET threads = 1")  # partitioned writes keep row order only on one thread: same files every time
     con.execute(f"""COPY (SELECT s.sale_id, s.day, s.store_id, s.product_id, s.quantity,
         round(s.quantity * p.price, 2) AS amount, strftime(s.day, '%Y-%m') AS month
         FROM read_parquet('{root / "sales_raw.parquet"}') s JOIN products p USING (product_id)
         ORDER BY s.sale_id)
         TO '{root / "sales"}' (FORMAT parquet, PARTITION_BY (month), OVERWRITE_OR_IGNORE true)""")
     (root / "sales_raw.parquet").unlink()
+    con.execute("SET threads = 2")
     (root / "reviews").mkdir(exist_ok=True)
     sayings = [(c, s) for c, pair in _SAYINGS.items() for s in pair]
     con.execute("CREATE TABLE sayings (complaint VARCHAR, k INTEGER, saying VARCHAR)")
@@ -117,6 +121,9 @@ def shop_data(root: Path, *, sales_rows: int = 2_000_000, reviews_rows: int = 50
             WHERE r.review_id >= {lo} AND r.review_id < {hi} ORDER BY r.review_id)
             TO '{root / "reviews" / f"part-{part}.parquet"}' (FORMAT parquet)""")
     con.close()
+    for path in root.rglob("*"):  # fixed times: the same files give the same summaries (and replays)
+        if path.is_file():
+            os.utime(path, (GENERATED_AT, GENERATED_AT))
     done.touch()
     return ShopData(root, sales_rows, reviews_rows)
 
