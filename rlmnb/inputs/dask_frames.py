@@ -8,7 +8,10 @@ scheduler under a private name and the sandbox kernel connects its own client to
 (same security settings) and fetches it, so `.compute()` in the sandbox runs on the cluster's workers and
 only results come back; `Field.endpoints` names the scheduler so a confined kernel may reach it. Without
 a client the collection's graph crosses (cloudpickled) and runs on Dask's default scheduler in the
-kernel. Sub-calls never run on workers: `llm_query` is a sandbox primitive that reaches the host.
+kernel. Sub-calls stay on the host: `llm_query` in the sandbox is a call to the host's broker, which
+spends the run's one budget, whatever the cluster does.
+
+sql() reads a Dask frame as an Arrow stream computing one partition at a time (`PartitionStream`).
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ if TYPE_CHECKING:
     from ..config import RLMConfig
 
 CONNECT_SECONDS = 10.0   # the kernel's client waits this long for the scheduler
-PROBE_SECONDS = 2.0
-MAX_READ_PATHS = 16      # above this many folders, their common parent is named instead      # the host checks the scheduler answers within this
+PROBE_SECONDS = 2.0      # the host checks the scheduler answers within this
+MAX_READ_PATHS = 16      # above this many folders, their common parent is named instead
 _kernel_clients: dict[str, Any] = {}   # in the kernel: one client per scheduler address
 _published: dict[tuple[int, str], tuple[weakref.ref[Any], str]] = {}  # on the host: (id, address) -> dataset
 _lock = threading.Lock()

@@ -1,11 +1,12 @@
 """The Polars family: `DataFrame` (shipped to a kernel as Arrow IPC, like pandas) and `LazyFrame` (stays
-lazy: described from its schema and a small, time-boxed `head`, crossed as its serialised plan).
+lazy: described from its schema and a small `head`, crossed as its serialised plan).
 
 Polars is imported only when the user's value is a Polars object (they have imported it already).
 A plan is never collected whole to describe it: its optimised plan is read first, the row count is
 asked for only when Polars takes it from file footers or memory, and the first rows only when no step
 needs every row first (a sort, join, aggregate...; the summary says so). A filter reads until it has
-found the preview's rows.
+found the preview's rows. (A time limit instead would need `collect(background=True)` and `.cancel()`,
+which aborts the whole process in Polars 2.1: a panic in the user's kernel.)
 """
 
 from __future__ import annotations
