@@ -13,6 +13,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ def client() -> Iterator[Client]:
             yield c
     finally:
         cluster.close()
+        resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]  # started for the workers
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +203,7 @@ def test_a_tls_cluster_is_reached_with_the_users_security_settings_which_never_r
 @pytest.mark.integration
 async def test_a_published_collection_is_unpublished_when_the_user_lets_it_go(client: Client,
                                                                              events_path: Path) -> None:
+    gc.collect()  # collections of earlier tests are let go (and unpublished) first
     before = set(client.list_datasets())
     frame = events(events_path)
     out, _ = await run_bound("kernel", {"events": frame}, "print(inputs['events'].npartitions)")
