@@ -8,8 +8,7 @@ the `%rlm` subcommands in `magic_commands.py`. Every user mistake is an IPython 
 before any model call. The run itself, the budget and the sandbox live in `api.py`.
 
 Loading it must stay fast (`%load_ext rlmnb` imports no model, data-frame or widget library):
-everything heavier is imported when a cell runs. (`GlobFiles`, the -f glob mapping, is about to move
-into the inputs package; without it this module is under 400 lines.)
+everything heavier is imported when a cell runs.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import contextlib
 import glob
 import keyword
 import os
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +24,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .errors import MissingAPIKey, RLMError
+from .inputs.files import GlobFiles
 from .magic_parsing import (
     SETTING_FLAGS,
     check_out_name,
@@ -385,51 +384,6 @@ def _file_input(name: str, raw: str) -> Any:
     if not (path.is_file() or path.is_dir()):
         raise UsageError(f"-f {name}={raw}: {path} is neither a regular file nor a directory.")
     return path
-
-
-class GlobFiles(Mapping[str, "str | bytes"]):
-    """The files matched by a glob: relative path -> content (str, or bytes for binary files).
-
-    Keys are relative to the pattern's fixed leading folder (`logs/**/*.log` -> `app/1.log`).
-    Contents are read on access, like a directory input, so binding a large glob reads nothing.
-    """
-
-    def __init__(self, pattern: str, matches: list[str]) -> None:
-        self.pattern = pattern
-        parts = Path(pattern).parts
-        fixed = [p for p in _takewhile_fixed(parts[:-1])]
-        self.root = Path(*fixed) if fixed else Path(".")
-        self._paths = {Path(m).relative_to(self.root).as_posix() if _under(m, self.root) else Path(m).as_posix():
-                       Path(m) for m in matches}
-
-    def __getitem__(self, key: str) -> str | bytes:
-        from .inputs import decode_file  # the same text-or-bytes rule as directory inputs
-
-        return decode_file(self._paths[key].read_bytes())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def __repr__(self) -> str:
-        return f"GlobFiles({self.pattern!r}, {len(self)} files)"
-
-
-def _takewhile_fixed(parts: tuple[str, ...]) -> Iterator[str]:
-    for part in parts:
-        if any(c in GLOB_CHARS for c in part):
-            return
-        yield part
-
-
-def _under(path: str, root: Path) -> bool:
-    try:
-        Path(path).relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 # ==================================================================================================

@@ -104,3 +104,23 @@ def _listdir(path: str) -> list[str]:
         return os.listdir(path)
     except OSError:
         return []
+
+
+async def run_bound(kind: str, values: Mapping[str, Any], body: str, timeout: float = 120) -> tuple[str, int]:
+    """What `body` prints in a fresh sandbox of `kind` with `values` bound as inputs, and how many data
+    bytes were shipped to it (the kernel sandbox's transfer files; 0 for the local sandbox)."""
+    from rlmnb.config import RLMConfig
+    from rlmnb.inputs import bind_inputs
+    from rlmnb.sandbox import create_sandbox
+
+    fields, _ = bind_inputs(values, RLMConfig())
+    sandbox = create_sandbox(kind)
+    try:
+        await sandbox.start(EchoHost(asyncio.get_running_loop()))
+        await sandbox.bind(fields)
+        result = await sandbox.execute(body, timeout)
+        assert result.error is None, result.error
+        shipper = getattr(sandbox, "_shipper", None)
+        return result.stdout, shipper.bytes_written if shipper is not None else 0
+    finally:
+        await sandbox.close()

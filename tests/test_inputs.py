@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 import rlmnb.inputs as inputs_mod
+import rlmnb.inputs.files as files_mod
 from rlmnb.config import RLMConfig
 from rlmnb.errors import InputError
 from rlmnb.inputs import (
@@ -121,7 +122,7 @@ def test_describing_a_big_text_file_reads_only_samples(tmp_path: Path, monkeypat
         handle.read = read  # type: ignore[method-assign]
         return handle
 
-    monkeypatch.setattr(inputs_mod, "open", counting_open, raising=False)
+    monkeypatch.setattr(files_mod, "open", counting_open, raising=False)
     field = describe("log", path, CFG)
     assert 0 < sum(read_sizes) <= 100_000
     assert field.info.est_tokens > 300_000
@@ -170,7 +171,7 @@ def test_directory_is_a_lazy_read_only_mapping(tmp_path: Path) -> None:
 def test_directory_listing_stops_at_the_entry_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(8):
         (tmp_path / f"f{i}.txt").write_text("x", encoding="utf-8")
-    monkeypatch.setattr(inputs_mod, "MAX_DIR_ENTRIES", 5)
+    monkeypatch.setattr(files_mod, "MAX_DIR_ENTRIES", 5)
     info = describe("many", tmp_path, CFG).info
     assert info.truncated and info.rows == 5 and "5+ files" in info.detail
     assert len(describe("many", tmp_path, CFG).load()) == 8  # the mapping itself is complete

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import parse_size
-from ..errors import SandboxError
+from ..errors import InputError, SandboxError
 from ..prompts import render
 from .base import ExecResult, SandboxHost
 from .bridge import Broker
@@ -298,6 +298,8 @@ class KernelSandbox(KernelSupply):
         for f in fields:
             try:
                 spec = self._shipper.spec(f)
+            except InputError:
+                raise  # already one sentence naming the input and what to do
             except Exception as exc:
                 raise SandboxError(f"input {f.name!r} could not be written for the kernel sandbox: "
                                    f"{type(exc).__name__}: {exc}") from exc

@@ -322,30 +322,10 @@ class Runtime:
 
 
 def _loader(spec: Mapping[str, Any]) -> Callable[[], Any]:
-    """How inputs[name] is made from its file: the same wrappers Field.load() uses on the host."""
-    from .. import inputs as inp
+    """How inputs[name] is made from its spec: the same views Field.load() gives on the host."""
+    from ..inputs.registry import kernel_loader
 
-    name, kind = spec["name"], spec["kind"]
-
-    def load() -> Any:
-        if kind == "text_file":
-            return inp._read_text_file(name, spec["path"])
-        if kind == "binary_file":
-            return inp._read_binary_file(name, spec["path"])
-        if kind == "directory":
-            return inp.DirectoryView(spec["path"], name)
-        raw = load_spec(spec)
-        if kind in ("table", "series"):
-            return raw.copy(deep=False)
-        if kind == "array":
-            return inp._readonly_array(raw)
-        if kind == "list":
-            return raw if isinstance(raw, range) else inp.ReadOnlySequence(raw, name)
-        if kind == "dict":
-            return inp.ReadOnlyMapping(raw, name)
-        return raw
-
-    return load
+    return kernel_loader(spec, load_spec)
 
 
 def set_memory_limit(limit: int) -> int:
@@ -422,6 +402,10 @@ def warm_up() -> None:
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
     import pyarrow.ipc  # noqa: F401
+
+    from ..inputs import duck  # sql() and file tables: DuckDB imported, its database opened, while idle
+
+    duck.cursor().close()
 
     from .. import inputs  # noqa: F401
 

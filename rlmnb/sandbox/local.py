@@ -139,6 +139,10 @@ class LazyInputs(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._fields)
 
+    def fields(self) -> list[Field]:
+        """The bound Fields (sql() registers the tables among them)."""
+        return list(self._fields.values())
+
     def __repr__(self) -> str:
         return "inputs(" + ", ".join(f"{n}: {f.info.kind}" for n, f in self._fields.items()) + ")"
 

@@ -126,6 +126,15 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
         for var, desc in rows:
             print(f"{var}: {desc}")
 
+    from ..inputs.sqlengine import DEFAULT_MAX_ROWS, SQLEngine
+
+    engine = SQLEngine(namespace)
+
+    def sql(query: str, max_rows: int = DEFAULT_MAX_ROWS) -> Any:
+        """Run DuckDB SQL over the table inputs, each under its input name; returns a pandas DataFrame."""
+        return engine(query, max_rows)
+
+    namespace["sql"] = sql
     namespace.update({
         "llm_query": llm_query, "llm_query_batched": llm_query_batched, "rlm_query": rlm_query,
         "rlm_query_batched": rlm_query_batched, "submit": submit, "FINAL": FINAL, "FINAL_VAR": FINAL_VAR,

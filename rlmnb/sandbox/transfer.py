@@ -104,8 +104,11 @@ class Shipper:
         source = field.source
         info = field.info.to_dict()
         kind = field.info.kind
-        if kind in ("text_file", "binary_file", "directory"):
-            return {"name": field.name, "kind": kind, "how": "path", "path": field.info.path, "info": info}
+        from ..inputs.registry import crossing_spec
+
+        reopen = crossing_spec(field)  # file-backed and lazy inputs: the kernel reopens them, nothing is copied
+        if reopen is not None:
+            return {**reopen, "name": field.name, "kind": kind, "info": info}
         stamp = _stamp(source)
         cached = self._shipped.get(id(source))
         if cached is not None and cached[0] is source and cached[2] == stamp:
@@ -129,10 +132,18 @@ class Shipper:
             path = self._path(".bin")
             self._dump_bytes(path, memoryview(source).cast("B"))
             return {"how": "bytes", "path": path, "view": not isinstance(source, bytes)}
-        if kind in ("table", "series", "arrow"):
+        if kind in ("table", "series", "arrow", "polars_frame"):
             spec = self._write_arrow(source, kind)
             if spec is not None:
                 return spec
+        from ..inputs.registry import exporter
+
+        export = exporter(kind)
+        if export is not None:  # a lazy input that cannot be reopened: its result, once, as Arrow IPC
+            path = self._path(".arrow")
+            write_ipc(export(source), path)
+            self.bytes_written += os.path.getsize(path)
+            return {"how": "arrow", "path": path, "exported": True}
         if kind == "array" and getattr(source, "dtype", None) is not None and not source.dtype.hasobject:
             import numpy as np
 
@@ -183,6 +194,8 @@ def to_arrow(source: Any, kind: str) -> tuple[Any, dict[str, Any]]:
     """(pyarrow Table, extra spec fields) for a DataFrame, Series, Table or RecordBatch."""
     import pyarrow as pa
 
+    if kind == "polars_frame":  # Polars' own buffers; the kernel rebuilds the frame with pl.from_arrow
+        return source.to_arrow(), {}
     if kind == "arrow":
         if isinstance(source, pa.RecordBatch):
             return pa.Table.from_batches([source]), {"record_batch": True}
@@ -240,8 +253,10 @@ def load_spec(spec: Mapping[str, Any]) -> Any:
         return memoryview(data).toreadonly() if spec.get("view") else data
     if how == "arrow":
         table = read_ipc(path)
-        if spec["kind"] == "arrow":
+        if spec["kind"] == "arrow" or spec.get("exported"):
             return table.to_batches()[0] if spec.get("record_batch") and table.num_rows else table
+        if spec["kind"] == "polars_frame":
+            return table
         df = frame_from_arrow(table)
         if spec["kind"] == "series":
             return df["__series__"].rename(spec.get("series_name"))

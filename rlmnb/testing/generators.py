@@ -8,9 +8,12 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+GENERATED_AT = 1_740_787_200  # 2025-03-01 00:00 UTC: the modification time of every generated file
 
 _WORDS = ["data", "system", "report", "value", "market", "policy", "service", "customer", "account", "network", "signal", "model", "review", "quarter", "budget", "process", "record", "update", "request", "result", "support", "team", "order", "delivery", "invoice", "contract", "region", "product", "feature", "release", "schedule", "meeting", "project", "status", "office", "travel", "weather", "river", "garden", "window", "paper", "music", "city", "forest", "ocean", "mountain", "engine", "station", "library", "kitchen", "village", "harbour", "field"]
 
@@ -127,4 +130,7 @@ def log_folder(root: str | Path, *, seed: int = 0, days: int = 5, lines_per_day:
         base / "services.csv", index=False)
     pd.DataFrame({"service": list(services), "monthly_cost": [1200.0, 5400.0, 800.0, 300.0]}).to_parquet(
         base / "costs.parquet")
+    for path in base.rglob("*"):  # the same files get the same times, so summaries (and replays) repeat
+        if path.is_file():
+            os.utime(path, (GENERATED_AT, GENERATED_AT))
     return base

@@ -137,21 +137,18 @@ print(inputs["logs"]["day1.log"][:160])
 ```'''
 
 FILES_ANALYSE = '''The logs have a fixed format, so counting errors per service is a job for code. The runbook is prose:
-I will ask the sub-model who owns the worst service. Costs come from the Parquet file.
+I will ask the sub-model who owns the worst service. Costs come from the Parquet file, which sql() reads in place.
 ```python
-import io
 import re
 from collections import Counter
-
-import pandas as pd
 
 errors = Counter()
 for name, text in inputs["logs"].items():
     errors.update(re.findall(r" ERROR (\\w+) ", text))
 worst, worst_count = errors.most_common(1)[0]
 owner = llm_query(f"Who is the on-call owner for {worst}? Reply with the name only.\\n\\n" + inputs["runbook"]).strip()
-costs = pd.read_parquet(io.BytesIO(inputs["costs"]))
-monthly = float(costs.loc[costs["service"] == worst, "monthly_cost"].iloc[0])
+cost = sql(f"SELECT monthly_cost FROM costs WHERE service = '{worst}'")
+monthly = float(cost["monthly_cost"].iloc[0])
 print(dict(errors), worst, owner, monthly)
 ```'''
 

@@ -1,0 +1,88 @@
+"""Turn the user's values, paths, tables and lazy frames into `Field`s and render the InputsSummary.
+
+The root model never sees an input's body: it sees the summary (name, kind, size, estimated tokens,
+columns, a short preview) and reads `inputs[name]` in the sandbox. Describing an input reads metadata
+and a bounded sample and never scans it whole, so binding a 10 GB table costs milliseconds, and the
+rendered summary stays under `config.summary_max_tokens` whatever the inputs.
+
+Families and the registry
+-------------------------
+Each family of values is one module here holding one `FAMILY = registry.Family(...)` record, and one
+line in `registry.FAMILY_MODULES`. A family says:
+
+    kinds       the FieldInfo kinds it produces ("text", "table", "file_table"...), unique per family
+    classes     "module:Class" names recognised on the value's type or its bases without importing
+                the module (the user has imported it if they hold such a value); `accepts` is a
+                predicate for stdlib values instead
+    describe    (name, value, config) -> Field: a FieldInfo from metadata and a bounded sample, and a
+                loader that gives the local sandbox's read-only view (cached by `Field.load()`);
+                the Field's `read_paths` / `endpoints` name what a confined kernel must reach
+    crossing    Field -> spec, how it reaches the kernel sandbox without its data (a path, SQL, a
+                serialised plan, a scheduler address); None (the default) ships the data as a file
+                (Arrow IPC, .npy, text, pickle; see sandbox/transfer.py)
+    reopen      (name, spec) -> the kernel's view, rebuilt from the crossing spec inside the kernel
+    view        (name, shipped data) -> the kernel's read-only view of data that was shipped
+    tables/sql  the kinds sql() registers as DuckDB tables, and how a loaded value becomes something
+                DuckDB scans (a relation, an Arrow table, a pandas frame)
+
+    export      (source) -> one pyarrow Table to ship when the input cannot be reopened
+
+To add a kind: write `rlmnb/inputs/<family>.py` ending in `FAMILY = Family(...)` and add its module name
+to `registry.FAMILY_MODULES`. A lazy table builds its FieldInfo with `lazytable.lazy_table_info` (column
+names, type names, an Arrow head, the row count if known), sets `Field.plan` to what its `reopen` needs,
+and `read_paths` / `endpoints` to what a confined kernel must reach. `sql()` registers the kinds in
+`tables` under their input names with DuckDB's `register` (pandas, Arrow, Polars, datasets, relations).
+
+Modules: `records` (FieldInfo, InputsSummary, Field), `registry` (Family, recognise, describe,
+bind_inputs, kernel_loader), `summary` (rendering under the cap), `brief` (bounded renderings and token
+estimates), `views` (read-only views), `disk` (text-or-binary sniff, folder walk), `duck` (the process's
+DuckDB database), `lazytable` (FieldInfo of a lazy table), `sqlengine` (the sql() primitive); families:
+`files` (with `tablefiles` and `tablemeta` for tables in files), `text`, `frames` (pandas), `arrow`,
+`datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays` (numpy), `containers`.
+
+narwhals (2.29, checked here) recognises pandas, Polars, PyArrow, DuckDB, Dask and PySpark frames by
+module name and offers one lazy API (`collect_schema`, `head`, `select(nw.len())`). These families do not
+use it: DuckDB, a core dependency that sql() needs anyway, already gives schema, a LIMIT head and counts
+over files, relations, pandas, Arrow and Polars, with the SQL type names the model then writes queries
+against (narwhals reports its own, Int64/String); and `import narwhals` costs ~265 ms here. The shared
+step is `lazytable.lazy_table_info`, written once. A family for a library DuckDB cannot scan (Dask) may
+still use narwhals for its head.
+
+What the sandbox sees (`Field.load()`) never lets model code change the user's objects and never
+copies them in bulk:
+
+    str, bytes, pyarrow Table, scalars    as is (immutable)
+    pandas DataFrame / Series             obj.copy(deep=False): copy-on-write keeps writes local
+    numpy ndarray                         a read-only view
+    list / tuple, dict / Mapping          ReadOnlySequence / ReadOnlyMapping: zero-copy views whose
+                                          elements are frozen by the same rules when accessed
+    bytearray / memoryview                a read-only memoryview
+    pathlib.Path to a file                its text (str) or bytes, read by the first load()
+    pathlib.Path to a directory           DirectoryView: relative path -> text or bytes, each file
+                                          read when first accessed
+
+`list(x)` and `dict(x)` give shallow copies whose nested lists and dicts are still read-only views;
+`copy.deepcopy(x)` gives a plain, writable, JSON-able copy. Views are not JSON-serialisable
+themselves (json only accepts real lists and dicts, which would mean copying), and pandas treats
+any Mapping that is not a dict as a list of its keys: `pd.DataFrame(dict(x))`, not `pd.DataFrame(x)`.
+
+Previews: `config.preview_chars` governs text, bytes, files and scalars; `config.preview_rows`
+governs tables, series, arrays, lists, dicts and a directory's file names. With both at 0 the
+summary holds no data at all, only names, kinds, sizes, column names and dtypes.
+"""
+
+from __future__ import annotations
+
+from .binding import bind_inputs
+from .disk import decode_file
+from .files import GlobFiles
+from .records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
+from .registry import Family, describe, recognise
+from .summary import render_summary
+from .views import DirectoryView, ReadOnlyMapping, ReadOnlySequence
+
+__all__ = [
+    "KINDS", "SUPPORTED", "DirectoryView", "Family", "Field", "FieldInfo", "GlobFiles", "InputsSummary",
+    "ReadOnlyMapping", "ReadOnlySequence", "bind_inputs", "decode_file", "describe", "recognise",
+    "render_summary",
+]
