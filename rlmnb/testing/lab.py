@@ -75,7 +75,9 @@ class JupyterLab:
     """`jupyter lab` serving `root_dir`, headless, isolated settings; a context manager."""
 
     def __init__(self, root_dir: Path, *, theme: str = "JupyterLab Light", timeout: float = 60.0,
-                 disabled_extensions: tuple[str, ...] = ()) -> None:
+                 disabled_extensions: tuple[str, ...] = (), labextension: Path | None = None) -> None:
+        """`labextension`: the built rlmnb extension to serve (default: the build beside the imported
+        rlmnb package, `rlmnb/labextension`, when there is one), ahead of any installed copy."""
         self.root_dir = Path(root_dir)
         self.disabled_extensions = disabled_extensions
         self.theme = theme
@@ -86,11 +88,20 @@ class JupyterLab:
         self.proc: subprocess.Popen[bytes] | None = None
         # the notebook-trust database and its secret live here, so `trust()` and the server agree
         self.data_dir = self.scratch / "data"
+        # JUPYTER_PATH comes first in JupyterLab's search for extensions (the user data dir does not: in a
+        # venv the environment's share/jupyter wins), so the build under test is the one served
+        build = labextension or Path(__file__).resolve().parent.parent / "labextension"
+        self.jupyter_path = self.scratch / "path"
+        if (build / "package.json").exists():
+            (self.jupyter_path / "labextensions").mkdir(parents=True)
+            (self.jupyter_path / "labextensions" / "rlmnb-jupyterlab").symlink_to(build.resolve())
 
     @property
     def env(self) -> dict[str, str]:
+        path = os.pathsep.join(p for p in (str(self.jupyter_path), os.environ.get("JUPYTER_PATH", "")) if p)
         return dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.scratch / "runtime"), PYTHONUNBUFFERED="1",
-                    JUPYTER_DATA_DIR=str(self.data_dir), JUPYTER_CONFIG_DIR=str(self.scratch / "config"))
+                    JUPYTER_DATA_DIR=str(self.data_dir), JUPYTER_CONFIG_DIR=str(self.scratch / "config"),
+                    JUPYTER_PATH=path)
 
     def url(self, path: str = "lab") -> str:
         sep = "&" if "?" in path else "?"
