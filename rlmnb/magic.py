@@ -48,6 +48,7 @@ __all__ = ["RLMMagics", "RunFailed", "RunInterrupted", "SETTING_FLAGS", "registe
 
 RESERVED_INPUT_NAMES = frozenset({"continue_from", "keep_session"})
 GLOB_CHARS = frozenset("*?[")
+MAX_HISTORY = 100  # runs kept for %rlm export --all (each holds its trajectory)
 
 
 # ==================================================================================================
@@ -88,6 +89,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         super().__init__(shell=shell, **kwargs)
         self.ip: Any = shell  # the InteractiveShell (typed Any: IPython is not fully annotated)
         self.last: RunResult | None = None
+        self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
 
     # ---- the magic --------------------------------------------------------------------------------
@@ -96,15 +98,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
     def rlm(self, line: str, cell: str | None = None) -> Any:
         """Ask a question of your data with a Recursive Language Model.
 
-        Cell:  %%rlm [options]
-               Your question; {name} is filled from your namespace ({{ and }} for literal braces).
-        The cell's value is the answer; _rlm holds the RunResult (trajectory, usage, status).
-
-        Line:  %rlm config        the effective settings and where each comes from
-               %rlm last          show the last run again
-               %rlm export PATH   save the last run: .json (the RunResult) or .html (a standalone page)
-               %rlm view PATH     show a saved trajectory (.json)
-        Defaults: %config RLMMagics.model = "openai/gpt-5" (and every other setting below).
+        The question goes on the lines below %%rlm; {name} is filled from your namespace ({{ and }} for
+        literal braces). The cell's value is the answer; _rlm holds the RunResult (trajectory, usage, status).
         """
         if cell is None:
             return self._line(line)
@@ -136,7 +131,15 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
         if args.dry_run:
             return self._dry_run(rlm, question, inputs)
-        self._check_keys(rlm)
+        if view is not None:  # shown before the key check, which loads litellm: seconds on a first run
+            view.display()
+            view.start()
+        try:
+            self._check_keys(rlm)
+        except BaseException:
+            if view is not None:
+                view.discard()
+            raise
         if previous is None:
             self._close_session()
         result = self._execute(rlm, question, inputs, previous, view)
@@ -151,9 +154,6 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _execute(self, rlm: RLM, question: str, inputs: dict[str, Any], previous: RunResult | None,
                  view: RunWidget | None) -> RunResult:
-        if view is not None:
-            view.display()
-            view.start()
         try:
             result = rlm.run(question, continue_from=previous, keep_session=self.keep_session, **inputs)
         except RLMError as exc:  # raised while preparing, before any model call
@@ -182,6 +182,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _record(self, result: RunResult, out_name: str | None) -> None:
         self.last = result
+        self.history = [*self.history[-(MAX_HISTORY - 1):], result]
         self.ip.user_ns["_rlm"] = result
         if out_name and result.status not in ("interrupted", "error"):
             self.ip.user_ns[out_name] = result
@@ -256,6 +257,15 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                 return obj
             raise UsageError(f"{flag} {value}: the variable {value!r} holds a {type(obj).__name__}, not a model; "
                              f"pass a litellm model name such as openai/gpt-5-mini or a model object.")
+        if value.isidentifier():  # no provider prefix: a mistyped variable reads like a model name
+            import difflib
+
+            models = [name for name, obj in self.ip.user_ns.items() if not name.startswith("_")
+                      and not isinstance(obj, type) and (hasattr(obj, "acomplete") or hasattr(obj, "complete"))]
+            close = difflib.get_close_matches(value, models, n=1, cutoff=0.75)
+            if close:
+                raise UsageError(f"{flag} {value}: no variable {value!r}; did you mean {close[0]!r}? (A litellm "
+                                 f"model name has its provider first, as in openai/gpt-5-mini.)")
         return value
 
     def _new_view(self) -> RunWidget | None:

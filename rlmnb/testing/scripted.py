@@ -1,7 +1,9 @@
 """ScriptedLM: a model whose replies are written in advance, for tests, notebooks and demos.
 
 Replies are a list served in order, or a callable `f(messages) -> str`. Every request is recorded in
-`.requests`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
+`.requests`. A list script that has been used up starts again from the top when a new conversation
+begins (a request with no assistant message: a new run's first root call), so re-running a notebook
+cell replays the same scripted run; inside one run, running out is still `ScriptExhausted`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
 behave as they would with a real provider; cost is zero.
 """
 
@@ -49,6 +51,8 @@ class ScriptedLM:
         with self._lock:
             self.requests.append([dict(m) for m in messages])
             if self._responder is None:
+                if self._served >= len(self._replies) and self._replies and _starts_conversation(messages):
+                    self._served = 0  # a re-run: the script plays again from the top
                 if self._served >= len(self._replies):
                     raise ScriptExhausted(
                         f"ScriptedLM {self.name!r} ran out of replies after {len(self._replies)}; "
@@ -57,6 +61,11 @@ class ScriptedLM:
                 self._served += 1
                 return reply
         return str(self._responder(messages))
+
+    def rewind(self) -> None:
+        """Serve the script from its first reply again."""
+        with self._lock:
+            self._served = 0
 
     def complete(self, messages: list[Message], **_params: Any) -> Completion:
         text = self._next(messages)
@@ -74,3 +83,7 @@ class ScriptedLM:
     def __repr__(self) -> str:
         kind = "callable" if self._responder is not None else f"{len(self._replies)} replies"
         return f"ScriptedLM({self.name!r}, {kind})"
+
+
+def _starts_conversation(messages: list[Message]) -> bool:
+    return not any(m.get("role") == "assistant" for m in messages)

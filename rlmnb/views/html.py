@@ -17,7 +17,7 @@ from .format import STATUS_LABELS, clip, fmt_cost, fmt_count, fmt_rate, fmt_secs
 from .meters import meters_html
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "meters_html", "render_html", "turn_html"]
+           "highlight_python", "html_page", "meters_html", "render_html", "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
@@ -282,12 +282,17 @@ def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, ca
     if not full_page:
         return fragment
     question = clip(root.get("question") or "", 80).replace("\n", " ")
+    return html_page(fragment, f"{title}: {question}")
+
+
+def html_page(body: str, title: str) -> str:
+    """A standalone page around view fragments (light or dark, following the reader's system)."""
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-            f"<title>{_esc(title)}: {_esc(question)}</title>"
+            f"<title>{_esc(title)}</title>"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<style>body{max-width:1100px;margin:24px auto;padding:0 16px}"
             "@media (prefers-color-scheme: dark){body{background:#1e1e1e;color:#ddd}}</style>"
-            f"</head><body>{fragment}</body></html>\n")
+            f"</head><body>{body}</body></html>\n")
 
 
 def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
