@@ -128,13 +128,13 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             extras["verify"] = verify_guard(args.verify, self._model_value)
         quiet = args.quiet or self.quiet
         view = None if quiet or args.dry_run else self._new_view()
-        rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
-        if args.dry_run:
-            return self._dry_run(rlm, question, inputs)
-        if view is not None:  # shown before the key check, which loads litellm: seconds on a first run
+        if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
             view.display()
             view.start()
         try:
+            rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
+            if args.dry_run:
+                return self._dry_run(rlm, question, inputs)
             self._check_keys(rlm)
         except BaseException:
             if view is not None:

@@ -277,7 +277,9 @@ class RunWidget:
             now = time.time()
             root = self.tree.run_view(now=now)
             self.header.value = header_html(root)
-            self.meters.value = meters_html(self.tree.meters_view(now=now))
+            meters = self.tree.meters_view(now=now)
+            self.meters.value = meters_html(meters)
+            self.trace.show(meters["sub_calls"])
             # creation order matters: runs, then their turn lists, then turn bodies, items and groups
             for change in sorted(changes, key=_change_order):
                 kind = change[0]

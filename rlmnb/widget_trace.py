@@ -22,9 +22,16 @@ class TracePanel:
     """Toolbar (search, sort, filter, timeline), the search's scope, the timeline and the matching calls."""
 
     def __init__(self, owner: Any) -> None:
+        self.owner = owner
+        self.box = owner._vbox([])
+        self._count = 0
+        self._built = False  # the controls are made with the first sub-call: a run shows up sooner without them
+
+    def _build(self) -> None:
         import ipywidgets as w
 
-        self.owner = owner
+        owner = self.owner
+        self._built = True
         small = w.Layout(width="auto")
         self.search = w.Text(placeholder="search the sub-calls", layout=w.Layout(width="260px"),
                              continuous_update=False)
@@ -38,15 +45,31 @@ class TracePanel:
         self.picture = owner._html()
         self.results = owner._html()
         self.toolbar = w.HBox([self.search, self.sort, self.keep, self.timeline], layout=owner._layout)
-        self.box = owner._vbox([])
         for control in (self.search, self.sort, self.keep, self.timeline):
             control.observe(lambda _change: self.refresh(), names="value")
+
+    def show(self, count: int) -> None:
+        """While the run goes on: the toolbar as soon as there are sub-calls, with their count (cheap: no list
+        is built; the live tree holds every prompt whole, so the search reads them all)."""
+        if count == 0 or (self._built and self.box.children and self._count == count):
+            return
+        if not self._built:
+            self._build()
+        if not self.box.children:
+            self.box.children = [self.toolbar, self.scope, self.picture, self.results]
+        self._count = count
+        self.search.placeholder = f"search the {count:,} sub-call{'' if count == 1 else 's'}"
+        self.scope.value = (f'<div style="font-size:11px;opacity:0.72">searches the whole prompt, reply and error '
+                            f'of each of the {count:,} sub-call{"" if count == 1 else "s"} · as a DataFrame: '
+                            f'<code>_rlm.to_frame()</code></div>')
 
     def refresh(self) -> None:
         """Redraw from the tree as it is now (shown once the run has sub-calls)."""
         calls = self.owner.tree.all_call_views()
         if not calls:
             return
+        if not self._built:
+            self._build()
         if not self.box.children:
             self.box.children = [self.toolbar, self.scope, self.picture, self.results]
         self.search.placeholder = f"search the {len(calls):,} sub-call{'' if len(calls) == 1 else 's'}"
@@ -75,6 +98,9 @@ class TracePanel:
         self.results.value = f'<div class="rlmnb-search-status" style="font-size:12px">{head}</div>{"".join(rows)}'
 
     def close(self) -> None:
+        self.box.close()
+        if not self._built:
+            return
         for widget in (self.search, self.sort, self.keep, self.timeline, self.scope, self.picture, self.results,
-                       self.toolbar, self.box):
+                       self.toolbar):
             widget.close()
