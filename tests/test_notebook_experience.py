@@ -25,7 +25,14 @@ from sandbox_support import code
 from rlmnb import RLM, Trajectory
 from rlmnb.events import SubCallFinished
 from rlmnb.testing import ScriptedLM
-from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
+from rlmnb.testing.lab import (
+    JupyterLab,
+    browser_missing,
+    chromium_page,
+    run_cell,
+    wait_cell,
+    write_run_notebook,
+)
 from rlmnb.views import mime_bundle, render_html
 
 pytestmark = pytest.mark.integration
@@ -221,34 +228,6 @@ def live(lab: JupyterLab) -> str:
     return "live.ipynb"
 
 
-def _prompt(page: Any, index: int) -> Any:
-    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
-
-
-def _run(page: Any, index: int) -> float:
-    """Run cell `index` (Ctrl+Enter in command mode) and return when the key was pressed (perf_counter),
-    once the cell shows it is queued or running (its prompt reads [*])."""
-    before = _prompt(page, index).inner_text()
-    _prompt(page, index).click()
-    page.keyboard.press("Escape")
-    pressed = time.perf_counter()
-    page.keyboard.press("Control+Enter")
-    page.wait_for_function("([el, before]) => el.textContent !== before",
-                           arg=[_prompt(page, index).element_handle(), before], timeout=30_000)
-    return pressed
-
-
-def _wait_done(page: Any, index: int, timeout: float = 180) -> None:
-    prompt = _prompt(page, index)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = prompt.inner_text()
-        if "[" in text and "*" not in text and text.strip() != "[ ]:":
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"cell {index} did not finish within {timeout} s")
-
-
 def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
     with chromium_page() as page:
         page.goto(lab.url(f"lab/tree/{live}?reset"))
@@ -256,40 +235,40 @@ def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
         expect(page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first).to_be_attached(
             timeout=90_000)
         time.sleep(2)  # the kernel connects
-        _run(page, 0)
-        _wait_done(page, 0)
+        run_cell(page, 0)
+        wait_cell(page, 0)
         outputs = [page.locator(".jp-Notebook .jp-Cell").nth(i).locator(".jp-OutputArea") for i in range(5)]
 
         # 1. the quickstart cell, run twice: the same answer both times (no ScriptExhausted)
         for _ in range(2):
-            _run(page, 1)
-            _wait_done(page, 1)
+            run_cell(page, 1)
+            wait_cell(page, 1)
             expect(outputs[1].locator(".rlmnb-view")).to_have_count(1, timeout=60_000)
             text = outputs[1].inner_text()
             assert "ScriptExhausted" not in text and "answered" in text, text
 
         # 5. a typo'd model variable: one line, no litellm
-        _run(page, 2)
-        _wait_done(page, 2)
+        run_cell(page, 2)
+        wait_cell(page, 2)
         lines = [line for line in outputs[2].inner_text().splitlines() if line.strip()]
         assert len(lines) == 1 and "no variable 'roots'; did you mean 'root'?" in lines[0], lines
 
         # 3. a first run whose model library loads for seconds shows something within 500 ms
-        pressed = _run(page, 3)
+        pressed = run_cell(page, 3)
         outputs[3].locator(".rlmnb-widget").wait_for(timeout=30_000)
         shown = time.perf_counter() - pressed
         assert "starting…" in outputs[3].inner_text() or "running" in outputs[3].inner_text()
-        _wait_done(page, 3)
+        wait_cell(page, 3)
         expect(outputs[3].locator(".rlmnb-view")).to_have_count(1, timeout=60_000)
         header = outputs[3].locator(".rlmnb-header").inner_text()
         assert "set-up" in header, header  # the wait before the run's first step is counted and said
         assert shown < 0.5, f"the first thing showed after {shown:.2f} s"
 
         # 4. a live batch: replies in, calls in flight, budget; the batch's rate and ETA
-        _run(page, 4)
+        run_cell(page, 4)
         meter = outputs[4].locator(".rlmnb-meter[data-meter='sub-calls'] .rlmnb-meter-text")
         expect(meter).to_contain_text("in flight) / 100", timeout=60_000)
         expect(outputs[4]).to_contain_text("/s · ETA", timeout=30_000)
         expect(outputs[4]).to_contain_text("of 60 replied")
-        _wait_done(page, 4)
+        wait_cell(page, 4)
         expect(outputs[4].locator(".rlmnb-view .rlmnb-meter-text").nth(1)).to_have_text("60 / 100", timeout=60_000)

@@ -211,3 +211,32 @@ def chromium_page(*, width: int = 1280, height: int = 1400, console: list[str] |
             yield page
         finally:
             browser.close()
+
+
+def _prompt(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
+
+
+def run_cell(page: Any, index: int) -> float:
+    """Run notebook cell `index` (Ctrl+Enter in command mode); returns the perf_counter() of the key press,
+    once the cell's prompt has changed (queued or running)."""
+    before = _prompt(page, index).inner_text()
+    _prompt(page, index).click()
+    page.keyboard.press("Escape")
+    pressed = time.perf_counter()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function("([el, before]) => el.textContent !== before",
+                           arg=[_prompt(page, index).element_handle(), before], timeout=30_000)
+    return pressed
+
+
+def wait_cell(page: Any, index: int, timeout: float = 180) -> None:
+    """Wait until notebook cell `index` has finished running (its prompt shows a number, not [*])."""
+    prompt = _prompt(page, index)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = prompt.inner_text()
+        if "[" in text and "*" not in text and text.strip() != "[ ]:":
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"cell {index} did not finish within {timeout} s")
