@@ -89,6 +89,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         super().__init__(shell=shell, **kwargs)
         self.ip: Any = shell  # the InteractiveShell (typed Any: IPython is not fully annotated)
         self.last: RunResult | None = None
+        self._placeholder: Any = None  # the display a run's widget takes over (see _new_view)
         self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
 
@@ -129,7 +130,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         quiet = args.quiet or self.quiet
         view = None if quiet or args.dry_run else self._new_view()
         if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
-            view.display()
+            view.display(self._placeholder)
             view.start()
         try:
             rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
@@ -269,12 +270,20 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         return value
 
     def _new_view(self) -> RunWidget | None:
-        try:
-            from .widget import RunWidget
+        import importlib.util
+        import time
 
-            return RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
-        except ImportError:  # ipywidgets missing: the static tree is shown at the end instead
+        self._placeholder = None
+        if importlib.util.find_spec("ipywidgets") is None:  # the static tree is shown at the end instead
             return None
+        from .widget import RunWidget
+
+        # something on screen at once: the first import of ipywidgets and the widget models take a while
+        opened = time.time()
+        self._placeholder = RunWidget.placeholder()
+        view = RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
+        view.tree.opened = opened
+        return view
 
     def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any],
                view: RunWidget | None) -> RLM:

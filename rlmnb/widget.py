@@ -207,12 +207,28 @@ class RunWidget:
         return view
 
     # ---- lifecycle ------------------------------------------------------------------------------
-    def display(self) -> RunWidget:
-        """Show the widget in the current output, with a display id so `finish()` can refresh it."""
+    def display(self, handle: Any = None) -> RunWidget:
+        """Show the widget in the current output, with a display id so `finish()` can refresh it; with
+        `handle` (a display already shown, e.g. `placeholder()`'s), the widget takes that output's place."""
         from IPython.display import display
 
-        self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        if handle is not None:
+            handle.update(self)
+            self._handle = handle
+        else:
+            self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
         return self
+
+    @staticmethod
+    def placeholder() -> Any:
+        """Show the static header and meters of a run that is starting, at once (one message, no widget
+        models to create, ipywidgets not yet imported); returns the display handle the widget then takes over."""
+        from IPython.display import display
+
+        tree = RunTree()
+        tree.opened = time.time()
+        bundle = {"text/plain": summary_line(tree), "text/html": render_html(tree)}
+        return display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
     def start(self) -> None:
         """Start the throttled pusher thread (idempotent)."""

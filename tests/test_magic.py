@@ -366,7 +366,11 @@ def test_widget_is_displayed_and_refreshed_with_the_final_state(shell: Interacti
     models(shell, [code("r = llm_query_batched(['a', 'b'])\nprint(r)"), code("submit(r)")])
     magics(shell).allow_first_turn_submit = True
     assert cell(shell, "-m root -s sub -i text") == ["sub:a", "sub:b"]
-    first, *rest = shell.published
+    placeholder, first, *rest = shell.published
+    # at once a static header (no widget models yet), which the widget then replaces in the same output
+    assert "starting…" in placeholder["data"]["text/html"] and "application/vnd.jupyter.widget-view+json" not in \
+        placeholder["data"]
+    assert first["update"] and first["transient"] == placeholder["transient"]
     assert "application/vnd.jupyter.widget-view+json" in first["data"] and rest[-1]["update"]
     final = rest[-1]["data"]
     assert final["text/plain"].startswith("RLM run · answered · 2 turn(s) · 2 sub-call(s)")

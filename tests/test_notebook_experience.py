@@ -255,9 +255,10 @@ def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
 
         # 3. a first run whose model library loads for seconds shows something within 500 ms
         pressed = run_cell(page, 3)
-        outputs[3].locator(".rlmnb-widget").wait_for(timeout=30_000)
+        outputs[3].locator(".rlmnb-trajectory, .rlmnb-widget").first.wait_for(timeout=30_000)
         shown = time.perf_counter() - pressed
         assert "starting…" in outputs[3].inner_text() or "running" in outputs[3].inner_text()
+        outputs[3].locator(".rlmnb-widget").wait_for(timeout=30_000)  # the live widget takes its place
         wait_cell(page, 3)
         expect(outputs[3].locator(".rlmnb-view")).to_have_count(1, timeout=60_000)
         header = outputs[3].locator(".rlmnb-header").inner_text()
