@@ -56,6 +56,10 @@ class RunResult:
                 "reason": self.reason, "error": self.error, "verified": self.verified,
                 "trajectory": self.trajectory.to_dict()}
 
+    def to_frame(self) -> Any:
+        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
+        return self.trajectory.to_frame()
+
     def to_json(self, indent: int | None = None) -> str:
         import json
 

@@ -247,7 +247,8 @@ class DryRunReport:
                "white-space:pre-wrap;word-break:break-word;font-family:var(--jp-code-font-family,monospace);"
                "font-size:12px")
         head = "".join(f"<div>{esc(line)}</div>" for line in self.estimate.lines())
-        parts = [f'<div style="font-size:13px"><b>Dry run</b>: no model was called. Root model '
+        # the classes keep the notebook's math renderer off "$0.64 – $0.74" (it would read TeX between the $)
+        parts = [f'<div class="rlmnb-dry-run tex2jax_ignore mathjax_ignore" style="font-size:13px"><b>Dry run</b>: no model was called. Root model '
                  f'<code>{esc(self.models[0])}</code>, sub-model <code>{esc(self.models[1])}</code>.',
                  f"<div>First root request: <b>{self.tokens:,} tokens</b>; inputs hold ~{self.data_tokens:,} "
                  f"tokens.</div>{head}",

@@ -46,6 +46,7 @@ __all__ = ["RLMMagics", "RunFailed", "RunInterrupted", "SETTING_FLAGS", "registe
 
 RESERVED_INPUT_NAMES = frozenset({"continue_from", "keep_session"})
 GLOB_CHARS = frozenset("*?[")
+MAX_HISTORY = 100  # runs kept for %rlm export --all (each holds its trajectory)
 
 
 # ==================================================================================================
@@ -86,6 +87,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         super().__init__(shell=shell, **kwargs)
         self.ip: Any = shell  # the InteractiveShell (typed Any: IPython is not fully annotated)
         self.last: RunResult | None = None
+        self._placeholder: Any = None  # the display a run's widget takes over (see _new_view)
+        self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
 
     # ---- the magic --------------------------------------------------------------------------------
@@ -94,15 +97,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
     def rlm(self, line: str, cell: str | None = None) -> Any:
         """Ask a question of your data with a Recursive Language Model.
 
-        Cell:  %%rlm [options]
-               Your question; {name} is filled from your namespace ({{ and }} for literal braces).
-        The cell's value is the answer; _rlm holds the RunResult (trajectory, usage, status).
-
-        Line:  %rlm config        the effective settings and where each comes from
-               %rlm last          show the last run again
-               %rlm export PATH   save the last run: .json (the RunResult) or .html (a standalone page)
-               %rlm view PATH     show a saved trajectory (.json)
-        Defaults: %config RLMMagics.model = "openai/gpt-5" (and every other setting below).
+        The question goes on the lines below %%rlm; {name} is filled from your namespace ({{ and }} for
+        literal braces). The cell's value is the answer; _rlm holds the RunResult (trajectory, usage, status).
         """
         if cell is None:
             return self._line(line)
@@ -131,10 +127,18 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             extras["verify"] = verify_guard(args.verify, self._model_value)
         quiet = args.quiet or self.quiet
         view = None if quiet or args.dry_run else self._new_view()
-        rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
-        if args.dry_run:
-            return self._dry_run(rlm, question, inputs)
-        self._check_keys(rlm)
+        if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
+            view.display(self._placeholder)
+            view.start()
+        try:
+            rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
+            if args.dry_run:
+                return self._dry_run(rlm, question, inputs)
+            self._check_keys(rlm)
+        except BaseException:
+            if view is not None:
+                view.discard()
+            raise
         if previous is None:
             self._close_session()
         result = self._execute(rlm, question, inputs, previous, view)
@@ -149,9 +153,6 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _execute(self, rlm: RLM, question: str, inputs: dict[str, Any], previous: RunResult | None,
                  view: RunWidget | None) -> RunResult:
-        if view is not None:
-            view.display()
-            view.start()
         try:
             result = rlm.run(question, continue_from=previous, keep_session=self.keep_session, **inputs)
         except RLMError as exc:  # raised while preparing, before any model call
@@ -180,6 +181,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _record(self, result: RunResult, out_name: str | None) -> None:
         self.last = result
+        self.history = [*self.history[-(MAX_HISTORY - 1):], result]
         self.ip.user_ns["_rlm"] = result
         if out_name and result.status not in ("interrupted", "error"):
             self.ip.user_ns[out_name] = result
@@ -254,15 +256,32 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                 return obj
             raise UsageError(f"{flag} {value}: the variable {value!r} holds a {type(obj).__name__}, not a model; "
                              f"pass a litellm model name such as openai/gpt-5-mini or a model object.")
+        if value.isidentifier():  # no provider prefix: a mistyped variable reads like a model name
+            import difflib
+
+            models = [name for name, obj in self.ip.user_ns.items() if not name.startswith("_")
+                      and not isinstance(obj, type) and (hasattr(obj, "acomplete") or hasattr(obj, "complete"))]
+            close = difflib.get_close_matches(value, models, n=1, cutoff=0.75)
+            if close:
+                raise UsageError(f"{flag} {value}: no variable {value!r}; did you mean {close[0]!r}? (A litellm "
+                                 f"model name has its provider first, as in openai/gpt-5-mini.)")
         return value
 
     def _new_view(self) -> RunWidget | None:
-        try:
-            from .widget import RunWidget
+        import importlib.util
+        import time
 
-            return RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
-        except ImportError:  # ipywidgets missing: the static tree is shown at the end instead
+        self._placeholder = None
+        if importlib.util.find_spec("ipywidgets") is None:  # the static tree is shown at the end instead
             return None
+        from .widget import RunWidget
+
+        # something on screen at once: the first import of ipywidgets and the widget models take a while
+        opened = time.time()
+        self._placeholder = RunWidget.placeholder()
+        view = RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
+        view.tree.opened = opened
+        return view
 
     def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any],
                view: RunWidget | None) -> RLM:

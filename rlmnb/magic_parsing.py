@@ -134,10 +134,15 @@ def declare_arguments(func: Any) -> Any:
         if flag.many:
             options["action"] = "append"
         specs.append(((flag.flag,), options))
-    func.__doc__ = inspect.cleandoc(func.__doc__ or "")
+    description = inspect.cleandoc(func.__doc__ or "")
+    func.__doc__ = description
     for names, options in reversed(specs):
         func = argument(*names, **options)(func)  # type: ignore[no-untyped-call]
-    return magic_arguments()(func)  # type: ignore[no-untyped-call]
+    func = magic_arguments()(func)  # type: ignore[no-untyped-call]
+    from .magic_help import install_help
+
+    install_help(func, description)  # %%rlm? help grouped with examples; no abbreviated options
+    return func
 
 
 # ==================================================================================================

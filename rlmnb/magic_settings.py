@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import types
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,9 @@ from traitlets.config import Configurable
 
 from .config import SANDBOXES, RLMConfig
 from .errors import RLMError
+from .magic_report import ENV_MODEL, ENV_SUB_MODEL
 
 __all__ = ["ENV_MODEL", "ENV_SUB_MODEL", "SETTING_TRAITS", "MagicDefaults", "RLMSettings", "setting_docs"]
-
-ENV_MODEL = "RLMNB_MODEL"
-ENV_SUB_MODEL = "RLMNB_SUB_MODEL"
 
 
 def setting_docs() -> dict[str, str]:
@@ -112,24 +109,10 @@ class MagicDefaults(Configurable):
                              f"{str(exc).strip() or type(exc).__name__}") from None
 
     def config_report(self) -> str:
-        """The effective settings and where each comes from (option defaults, %config, environment)."""
-        lines = ["%%rlm settings (change with %config RLMMagics.<name> = value; options override per cell)"]
-        for trait, env in (("model", ENV_MODEL), ("sub_model", ENV_SUB_MODEL)):
-            value = getattr(self, trait)
-            if value:
-                lines.append(f"  {trait} = {value!r}  (%config)")
-            elif os.environ.get(env):
-                lines.append(f"  {trait} = {os.environ[env]!r}  (${env})")
-            else:
-                fallback = "not set: pass -m" if trait == "model" else "the root model"
-                lines.append(f"  {trait}: {fallback}")
-        for name in ("sandbox", "quiet", "interpolate", "keep_session", "widget_interval", "embed_trajectory"):
-            lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
-        lines.append(f"  confinement active: {self.confinement_line()}")
-        lines.append("Run settings (RLMConfig):")
-        for name in SETTING_TRAITS:
-            lines.append(f"  {name} = {getattr(self, name)!r}{_origin(self, name)}")
-        return "\n".join(lines)
+        """The effective settings, grouped by topic, and where each comes from (default, %config, environment)."""
+        from .magic_report import config_report
+
+        return config_report(self)
 
     def confinement_line(self) -> str:
         """Which confinement a %%rlm run with these settings gets (see sandbox/confinement.py)."""

@@ -20,6 +20,7 @@ from typing import Any
 from .events import Event, Trajectory
 from .views.fold import RunTree
 from .views.html import (
+    MATH_SAFE,
     MUTED,
     answer_html,
     call_html,
@@ -49,9 +50,6 @@ def confinement_html(run: dict[str, Any]) -> str:
 __all__ = ["RunWidget"]
 
 PAGE_SIZE = 50  # calls shown per page of an expanded group
-# The bars are budget meters, not progress: they stay neutral on a good run and take a colour only
-# when the run ended short of an answer.
-_BAR_STYLES = {"submitted": "info", "fallback": "warning", "budget_exhausted": "warning", "error": "danger"}
 
 
 class _RunPanel:
@@ -154,16 +152,19 @@ class RunWidget:
     """
 
     def __init__(self, *, interval: float = 0.25, page_size: int = PAGE_SIZE, embed_trajectory: bool = True) -> None:
+        opened = time.time()  # the user's wait starts here, before ipywidgets (or litellm) has loaded
         import ipywidgets as w
         from ipywidgets.widgets.widget_bool import ToggleButtonStyle
-        from ipywidgets.widgets.widget_int import ProgressStyle
         from ipywidgets.widgets.widget_string import HTMLStyle
+
+        from .widget_trace import TracePanel
 
         self._w = w
         self.interval = interval
         self.page_size = page_size
         self.embed_trajectory = embed_trajectory
         self.tree = RunTree()
+        self.tree.opened = opened
         self.on_event = self.tree.add  # the subscriber: O(1), no drawing (see the class docs)
         self.pushes = 0
         self.push_seconds = 0.0  # CPU time spent drawing (for benchmarks)
@@ -178,21 +179,19 @@ class RunWidget:
                                      margin="6px 0")
         self._child_layout = w.Layout(border_left="3px solid rgba(25,118,210,0.45)", padding="0 0 0 8px",
                                       margin="4px 0 4px 4px")
-        self._bar_layout = w.Layout(width="300px")
-        self._bar_style = ProgressStyle(description_width="initial")  # labels start flush with the header
         self._shared = (self._layout, self._html_style, self._button_layout, self._toggle_style,
-                        self._calls_layout, self._turn_layout, self._child_layout, self._bar_layout,
-                        self._bar_style)
+                        self._calls_layout, self._turn_layout, self._child_layout)
+        # the same pieces, in the same order, as the static HTML and the JupyterLab extension: header and
+        # question, meters, the trace panel, turns, answer; so nothing moves when the run ends
         self.header = self._html(header_html(self.tree.run_view()))
-        bar = {"layout": self._bar_layout, "style": self._bar_style, "min": 0, "max": 1, "value": 0,
-               "bar_style": "info"}
-        self.turns_bar = w.IntProgress(description="turns 0", **bar)
-        self.calls_bar = w.IntProgress(description="sub-calls 0", **bar)
-        self.stats = self._html()
+        self.meters = self._html(meters_html(self.tree.meters_view()))
+        self.trace = TracePanel(self)
         self.body = self._vbox()
         self.answer = self._html()
-        self.meters = w.HBox([self.turns_bar, self.calls_bar], layout=self._layout)
-        self.box = self._vbox([self.header, self.meters, self.stats, self.body, self.answer])
+        self.box = self._vbox([self.header, self.meters, self.trace.box, self.body, self.answer])
+        self.box.add_class("rlmnb-widget")
+        for name in MATH_SAFE.split():  # the notebook's math renderer leaves "$0.25 ... $2" alone in here
+            self.box.add_class(name)
         self._root_panel = _RunPanel(self.header, self.body, self.answer, self.box)
         self._runs: dict[str, _RunPanel] = {}
         self._turns: dict[tuple[str, int], _TurnPanel] = {}
@@ -224,12 +223,28 @@ class RunWidget:
         return view
 
     # ---- lifecycle ------------------------------------------------------------------------------
-    def display(self) -> RunWidget:
-        """Show the widget in the current output, with a display id so `finish()` can refresh it."""
+    def display(self, handle: Any = None) -> RunWidget:
+        """Show the widget in the current output, with a display id so `finish()` can refresh it; with
+        `handle` (a display already shown, e.g. `placeholder()`'s), the widget takes that output's place."""
         from IPython.display import display
 
-        self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
+        if handle is not None:
+            handle.update(self)
+            self._handle = handle
+        else:
+            self._handle = display(self, display_id=True)  # type: ignore[no-untyped-call]
         return self
+
+    @staticmethod
+    def placeholder() -> Any:
+        """Show the static header and meters of a run that is starting, at once (one message, no widget
+        models to create, ipywidgets not yet imported); returns the display handle the widget then takes over."""
+        from IPython.display import display
+
+        tree = RunTree()
+        tree.opened = time.time()
+        bundle = {"text/plain": summary_line(tree), "text/html": render_html(tree)}
+        return display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
     def start(self) -> None:
         """Start the throttled pusher thread (idempotent)."""
@@ -250,9 +265,7 @@ class RunWidget:
         self.stop()
         self.push()
         self.finished = True
-        style = _BAR_STYLES.get(self.tree.run_view()["status"], "")
-        for bar in (self.turns_bar, self.calls_bar):
-            bar.bar_style = style
+        self.trace.refresh()
         if self._handle is not None:
             self._handle.update(self)
 
@@ -275,8 +288,8 @@ class RunWidget:
         for panel in self._runs.values():
             for widget in (panel.header, panel.body, panel.answer, panel.box):
                 widget.close()
-        for widget in (self.header, self.body, self.answer, self.turns_bar, self.calls_bar, self.stats,
-                       self.meters, self.box, *self._shared):
+        self.trace.close()
+        for widget in (self.header, self.body, self.answer, self.meters, self.box, *self._shared):
             widget.close()
 
     def _pump(self) -> None:
@@ -296,7 +309,9 @@ class RunWidget:
             now = time.time()
             root = self.tree.run_view(now=now)
             self.header.value = header_html(root) + confinement_html(root)
-            self._draw_meters(self.tree.meters_view(now=now))
+            meters = self.tree.meters_view(now=now)
+            self.meters.value = meters_html(meters)
+            self.trace.show(meters["sub_calls"])
             # creation order matters: runs, then their turn lists, then turn bodies, items and groups
             for change in sorted(changes, key=_change_order):
                 kind = change[0]
@@ -312,18 +327,6 @@ class RunWidget:
                     self._draw_group(change[1])
             self.pushes += 1
             self.push_seconds += time.thread_time() - started
-
-    def _draw_meters(self, m: dict[str, Any]) -> None:
-        for bar, used, limit, label in ((self.turns_bar, m["turns"], m["max_turns"], "turns"),
-                                        (self.calls_bar, m["sub_calls"], m["max_llm_calls"], "sub-calls")):
-            top = max(1, limit or 0, used)
-            text = f"{label} {used:,}" + (f"/{limit:,}" if limit else "")
-            if bar.max != top or bar.value != used or bar.description != text:
-                with bar.hold_sync():
-                    bar.max = top
-                    bar.value = used
-                    bar.description = text
-        self.stats.value = meters_html(m, counts=False)
 
     def _panel(self, run_id: str) -> _RunPanel:
         panel = self._runs.get(run_id)
@@ -342,6 +345,10 @@ class RunWidget:
         if panel is not self._root_panel:
             panel.header.value = header_html(view, title="child run")
         panel.answer.value = answer_html(view)
+        if view["status"] != "running":  # turns cut short now say how, as the static views do
+            for number in self.tree.turn_numbers(run_id):
+                if (run_id, number) in self._turns and not self.tree.turn_view(run_id, number)["executed"]:
+                    self._draw_turn(run_id, number)
 
     def _turn_panel(self, run_id: str, turn: int) -> _TurnPanel:
         key = (run_id, turn)
@@ -359,7 +366,8 @@ class RunWidget:
             panel.body.children = [self._turn_panel(run_id, n).box for n in numbers]
 
     def _draw_turn(self, run_id: str, turn: int) -> None:
-        self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn))
+        status = self.tree.run_view(run_id)["status"]
+        self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn), status=status)
 
     def _draw_items(self, run_id: str, turn: int) -> None:
         panel = self._turn_panel(run_id, turn)
@@ -385,7 +393,7 @@ class RunWidget:
 
     def _draw_group(self, key: str) -> None:
         group = self._group_panel(key)
-        group.summary.value = group_summary_html(self.tree.group_view(key))
+        group.summary.value = group_summary_html(self.tree.group_view(key, now=time.time()))
         if group.expanded and group.shown < self.page_size:
             group.expand(self.page_size)  # keep an open first page current while calls arrive
 
@@ -399,16 +407,17 @@ class RunWidget:
         if self.embed_trajectory and self.finished:
             # only in the final bundle: where the JupyterLab extension is installed its view (which ranks
             # above ipywidgets) takes over when the run ends, and the live widget shows until then
-            bundle[MIME_TYPE] = compact_trajectory(Trajectory(list(self.tree.events)))
+            bundle[MIME_TYPE] = compact_trajectory(Trajectory(list(self.tree.events)), opened=self.tree.opened)
         return bundle
 
     @property
     def model_state(self) -> dict[str, Any]:
         """What the front end shows, as plain values (for tests and debugging)."""
+        import re
+
         root = self.tree.run_view()
-        return {"status": root["status"], "turns": len(self.body.children),
-                "turn_bar": (self.turns_bar.value, self.turns_bar.max, self.turns_bar.description),
-                "calls_bar": (self.calls_bar.value, self.calls_bar.max, self.calls_bar.description),
+        meters = dict(re.findall(r'data-meter="([^"]+)".*?class="rlmnb-meter-text"[^>]*>([^<]*)<', self.meters.value))
+        return {"status": root["status"], "turns": len(self.body.children), "meters": meters,
                 "groups": len(self._groups), "pushes": self.pushes}
 
     def __repr__(self) -> str:

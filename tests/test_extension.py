@@ -95,14 +95,13 @@ def test_a_saved_run_output_shows_the_extensions_tree(lab: JupyterLab, name: str
         assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
         text = " ".join(view.inner_text().split())
         assert "answered" in text and "root-model → sub sub-model" in text and "How many errors?" in text
-        assert "sub-calls 61/100 (1 error)" in text and "turns 3/20" in text
+        assert "sub-calls 61 / 100 · 1 failed" in text and "turns 3 / 20" in text
         assert '"child": "two words"' in text  # the answer
 
         # turn 2: its batch and its child run; the batch lists 50 calls, then the rest on demand
-        turn2 = view.locator("details.rlmnb-turn", has_text="Turn 2/20").first
-        turn2.locator("summary").first.click()
+        turn2 = view.locator("div.rlmnb-turn[data-turn='2']").first
         group = turn2.locator("details.rlmnb-group", has_text="llm_query_batched × 60").first
-        expect(group.locator("summary").first).to_contain_text("1 error")
+        expect(group.locator("summary").first).to_contain_text("1 failed")
         group.locator("summary").first.click()
         calls = group.locator("details.rlmnb-call")
         expect(calls).to_have_count(50)
@@ -119,7 +118,6 @@ def test_a_saved_run_output_shows_the_extensions_tree(lab: JupyterLab, name: str
 
         child = turn2.locator(".rlmnb-child").first
         expect(child.locator(".rlmnb-header")).to_contain_text("answered child-model → sub sub-model")
-        child.locator("details.rlmnb-turn", has_text="Turn 1/20").first.locator("summary").first.click()
         expect(child.locator("details.rlmnb-group")).to_contain_text("llm_query × 1")
     assert not [line for line in console if "pageerror" in line], console
 
@@ -128,7 +126,9 @@ def test_the_search_finds_sub_calls_anywhere_in_the_tree(lab: JupyterLab) -> Non
     with chromium_page() as page:
         view = open_output(page, lab, "untrusted.ipynb")
         search = view.locator("input.rlmnb-search-input")
-        assert search.get_attribute("placeholder") == "search the 61 sub-calls (prompts, replies, errors)"
+        assert search.get_attribute("placeholder") == "search the 61 sub-calls"
+        expect(view.locator(".rlmnb-scope")).to_have_text(
+            "searches the whole prompt, reply and error of each of the 61 sub-calls")
         search.fill("REFUSED q13")  # case-insensitive, errors included
         expect(view.locator(".rlmnb-search-status")).to_have_text("1 matching sub-call")
         hit = view.locator(".rlmnb-search-results details.rlmnb-call")
@@ -152,7 +152,7 @@ def test_an_exported_trajectory_file_opens_in_the_viewer_without_a_kernel(lab: J
     with chromium_page() as page:
         view = open_output(page, lab, "run.rlmnb.json")
         text = " ".join(view.inner_text().split())
-        assert "answered" in text and "sub-calls 61/100" in text and "3 runs" not in text and "2 runs" in text
+        assert "answered" in text and "sub-calls 61 / 100" in text and "3 runs" not in text and "2 runs" in text
         chain = view.evaluate("e => { const c = []; for (; e; e = e.parentElement) c.push(e.className); return c; }")
         assert any("jp-MimeDocument" in str(c) for c in chain), chain  # a document, not a notebook output
     assert {k["id"] for k in lab.kernels()} == before  # nothing was started to show it

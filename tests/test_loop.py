@@ -312,3 +312,13 @@ def test_instructions_append_to_or_replace_the_rules() -> None:
     _, root = run([code("print(1)"), code("submit(1)")], instructions="Only these rules.",
                   replace_instructions=True, sandbox="local")
     assert root.requests[0][0]["content"] == "Only these rules."
+
+
+def test_a_used_up_script_plays_again_for_a_new_run() -> None:
+    # the README's quickstart cell, run twice: the second run replays the same script (not ScriptExhausted)
+    root = ScriptedLM([code("x = llm_query('hi')\nprint(x)"), code("submit(x)")])
+    sub = ScriptedLM(["hello"])
+    first = RLM(root, sub, sandbox="local").run("q", text="t")
+    second = RLM(root, sub, sandbox="local").run("q", text="t")
+    assert first.status == second.status == "submitted" and first.answer == second.answer == "hello"
+    assert root.remaining == 0 and len(root.requests) == 4

@@ -124,7 +124,7 @@ def test_interrupting_a_running_cell_ends_the_run_cleanly(kernel: tuple[Any, Any
     assert len(errors) == 1 and errors[0]["traceback"] == [
         "Run interrupted after 2 turn(s); the partial trajectory is kept and the RunResult is in _rlm."]
     live = [m for m in outputs if m["msg_type"] == "comm_msg" and m["header"]["date"] < interrupted_wall
-            and m["content"]["data"].get("state", {}).get("description") == "sub-calls 8/50"]
+            and "(+8 in flight) / 50" in str(m["content"]["data"].get("state", {}).get("value", ""))]
     assert live, "the widget was not updated while the run was going on"
     updates = [m["content"]["data"] for m in outputs if m["msg_type"] == "update_display_data"]
     assert updates and "interrupted" in updates[-1]["text/html"]  # the widget's fallback shows the end state

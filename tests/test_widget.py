@@ -12,6 +12,7 @@ import pytest
 from rlmnb import RLM, Trajectory
 from rlmnb.events import MIME_TYPE, EventBus, RunScope, RunStarted, SubCallFinished, SubCallStarted
 from rlmnb.testing import ScriptedLM
+from rlmnb.views import render_html
 from rlmnb.widget import RunWidget
 
 
@@ -71,10 +72,13 @@ def test_model_state_after_a_scripted_run() -> None:
     assert result.status == "submitted"
     state = view.model_state
     assert state["status"] == "submitted" and state["turns"] == 3 == len(view.body.children)
-    assert view.turns_bar.value == 3 and view.turns_bar.max == 20 and view.turns_bar.description == "turns 3/20"
-    assert (view.calls_bar.value, view.calls_bar.max, view.calls_bar.description) == (31, 40, "sub-calls 31/40")
-    assert view.turns_bar.bar_style == "info"  # a budget meter: neutral when the run answered
-    assert f"{result.usage.input_tokens:,}" in view.stats.value and "$0.0000" in view.stats.value
+    meters = state["meters"]
+    assert meters["turns"] == "3 / 20" and meters["sub-calls"] == "31 / 40"
+    assert meters["tokens"].startswith(f"{result.usage.input_tokens:,} in") and meters["cost"] == "$0.0000"
+    assert meters["time"].endswith(("ms", " s"))  # no limit set: no bar, no "/ ..." part
+    assert view.meters.value.count("rlmnb-meter-bar") == 2  # bars only for the limits that are set
+    # the widget shows the same pieces as the static HTML view, in the same order
+    assert view.meters.value in render_html(view.tree)
     assert "answered" in view.header.value and "root" in view.header.value and "sub" in view.header.value
     assert "Answer" in view.answer.value and "&quot;count&quot;: 30" in view.answer.value
     turn2 = view.body.children[1]
@@ -144,7 +148,7 @@ def test_mime_bundle_and_display_refresh(monkeypatch: pytest.MonkeyPatch) -> Non
     assert data["text/plain"].startswith("RLM run · answered · 2 turn(s)") and "answer: 42" in data["text/plain"]
     assert "Turn 2" in data["text/html"] and "<script" not in data["text/html"]
     assert Trajectory.from_dict(data[MIME_TYPE]).final().answer == 42  # type: ignore[union-attr]
-    assert "running" in first["data"]["text/html"] or "waiting" in first["data"]["text/html"]
+    assert "running" in first["data"]["text/html"] or "starting…" in first["data"]["text/html"]
     assert MIME_TYPE not in first["data"]  # the extension's view must not cover the live widget
 
 
@@ -158,7 +162,7 @@ def test_pushes_are_throttled_and_flushed_at_the_end(comms: CountingComms) -> No
     elapsed = time.perf_counter() - started
     assert result.answer == 300
     assert 2 <= view.pushes <= elapsed / 0.1 + 2  # throttled: at most one push per interval, plus the final one
-    assert view.calls_bar.value == 300  # the final flush drew the end state
+    assert view.model_state["meters"]["sub-calls"] == "300 / 400"  # the final flush drew the end state
     # messages: widget creation (a few per row) plus a few per push, far fewer than the 600+ events of the run
     assert len(result.trajectory) > 600 and len(comms.messages) <= 80 + 6 * view.pushes, len(comms.messages)
 
@@ -181,9 +185,9 @@ def test_events_from_another_thread_and_late_pushes() -> None:
     thread.start()
     thread.join()
     deadline = time.monotonic() + 5
-    while view.calls_bar.value < 500 and time.monotonic() < deadline:
+    while view.model_state["meters"].get("sub-calls") != "500 / 1,000" and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert view.calls_bar.value == 500  # the pusher drew it without finish()
+    assert view.model_state["meters"]["sub-calls"] == "500 / 1,000"  # the pusher drew it without finish()
     assert view.tree.run_view()["status"] == "running" and "running" in view.header.value
     view.finish()
     assert widget_threads() == [] and not view.errors
@@ -213,6 +217,8 @@ def test_interrupted_run_shows_partial_state() -> None:
         view.finish()
     assert result.status == "interrupted"
     assert "interrupted" in view.header.value and "Interrupted" in view.answer.value
+    assert "interrupted: this code did not finish" in view.body.children[1].children[0].value  # the same words
+    assert "interrupted: this code did not finish" in render_html(view.tree)  # as the static view
     assert len(view.body.children) == 2 and "× 4" in view.body.children[1].children[1].children[0].children[1].value
     assert widget_threads() == []
 

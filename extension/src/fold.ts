@@ -23,6 +23,21 @@ export interface Call {
   cost: number | null;
   latency: number | null;
   cached: boolean;
+  started: number; // event timestamps (seconds): the timeline's bars
+  finished: number | null;
+  retries: number; // attempts beyond the first (429s, 5xx, timeouts), as the adapter reported them
+  rateLimited: number; // of those, answered "429 rate limited"
+  runId: string;
+  turn: number;
+}
+
+/** A root-model reply or a code execution: the timeline's top lane. */
+export interface Span {
+  kind: 'reply' | 'code';
+  runId: string;
+  turn: number;
+  start: number;
+  end: number;
 }
 
 export interface MapFigures {
@@ -80,6 +95,7 @@ export interface Run {
   config: { [key: string]: any };
   status: string;
   answer: Json | undefined;
+  answerJson: string | null; // the answer as Python wrote it (key order kept: notebooks save JSON sorted)
   reason: string;
   error: string | null;
   verified: boolean | null;
@@ -108,7 +124,10 @@ export interface Tree {
   runs: Map<string, Run>;
   totals: Totals;
   events: number;
+  firstTs: number;
   lastTs: number;
+  opened: number | null; // when the user's cell started (the live widget's clock), when recorded
+  spans: Span[];
 }
 
 /** The event list of a payload: a trajectory, a saved RunResult ({..., trajectory}) or a bare list. */
@@ -140,8 +159,14 @@ export function fold(payload: unknown): Tree {
       rootCalls: 0, concurrency: null
     },
     events: 0,
-    lastTs: 0
+    firstTs: Infinity,
+    lastTs: 0,
+    opened: null,
+    spans: []
   };
+  if (payload && typeof payload === 'object' && !Array.isArray(payload)) {
+    tree.opened = num((payload as { [key: string]: unknown }).opened);
+  }
   const calls = new Map<string, Call>();
   const groups = new Map<string, Group>();
 
@@ -150,7 +175,7 @@ export function fold(payload: unknown): Tree {
     if (!r) {
       r = {
         id: e.run_id, parentId: e.parent_run_id ?? null, parentTurn: null, depth: e.depth ?? 0, label: '',
-        question: '', model: '', subModel: '', sandbox: '', config: {}, status: 'running', answer: undefined,
+        question: '', model: '', subModel: '', sandbox: '', config: {}, status: 'running', answer: undefined, answerJson: null,
         reason: '', error: null, verified: null, usage: null, started: e.ts ?? 0, finished: null,
         turns: new Map(), notes: [], children: []
       };
@@ -191,7 +216,11 @@ export function fold(payload: unknown): Tree {
 
   for (const e of eventsOf(payload)) {
     tree.events += 1;
-    tree.lastTs = Math.max(tree.lastTs, num(e.ts) ?? 0);
+    const ts = num(e.ts);
+    if (ts !== null) {
+      tree.lastTs = Math.max(tree.lastTs, ts);
+      tree.firstTs = Math.min(tree.firstTs, ts);
+    }
     switch (e.kind) {
       case 'run_started': {
         const r = run(e);
@@ -224,6 +253,9 @@ export function fold(payload: unknown): Tree {
         const u = e.usage ?? {};
         t.replyTokens = [Number(u.input_tokens ?? 0), Number(u.output_tokens ?? 0)];
         t.replyLatency = num(e.latency_s);
+        if (ts !== null) {
+          tree.spans.push({ kind: 'reply', runId: e.run_id, turn: t.turn, start: ts - (t.replyLatency ?? 0), end: ts });
+        }
         break;
       }
       case 'code_executed': {
@@ -233,6 +265,9 @@ export function fold(payload: unknown): Tree {
           errorType: e.error_type ?? null, duration: num(e.duration_s), timedOut: !!e.timed_out,
           restarted: !!e.restarted, executed: true
         });
+        if (ts !== null) {
+          tree.spans.push({ kind: 'code', runId: e.run_id, turn: t.turn, start: ts - (t.duration ?? 0), end: ts });
+        }
         break;
       }
       case 'map_started': {
@@ -281,7 +316,8 @@ export function fold(payload: unknown): Tree {
         const c: Call = {
           index: g.calls.length + 1, id: e.call_id, model: e.model ?? '', prompt: e.prompt ?? '',
           promptChars: Number(e.prompt_chars ?? (e.prompt ?? '').length), done: false, reply: null, error: null,
-          inputTokens: null, outputTokens: null, cost: null, latency: null, cached: false
+          inputTokens: null, outputTokens: null, cost: null, latency: null, cached: false, started: ts ?? 0,
+          finished: null, retries: 0, rateLimited: 0, runId: e.run_id, turn: Number(e.turn ?? 0)
         };
         g.calls.push(c);
         if (g.kind === 'single') {
@@ -297,7 +333,8 @@ export function fold(payload: unknown): Tree {
         if (c) {
           Object.assign(c, {
             done: true, reply: e.reply ?? null, error: e.error ?? null, inputTokens: num(u.input_tokens),
-            outputTokens: num(u.output_tokens), cost: num(u.cost_usd), latency: num(e.latency_s), cached: !!e.cached
+            outputTokens: num(u.output_tokens), cost: num(u.cost_usd), latency: num(e.latency_s), cached: !!e.cached,
+            finished: ts, retries: Number(e.meta?.retries ?? 0) || 0, rateLimited: Number(e.meta?.rate_limited ?? 0) || 0
           });
         }
         tree.totals.subDone += 1;
@@ -337,7 +374,8 @@ export function fold(payload: unknown): Tree {
         const r = run(e);
         Object.assign(r, {
           status: e.status ?? 'error', answer: e.answer, reason: e.reason ?? '', error: e.error ?? null,
-          verified: e.verified ?? null, usage: e.usage ?? null, finished: e.ts ?? null
+          verified: e.verified ?? null, usage: e.usage ?? null, finished: e.ts ?? null,
+          answerJson: typeof e.answer_json === 'string' ? e.answer_json : null
         });
         if (r.id === tree.rootId && e.usage) {
           const u = e.usage;
@@ -355,6 +393,9 @@ export function fold(payload: unknown): Tree {
   }
   if (!tree.runs.size) {
     throw new Error('the trajectory has no runs');
+  }
+  if (!Number.isFinite(tree.firstTs)) {
+    tree.firstTs = 0;
   }
   if (tree.rootId === null) {
     tree.rootId = tree.runs.keys().next().value ?? null;

@@ -12,6 +12,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { Env } from './answer';
 import { fold } from './fold';
 import { trajectoryView } from './view';
 
@@ -23,13 +24,18 @@ export class TrajectoryRenderer extends Widget implements IRenderMime.IRenderer 
     super();
     this._mimeType = options.mimeType;
     this.addClass('rlmnb-Trajectory');
+    const parser = options.markdownParser;
+    const sanitizer = options.sanitizer;
+    this._env = parser && sanitizer
+      ? { markdown: text => parser.render(text), sanitize: html => sanitizer.sanitize(html) }
+      : {};
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const data = model.data[this._mimeType];
     this.node.textContent = '';
     try {
-      this.node.appendChild(trajectoryView(fold(data)));
+      this.node.appendChild(trajectoryView(fold(data), this._env));
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       const box = document.createElement('div');
@@ -41,6 +47,7 @@ export class TrajectoryRenderer extends Widget implements IRenderMime.IRenderer 
   }
 
   private _mimeType: string;
+  private _env: Env;
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {

@@ -3,91 +3,18 @@
  * a trajectory carries model output and data excerpts, which may hold hostile text.
  */
 
-import { Call, Group, Json, Run, Tree, Turn } from './fold';
+import { Env, answerView } from './answer';
+import { Group, Run, Tree, Turn } from './fold';
+import {
+  Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
+  pendingTurnText, percentile, plural
+} from './format';
+import { PAGE_SIZE, callRow, traceView } from './trace';
 
-export const PAGE_SIZE = 50; // sub-calls listed per group before a "show more" button
+export { Env } from './answer';
+export { h } from './format';
+export { PAGE_SIZE } from './trace';
 const TEXT_CHARS = 20_000; // characters of one code, output or reply block shown before "show all"
-
-const STATUS_LABELS: { [status: string]: string } = {
-  running: 'not finished', submitted: 'answered', fallback: 'fallback answer',
-  budget_exhausted: 'budget exhausted', interrupted: 'interrupted', error: 'error'
-};
-
-type Child = Node | string | null | undefined | false;
-
-export function h(tag: string, cls?: string, ...children: Child[]): HTMLElement {
-  const el = document.createElement(tag);
-  if (cls) {
-    el.className = cls;
-  }
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) {
-      continue;
-    }
-    el.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
-  }
-  return el;
-}
-
-// ---- formatting (the same rules as rlmnb/render.py) ----------------------------------------------------
-export function fmtCount(n: number | null | undefined): string {
-  if (n === null || n === undefined) {
-    return '?';
-  }
-  n = Math.trunc(n);
-  if (n < 100_000) {
-    return n.toLocaleString('en-US');
-  }
-  if (n < 1_000_000) {
-    return `${(n / 1e3).toFixed(1)}k`;
-  }
-  return `${(n / 1e6).toFixed(2)}M`;
-}
-
-export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
-  let text = cost === null || cost === undefined ? '$?' : `$${cost.toFixed(4)}`;
-  if (unpriced) {
-    text += ` (+${unpriced.toLocaleString('en-US')} unpriced)`;
-  }
-  return text;
-}
-
-export function fmtSecs(s: number | null | undefined): string {
-  if (s === null || s === undefined) {
-    return '?';
-  }
-  if (s < 1) {
-    return `${(s * 1000).toFixed(0)} ms`;
-  }
-  if (s < 60) {
-    return `${s.toFixed(1)} s`;
-  }
-  const total = Math.round(s);
-  return `${Math.floor(total / 60)} min ${String(total % 60).padStart(2, '0')} s`;
-}
-
-function plural(n: number, word: string): string {
-  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
-}
-
-export function answerText(answer: Json | undefined): string {
-  if (typeof answer === 'string') {
-    return answer;
-  }
-  try {
-    return JSON.stringify(answer, null, 2) ?? 'null';
-  } catch {
-    return String(answer);
-  }
-}
-
-function percentile(sorted: number[], q: number): number | null {
-  if (!sorted.length) {
-    return null;
-  }
-  const rank = Math.max(0, Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1));
-  return sorted[rank];
-}
 
 // ---- pieces -----------------------------------------------------------------------------------------
 /** A block of recorded text; a long one shows its head with a button for the rest. */
@@ -138,47 +65,26 @@ function badge(status: string): HTMLElement {
   return el;
 }
 
-function meter(label: string, used: number, limit: number | null, text: string): HTMLElement {
-  const bar = h('div', 'rlmnb-meter-bar');
-  const fill = h('div', 'rlmnb-meter-fill');
-  const fraction = limit ? Math.max(0, Math.min(1, used / limit)) : 0;
-  fill.style.width = `${(fraction * 100).toFixed(1)}%`;
-  if (limit && fraction >= 1) {
-    fill.classList.add('rlmnb-meter-full');
+/** A meter: a label, the figures, and a bar only when the limit was set (no empty grey bars). */
+function meter(label: string, text: string, used: number, limit: number | null, ahead = 0): HTMLElement {
+  const el = h('div', 'rlmnb-meter', h('span', 'rlmnb-meter-label', label), h('span', 'rlmnb-meter-text', text));
+  if (limit) {
+    const bar = h('div', 'rlmnb-meter-bar');
+    const fraction = Math.max(0, Math.min(1, used / limit));
+    const fill = h('div', 'rlmnb-meter-fill');
+    fill.style.width = `${(fraction * 100).toFixed(1)}%`;
+    if (fraction >= 1) {
+      fill.classList.add('rlmnb-meter-full');
+    }
+    bar.appendChild(fill);
+    if (ahead > 0) {
+      const sent = h('div', 'rlmnb-meter-ahead');
+      sent.style.width = `${(Math.max(0, Math.min(1 - fraction, ahead / limit)) * 100).toFixed(1)}%`;
+      bar.appendChild(sent);
+    }
+    el.appendChild(bar);
   }
-  bar.appendChild(fill);
-  return h('div', 'rlmnb-meter', h('span', 'rlmnb-meter-label', label), bar, h('span', 'rlmnb-meter-text', text));
-}
-
-function callRow(c: Call): HTMLElement {
-  const bits = [`#${c.index}`];
-  if (c.inputTokens !== null) {
-    bits.push(`${fmtCount(c.inputTokens)} → ${fmtCount(c.outputTokens)} tokens`);
-  }
-  bits.push(c.done ? fmtSecs(c.latency) : 'no reply recorded');
-  if (c.cost !== null) {
-    bits.push(fmtCost(c.cost));
-  }
-  if (c.cached) {
-    bits.push('cached');
-  }
-  const preview = (c.error ?? c.reply ?? c.prompt).replace(/\s+/g, ' ').slice(0, 120);
-  return details(
-    [h('span', 'rlmnb-call-meta', bits.join(' · ')), c.error ? h('span', 'rlmnb-error-tag', 'error') : null,
-     h('span', 'rlmnb-preview', preview)],
-    () => {
-      const clipped = c.promptChars > c.prompt.length
-        ? h('div', 'rlmnb-muted', `prompt: ${c.promptChars.toLocaleString('en-US')} characters, the first ${c.prompt.length.toLocaleString('en-US')} kept in the record`)
-        : null;
-      return [
-        h('div', 'rlmnb-label', `prompt${c.model ? ` (${c.model})` : ''}`), clipped, textBlock(c.prompt, 'rlmnb-prompt'),
-        h('div', 'rlmnb-label', c.error ? 'error' : 'reply'),
-        textBlock(c.error ?? c.reply ?? '', c.error ? 'rlmnb-error' : 'rlmnb-reply')
-      ];
-    },
-    false,
-    'rlmnb-call'
-  );
+  return el;
 }
 
 function mapSummary(g: Group): string {
@@ -200,19 +106,32 @@ function groupSummary(g: Group): string {
   const input = g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0);
   const output = g.calls.reduce((s, c) => s + (c.outputTokens ?? 0), 0);
   const cost = g.calls.reduce((s, c) => s + (c.cost ?? 0), 0);
-  const parts = [`${name} × ${g.size || g.calls.length}`];
-  if (g.model) {
-    parts.push(g.model);
+  const unpriced = g.calls.filter(c => c.done && c.cost === null).length;
+  const done = g.calls.filter(c => c.done).length;
+  const parts = [`${name} × ${fmtInt(g.size || g.calls.length)}`];
+  if (done < g.calls.length) {
+    parts.push(`${fmtInt(done)} of ${fmtInt(g.calls.length)} replied`);
   }
   if (g.errors) {
-    parts.push(plural(g.errors, 'error'));
+    parts.push(`${fmtInt(g.errors)} failed`);
   }
-  parts.push(`${fmtCount(input)} → ${fmtCount(output)} tokens`);
+  const retried = g.calls.filter(c => c.retries).length;
+  if (retried) {
+    parts.push(`${fmtInt(retried)} retried`);
+  }
   const p50 = percentile(latencies, 50);
   if (p50 !== null) {
-    parts.push(`p50 ${fmtSecs(p50)}, p95 ${fmtSecs(percentile(latencies, 95))}`);
+    parts.push(`p50 ${fmtSecs(p50)} · p95 ${fmtSecs(percentile(latencies, 95))}`);
   }
-  parts.push(fmtCost(cost));
+  parts.push(`${fmtCount(input)} → ${fmtCount(output)} tokens`);
+  parts.push(fmtCost(cost, unpriced));
+  const cached = g.calls.filter(c => c.cached).length;
+  if (cached) {
+    parts.push(`${fmtInt(cached)} cached`);
+  }
+  if (g.wall !== null) {
+    parts.push(`wall ${fmtSecs(g.wall)}`);
+  }
   if (g.refused) {
     parts.push(`refused: ${g.refused}`);
   }
@@ -231,7 +150,7 @@ export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
       }
       shown += next.length;
       const left = g.calls.length - shown;
-      more.textContent = `show ${Math.min(left, pageSize)} more of ${left.toLocaleString('en-US')}`;
+      more.textContent = `show ${Math.min(left, pageSize)} more of ${fmtInt(left)}`;
       more.style.display = left > 0 ? '' : 'none';
     };
     more.addEventListener('click', page);
@@ -240,92 +159,105 @@ export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
   }, false, 'rlmnb-group');
 }
 
+/** One turn, laid out as the Python views lay it out: a title line, then reply, code, output, sub-calls. */
 function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
   const meta: string[] = [];
+  if (t.replyLatency !== null) {
+    meta.push(`reply ${fmtSecs(t.replyLatency)}`);
+  }
+  if (t.replyTokens) {
+    meta.push(`${fmtCount(t.replyTokens[0])} → ${fmtCount(t.replyTokens[1])} tokens`);
+  }
   if (t.executed) {
-    meta.push(fmtSecs(t.duration));
+    meta.push(`code ${fmtSecs(t.duration)}`);
   }
-  const calls = t.groups.reduce((s, g) => s + g.calls.length, 0);
-  if (calls) {
-    meta.push(plural(calls, 'sub-call'));
-  }
-  if (t.children.length) {
-    meta.push(plural(t.children.length, 'child run'));
-  }
-  const flags = [
-    t.submitted ? h('span', 'rlmnb-flag rlmnb-flag-submit', 'submit') : null,
+  const pending = pendingTurnText(t, run);
+  const title = h('div', 'rlmnb-turn-title', h('b', '', `Turn ${t.turn}${t.maxTurns ? `/${t.maxTurns}` : ''}`), ' ',
+    h('span', 'rlmnb-muted', meta.join(' · ')),
+    pending ? h('span', `rlmnb-flag rlmnb-flag-pending${run.status === 'running' ? '' : ' rlmnb-flag-ended'}`, pending) : null,
     t.error ? h('span', 'rlmnb-flag rlmnb-flag-error', t.errorType ?? 'error') : null,
     t.timedOut ? h('span', 'rlmnb-flag rlmnb-flag-error', 'timed out') : null,
-    t.restarted ? h('span', 'rlmnb-flag rlmnb-flag-error', 'kernel restarted') : null
-  ];
-  const firstLine = (t.code.split('\n').find(line => line.trim()) ?? '(no code)').slice(0, 100);
-  const last = Math.max(...run.turns.keys());
-  return details(
-    [h('b', '', `Turn ${t.turn}${t.maxTurns ? `/${t.maxTurns}` : ''}`), ...flags,
-     h('span', 'rlmnb-muted', meta.join(' · ')), h('code', 'rlmnb-preview', firstLine)],
-    () => {
-      const body: Child[] = [];
-      if (t.reply) {
-        const tokens = t.replyTokens ? ` · ${fmtCount(t.replyTokens[0])} → ${fmtCount(t.replyTokens[1])} tokens` : '';
-        body.push(details([`model reply · ${fmtSecs(t.replyLatency)}${tokens}`], () => [textBlock(t.reply, 'rlmnb-reply')],
-          false, 'rlmnb-model-reply'));
-      }
-      if (t.code) {
-        body.push(h('div', 'rlmnb-label', 'code'), textBlock(t.code, 'rlmnb-code'));
-      }
-      if (t.stdout) {
-        body.push(h('div', 'rlmnb-label', 'output'), textBlock(t.stdout, 'rlmnb-stdout'));
-      }
-      if (t.stderr) {
-        body.push(h('div', 'rlmnb-label', 'stderr'), textBlock(t.stderr, 'rlmnb-stderr'));
-      }
-      if (t.error) {
-        body.push(h('div', 'rlmnb-label', 'error'), textBlock(t.error, 'rlmnb-error'));
-      }
-      if (t.executed && !t.stdout && !t.stderr && !t.error) {
-        body.push(h('div', 'rlmnb-muted', '(no output)'));
-      }
-      for (const [kind, text] of t.notes) {
-        body.push(h('div', `rlmnb-note rlmnb-note-${kind}`, text));
-      }
-      for (const g of t.groups) {
-        body.push(groupView(g));
-      }
-      for (const id of t.children) {
-        const child = tree.runs.get(id);
-        if (child) {
-          body.push(runView(tree, child));
-        }
-      }
-      return body;
-    },
-    t.turn === last && run.id === tree.rootId,
-    'rlmnb-turn'
-  );
-}
-
-function answerView(run: Run): HTMLElement | null {
-  if (run.answer === undefined || (run.answer === null && run.status !== 'submitted')) {
-    return null;
+    t.restarted ? h('span', 'rlmnb-flag rlmnb-flag-warn', 'sandbox restarted') : null,
+    t.submitted ? h('span', 'rlmnb-flag rlmnb-flag-submit', 'submitted') : null);
+  const box = h('div', 'rlmnb-turn', title);
+  box.setAttribute('data-turn', String(t.turn));
+  const code = t.code || codeOfReply(t.reply);
+  if (t.reply) {
+    box.appendChild(details([`model reply (${fmtInt(t.reply.length)} characters)`],
+      () => [textBlock(t.reply, 'rlmnb-reply')], false, 'rlmnb-model-reply'));
   }
-  const title = run.verified === false ? 'Answer (unverified)' : 'Answer';
-  return h('div', 'rlmnb-answer', h('div', 'rlmnb-label', title), textBlock(answerText(run.answer), 'rlmnb-answer-text'));
+  if (code) {
+    box.appendChild(h('div', 'rlmnb-label', t.executed ? 'code ' : 'code (not run) ', copyButton('copy', () => code),
+      insertButton('copy code to a new cell', () => code, 'insert a cell below with this turn\'s code')));
+    box.appendChild(textBlock(code, 'rlmnb-code'));
+  } else if (t.reply) {
+    box.appendChild(h('div', 'rlmnb-muted', '(no code in this reply)'));
+  }
+  if (t.executed) {
+    if (t.stdout) {
+      box.append(h('div', 'rlmnb-label', 'output'), textBlock(t.stdout, 'rlmnb-stdout'));
+    }
+    const errors = [t.stderr, t.error ?? ''].filter(Boolean).join('\n');
+    if (errors) {
+      box.appendChild(textBlock(errors, 'rlmnb-error'));
+    }
+    if (!t.stdout && !errors) {
+      box.appendChild(h('div', 'rlmnb-muted rlmnb-small', '(no output)'));
+    }
+  }
+  for (const [kind, text] of t.notes) {
+    box.appendChild(h('div', `rlmnb-note rlmnb-note-${kind}`, text));
+  }
+  for (const g of t.groups) {
+    box.appendChild(groupView(g));
+  }
+  for (const id of t.children) {
+    const child = tree.runs.get(id);
+    if (child) {
+      box.appendChild(runView(tree, child, {}));
+    }
+  }
+  return box;
 }
 
-/** Wall time of a run: its recorded usage, else its first to last event. */
+/** Wall time of a run: its recorded usage, else its first to last event; for the root run, from the moment
+ * the user ran the cell when that was recorded (the live widget counted the same way). */
 function runElapsed(tree: Tree, run: Run): number {
-  return Math.max(0, run.usage?.wall_s || (run.finished ?? tree.lastTs) - run.started);
+  const wall = Math.max(0, run.usage?.wall_s || (run.finished ?? tree.lastTs) - run.started);
+  if (run.id === tree.rootId && tree.opened !== null) {
+    return Math.max(wall, (run.finished ?? tree.lastTs) - tree.opened);
+  }
+  return wall;
 }
 
 function runHeader(tree: Tree, run: Run): HTMLElement {
   const elapsed = runElapsed(tree, run);
   const models = run.subModel && run.subModel !== run.model ? `${run.model} → sub ${run.subModel}` : run.model;
+  const setup = run.id === tree.rootId && tree.opened !== null ? run.started - tree.opened : 0;
   return h('div', 'rlmnb-header',
     run.parentId ? h('b', '', run.label || `child run (depth ${run.depth})`) : h('b', 'rlmnb-brand', 'RLM'), ' ',
-    badge(run.status), ' ', h('span', 'rlmnb-muted', `${models} · ${fmtSecs(elapsed)}`));
+    badge(run.status), ' ', h('span', '', models), ' ', h('span', 'rlmnb-muted rlmnb-elapsed', fmtSecs(elapsed)),
+    setup >= 0.5 ? h('span', 'rlmnb-muted', `(set-up ${fmtSecs(setup)})`) : null);
 }
 
-export function runView(tree: Tree, run: Run, above: HTMLElement[] = []): HTMLElement {
+/** Why a run ended without an answer, in the same words as the Python views. */
+function endingView(run: Run): HTMLElement | null {
+  if (run.status === 'running' || run.status === 'submitted' || run.status === 'fallback') {
+    return null;
+  }
+  const title = { interrupted: 'Interrupted', error: 'Run failed', budget_exhausted: 'Budget exhausted' }[run.status] ?? run.status;
+  const box = h('div', `rlmnb-ending rlmnb-status-${run.status}`, h('b', '', title));
+  const why = run.error || run.reason;
+  if (why) {
+    box.appendChild(h('div', 'rlmnb-ending-text', why));
+  }
+  if (run.status === 'interrupted') {
+    box.appendChild(h('div', 'rlmnb-muted', 'The partial trajectory above is kept.'));
+  }
+  return box;
+}
+
+export function runView(tree: Tree, run: Run, env: Env, above: HTMLElement[] = []): HTMLElement {
   const box = h('div', run.parentId ? 'rlmnb-run rlmnb-child' : 'rlmnb-run');
   box.setAttribute('data-run-id', run.id);
   box.appendChild(runHeader(tree, run));
@@ -333,7 +265,7 @@ export function runView(tree: Tree, run: Run, above: HTMLElement[] = []): HTMLEl
     box.appendChild(h('div', 'rlmnb-question', run.question));
   }
   for (const el of above) {
-    box.appendChild(el); // the root run's meters and search sit between its question and its turns
+    box.appendChild(el); // the root run's meters and trace panel sit between its question and its turns
   }
   const turns = [...run.turns.values()].sort((a, b) => a.turn - b.turn);
   const list = h('div', 'rlmnb-turns');
@@ -345,23 +277,25 @@ export function runView(tree: Tree, run: Run, above: HTMLElement[] = []): HTMLEl
   for (const id of run.children) {
     const child = tree.runs.get(id);
     if (child && !placed.has(id)) {
-      box.appendChild(runView(tree, child)); // refinements and rounds: started by the run, not by a turn
+      box.appendChild(runView(tree, child, env)); // refinements and rounds: started by the run, not by a turn
     }
   }
   for (const note of run.notes) {
     box.appendChild(h('div', 'rlmnb-note', note));
   }
-  if (run.reason && run.status !== 'submitted') {
-    box.appendChild(h('div', 'rlmnb-note rlmnb-note-info', run.reason));
+  const ending = endingView(run);
+  if (ending) {
+    box.appendChild(ending);
   }
-  if (run.error) {
-    box.appendChild(textBlock(run.error, 'rlmnb-error'));
-  }
-  const answer = answerView(run);
+  const answer = answerView(run, env);
   if (answer) {
     box.appendChild(answer);
   }
   return box;
+}
+
+function limitText(limit: number | null, fmt: (n: number) => string): string {
+  return limit ? ` / ${fmt(limit)}` : '';
 }
 
 export function metersView(tree: Tree): HTMLElement {
@@ -369,107 +303,40 @@ export function metersView(tree: Tree): HTMLElement {
   const cfg = root.config ?? {};
   const t = tree.totals;
   const turns = root.turns.size ? Math.max(...root.turns.keys()) : 0;
-  const maxTurns = cfg.max_iterations ?? null;
-  const maxCalls = cfg.max_llm_calls ?? null;
+  const maxTurns = num(cfg.max_iterations);
+  const maxCalls = num(cfg.max_llm_calls);
+  const maxTokens = num(cfg.max_tokens);
+  const maxCost = num(cfg.max_cost);
+  const maxTime = num(cfg.max_time);
   const tokens = t.inputTokens + t.outputTokens;
   const elapsed = runElapsed(tree, root);
+  const inFlight = t.subCalls - t.subDone;
+  const calls = `${fmtInt(t.subDone)}${inFlight > 0 ? ` (+${fmtInt(inFlight)} in flight)` : ''}` +
+    `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}`;
   return h('div', 'rlmnb-meters',
-    meter('turns', turns, maxTurns, `${turns}${maxTurns ? `/${maxTurns}` : ''}`),
-    meter('sub-calls', t.subCalls, maxCalls,
-      `${t.subCalls.toLocaleString('en-US')}${maxCalls ? `/${maxCalls.toLocaleString('en-US')}` : ''}${t.subErrors ? ` (${plural(t.subErrors, 'error')})` : ''}`),
-    meter('tokens', tokens, cfg.max_tokens ?? null, `${fmtCount(t.inputTokens)} in / ${fmtCount(t.outputTokens)} out`),
-    meter('cost', t.cost, cfg.max_cost ?? null, fmtCost(t.cost, t.unpriced)),
-    meter('time', elapsed, cfg.max_time ?? null, fmtSecs(elapsed)));
+    meter('turns', `${turns}${limitText(maxTurns, fmtInt)}`, turns, maxTurns),
+    meter('sub-calls', calls, t.subDone, maxCalls, inFlight),
+    meter('tokens', `${fmtCount(t.inputTokens)} in · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`,
+      tokens, maxTokens),
+    meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`, t.cost, maxCost),
+    meter('time', `${fmtSecs(elapsed)}${limitText(maxTime, fmtSecs)}`, elapsed, maxTime));
 }
 
-interface Hit {
-  call: Call;
-  run: Run;
-  turn: number;
-  group: Group;
-}
-
-function everyCall(tree: Tree): Hit[] {
-  const hits: Hit[] = [];
-  for (const run of tree.runs.values()) {
-    for (const t of [...run.turns.values()].sort((a, b) => a.turn - b.turn)) {
-      for (const group of t.groups) {
-        for (const call of group.calls) {
-          hits.push({ call, run, turn: t.turn, group });
-        }
-      }
-    }
-  }
-  return hits;
-}
-
-function hitRow(tree: Tree, hit: Hit): HTMLElement {
-  const where = [hit.run.id === tree.rootId ? 'root run' : hit.run.label || `child run (depth ${hit.run.depth})`,
-    `turn ${hit.turn}`,
-    hit.group.kind === 'map' ? hit.group.map?.operator ?? 'llm_map' : hit.group.kind === 'batch' ? 'llm_query_batched'
-      : 'llm_query'];
-  const row = callRow(hit.call);
-  row.querySelector('summary')!.prepend(h('span', 'rlmnb-where', where.join(' · ')), ' ');
-  return row;
-}
-
-/** A search over every sub-call of the tree (prompt, reply, error), results listed a page at a time. */
-export function searchView(tree: Tree): HTMLElement | null {
-  const hits = everyCall(tree);
-  if (hits.length < 2) {
-    return null;
-  }
-  const input = h('input', 'rlmnb-search-input') as HTMLInputElement;
-  input.type = 'search';
-  input.placeholder = `search the ${hits.length.toLocaleString('en-US')} sub-calls (prompts, replies, errors)`;
-  input.setAttribute('aria-label', 'search sub-calls');
-  input.setAttribute('data-lm-suppress-shortcuts', 'true'); // typing here never triggers notebook shortcuts
-  const status = h('span', 'rlmnb-search-status rlmnb-muted');
-  const results = h('div', 'rlmnb-search-results');
-  const search = () => {
-    const query = input.value.trim().toLowerCase();
-    results.textContent = '';
-    status.textContent = '';
-    if (!query) {
-      return;
-    }
-    const found = hits.filter(({ call }) =>
-      call.prompt.toLowerCase().includes(query) || (call.reply ?? '').toLowerCase().includes(query) ||
-      (call.error ?? '').toLowerCase().includes(query));
-    status.textContent = plural(found.length, 'matching sub-call');
-    const more = h('button', 'rlmnb-more');
-    let shown = 0;
-    const page = () => {
-      for (const hit of found.slice(shown, shown + PAGE_SIZE)) {
-        results.insertBefore(hitRow(tree, hit), more);
-      }
-      shown = Math.min(found.length, shown + PAGE_SIZE);
-      const left = found.length - shown;
-      more.textContent = `show ${Math.min(left, PAGE_SIZE)} more of ${left.toLocaleString('en-US')}`;
-      more.style.display = left > 0 ? '' : 'none';
-    };
-    more.addEventListener('click', page);
-    results.appendChild(more);
-    page();
-  };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  input.addEventListener('input', () => {
-    clearTimeout(timer);
-    timer = setTimeout(search, 150);
-  });
-  return h('div', 'rlmnb-search', input, ' ', status, results);
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
 }
 
 /** The whole view of one trajectory. */
-export function trajectoryView(tree: Tree): HTMLElement {
+export function trajectoryView(tree: Tree, env: Env = {}): HTMLElement {
   const root = tree.runs.get(tree.rootId!)!;
-  const view = h('div', 'rlmnb-view');
+  // mathjax_ignore / tex2jax_ignore: the notebook's math renderer leaves "$0.25 ... $2" alone in here
+  const view = h('div', 'rlmnb-view mathjax_ignore tex2jax_ignore');
   view.setAttribute('data-status', root.status);
-  const search = searchView(tree);
-  view.appendChild(runView(tree, root, search ? [metersView(tree), search] : [metersView(tree)]));
+  const trace = traceView(tree);
+  view.appendChild(runView(tree, root, env, trace ? [metersView(tree), trace] : [metersView(tree)]));
   const footer = [`${plural(tree.runs.size, 'run')}`, plural(tree.events, 'event'), plural(tree.totals.rootCalls, 'root call')];
   if (tree.totals.concurrency !== null) {
-    footer.push(`concurrency ended at ${tree.totals.concurrency}`);
+    footer.push(`at most ${plural(tree.totals.concurrency, 'sub-call')} in flight at the end (adaptive limit)`);
   }
   view.appendChild(h('div', 'rlmnb-footer rlmnb-muted', `${footer.join(' · ')} · rendered by rlmnb-jupyterlab, no kernel needed`));
   return view;

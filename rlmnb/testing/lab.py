@@ -75,7 +75,9 @@ class JupyterLab:
     """`jupyter lab` serving `root_dir`, headless, isolated settings; a context manager."""
 
     def __init__(self, root_dir: Path, *, theme: str = "JupyterLab Light", timeout: float = 60.0,
-                 disabled_extensions: tuple[str, ...] = ()) -> None:
+                 disabled_extensions: tuple[str, ...] = (), labextension: Path | None = None) -> None:
+        """`labextension`: the built rlmnb extension to serve (default: the build beside the imported
+        rlmnb package, `rlmnb/labextension`, when there is one), ahead of any installed copy."""
         self.root_dir = Path(root_dir)
         self.disabled_extensions = disabled_extensions
         self.theme = theme
@@ -86,11 +88,20 @@ class JupyterLab:
         self.proc: subprocess.Popen[bytes] | None = None
         # the notebook-trust database and its secret live here, so `trust()` and the server agree
         self.data_dir = self.scratch / "data"
+        # JUPYTER_PATH comes first in JupyterLab's search for extensions (the user data dir does not: in a
+        # venv the environment's share/jupyter wins), so the build under test is the one served
+        build = labextension or Path(__file__).resolve().parent.parent / "labextension"
+        self.jupyter_path = self.scratch / "path"
+        if (build / "package.json").exists():
+            (self.jupyter_path / "labextensions").mkdir(parents=True)
+            (self.jupyter_path / "labextensions" / "rlmnb-jupyterlab").symlink_to(build.resolve())
 
     @property
     def env(self) -> dict[str, str]:
+        path = os.pathsep.join(p for p in (str(self.jupyter_path), os.environ.get("JUPYTER_PATH", "")) if p)
         return dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.scratch / "runtime"), PYTHONUNBUFFERED="1",
-                    JUPYTER_DATA_DIR=str(self.data_dir), JUPYTER_CONFIG_DIR=str(self.scratch / "config"))
+                    JUPYTER_DATA_DIR=str(self.data_dir), JUPYTER_CONFIG_DIR=str(self.scratch / "config"),
+                    JUPYTER_PATH=path)
 
     def url(self, path: str = "lab") -> str:
         sep = "&" if "?" in path else "?"
@@ -200,3 +211,32 @@ def chromium_page(*, width: int = 1280, height: int = 1400, console: list[str] |
             yield page
         finally:
             browser.close()
+
+
+def _prompt(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
+
+
+def run_cell(page: Any, index: int) -> float:
+    """Run notebook cell `index` (Ctrl+Enter in command mode); returns the perf_counter() of the key press,
+    once the cell's prompt has changed (queued or running)."""
+    before = _prompt(page, index).inner_text()
+    _prompt(page, index).click()
+    page.keyboard.press("Escape")
+    pressed = time.perf_counter()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function("([el, before]) => el.textContent !== before",
+                           arg=[_prompt(page, index).element_handle(), before], timeout=30_000)
+    return pressed
+
+
+def wait_cell(page: Any, index: int, timeout: float = 180) -> None:
+    """Wait until notebook cell `index` has finished running (its prompt shows a number, not [*])."""
+    prompt = _prompt(page, index)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = prompt.inner_text()
+        if "[" in text and "*" not in text and text.strip() != "[ ]:":
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"cell {index} did not finish within {timeout} s")

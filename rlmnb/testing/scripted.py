@@ -3,7 +3,9 @@
 Replies are a list served in order, or a callable `f(messages) -> str`; an item may be a `Completion`
 to script what real providers send besides text (`finish_reason="length"`, `reasoning=...`, an empty
 `meta={"empty": "no_choices"}`). With `supports_stop=True` a reply is cut at the first stop sequence a
-request passes, as providers do. Every request is recorded in `.requests`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
+request passes, as providers do. Every request is recorded in `.requests`. A list script that has been used up starts again from the top when a new
+conversation begins (a request with no assistant message: a new run's first root call), so re-running a
+notebook cell replays the same scripted run; inside one run, running out is still `ScriptExhausted`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
 behave as they would with a real provider; cost is zero.
 """
 
@@ -55,6 +57,8 @@ class ScriptedLM:
         with self._lock:
             self.requests.append([dict(m) for m in messages])
             if self._responder is None:
+                if self._served >= len(self._replies) and self._replies and _starts_conversation(messages):
+                    self._served = 0  # a re-run: the script plays again from the top
                 if self._served >= len(self._replies):
                     raise ScriptExhausted(
                         f"ScriptedLM {self.name!r} ran out of replies after {len(self._replies)}; "
@@ -64,6 +68,11 @@ class ScriptedLM:
                 return reply
         out = self._responder(messages)
         return out if isinstance(out, Completion) else str(out)
+
+    def rewind(self) -> None:
+        """Serve the script from its first reply again."""
+        with self._lock:
+            self._served = 0
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         reply = self._next(messages)
@@ -87,3 +96,7 @@ class ScriptedLM:
     def __repr__(self) -> str:
         kind = "callable" if self._responder is not None else f"{len(self._replies)} replies"
         return f"ScriptedLM({self.name!r}, {kind})"
+
+
+def _starts_conversation(messages: list[Message]) -> bool:
+    return not any(m.get("role") == "assistant" for m in messages)

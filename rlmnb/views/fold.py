@@ -36,6 +36,9 @@ class RunTree:
         self.calls: dict[str, list[Any]] = {}  # call_id -> [SubCallStarted, SubCallFinished | None, GroupNode]
         self.totals = Totals()
         self.events: list[Event] = []  # every event added, in order (what the trajectory JSON is made of)
+        # when the user's cell started (set by the live widget): the root run's time is the time the user
+        # waited, set-up before its first event (importing litellm, binding inputs) included
+        self.opened: float | None = None
         self._changes: set[tuple[Any, ...]] = set()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "run_started": self._run_started, "turn_started": self._turn_started,
@@ -135,7 +138,7 @@ class RunTree:
     def _group(self, key: str, kind: str, run_id: str, turn_no: int, ts: float) -> GroupNode:
         group = self.groups.get(key)
         if group is None:
-            group = GroupNode(key, kind, run_id, turn_no)
+            group = GroupNode(key, kind, run_id, turn_no, started=ts)
             self.groups[key] = group
             self._turn(run_id, turn_no, ts).items.append(("group", key))
             self._changes.add(("items", run_id, turn_no))
@@ -221,6 +224,11 @@ class RunTree:
             totals.cost += cost
         if e.cached:
             group.cached += 1
+        meta = e.meta
+        if meta and meta.get("retries"):
+            group.retried += 1
+            if meta.get("rate_limited"):
+                group.rate_limited += 1
         group.latencies.append(e.latency_s)
         totals.sub_finished += 1
         if e.error is not None:
@@ -280,20 +288,26 @@ class RunTree:
         with self.lock:
             run = self.runs.get(run_id or self.root_id or "")
             if run is None:
+                waited = (now if now is not None else time.time()) - self.opened if self.opened is not None else 0.0
                 return {"run_id": None, "status": "waiting", "question": "", "model": "", "sub_model": "",
-                        "label": "", "elapsed": 0.0, "depth": 0, "turns": 0, "answer": None, "has_answer": False,
+                        "label": "", "elapsed": max(0.0, waited), "setup": 0.0, "depth": 0, "turns": 0, "answer": None, "has_answer": False,
                         "reason": "", "error": None, "notes": [], "fallback": False, "sandbox": ""}
+            opened = self.opened if run.run_id == self.root_id and self.opened is not None else None
             if run.finished is not None:
                 elapsed = (run.usage or {}).get("wall_s") or (run.finished - run.started)
+                if opened is not None:
+                    elapsed = max(elapsed, run.finished - opened)
             else:
-                elapsed = (now if now is not None else time.time()) - run.started
+                elapsed = (now if now is not None else time.time()) - (opened if opened is not None else run.started)
+            setup = max(0.0, run.started - opened) if opened is not None else 0.0
             has_answer = run.status in ("submitted", "fallback") or run.answer is not None
             return {"run_id": run.run_id, "status": run.status, "question": run.question, "model": run.model,
                     "sub_model": run.sub_model, "label": run.label, "sandbox": run.sandbox,
                     "elapsed": max(0.0, float(elapsed)), "depth": run.depth, "turns": len(run.turns),
                     "answer": run.answer, "has_answer": has_answer, "reason": run.reason, "error": run.error,
                     "notes": list(run.notes), "fallback": run.fallback, "parent_run_id": run.parent_run_id,
-                    "confinement": run.confinement}
+                    "confinement": run.confinement,
+                    "setup": setup}
 
     def meters_view(self, now: float | None = None) -> dict[str, Any]:
         """Budget meters of the whole tree: limits come from the root run's settings."""
@@ -333,15 +347,26 @@ class RunTree:
         with self.lock:
             return list(self.runs[run_id].turns[turn].items)
 
-    def group_view(self, key: str) -> dict[str, Any]:
+    def group_view(self, key: str, now: float | None = None) -> dict[str, Any]:
+        """A group's figures; while a batch runs, also its rate (replies a second) and ETA, as tqdm shows them."""
         with self.lock:
             g = self.groups[key]
             latencies = list(g.latencies)
-            view = {"key": g.key, "kind": g.kind, "run_id": g.run_id, "turn": g.turn, "size": g.size,
+            view: dict[str, Any] = {
+                    "key": g.key, "kind": g.kind, "run_id": g.run_id, "turn": g.turn, "size": g.size,
                     "model": g.model, "started": len(g.call_ids), "finished": g.finished, "errors": g.errors,
                     "input_tokens": g.input_tokens, "output_tokens": g.output_tokens, "cost": g.cost,
                     "unpriced": g.unpriced, "cached": g.cached, "done": g.done, "wall": g.wall,
-                    "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None}
+                    "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None,
+                    "retried": g.retried, "rate_limited": g.rate_limited,
+                    "rate": None, "eta": None}
+            running = not g.done and g.finished < max(g.size, len(g.call_ids)) and \
+                self.runs.get(g.run_id) is not None and self.runs[g.run_id].status == "running"
+            if running and g.finished:
+                spent = (now if now is not None else time.time()) - g.started
+                if spent > 0:
+                    rate = g.finished / spent
+                    view["rate"], view["eta"] = rate, (max(g.size, len(g.call_ids)) - g.finished) / rate
         latencies.sort()
         view["p50"], view["p95"] = percentile(latencies, 50), percentile(latencies, 95)
         return view
@@ -359,7 +384,22 @@ class RunTree:
                         "reply": f.reply if f is not None else None, "error": f.error if f is not None else None,
                         "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
                         "cost": usage.get("cost_usd"), "latency": f.latency_s if f is not None else None,
-                        "cached": bool(f.cached) if f is not None else False})
+                        "cached": bool(f.cached) if f is not None else False,
+                        "retries": int((f.meta or {}).get("retries") or 0) if f is not None else 0,
+                        "rate_limited": int((f.meta or {}).get("rate_limited") or 0) if f is not None else 0,
+                        "started": s.ts, "finished": f.ts if f is not None else None,
+                        "run_id": s.run_id, "turn": s.turn})
+        return out
+
+
+    def all_call_views(self) -> list[dict[str, Any]]:
+        """Every sub-call of the tree, group by group in the order the groups started (for the trace view:
+        built on demand, never per event)."""
+        with self.lock:
+            keys = list(self.groups)
+        out: list[dict[str, Any]] = []
+        for key in keys:
+            out.extend(self.call_views(key))
         return out
 
 

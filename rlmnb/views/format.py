@@ -9,11 +9,12 @@ import json
 import math
 from typing import Any
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_secs", "map_figures",
-           "percentile", "quote_notes"]
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
+           "map_figures", "pending_turn_text", "percentile", "quote_notes"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
-                 "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error"}
+                 "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
+                 "waiting": "starting…"}
 
 
 def fmt_count(n: int | float | None) -> str:
@@ -29,10 +30,36 @@ def fmt_count(n: int | float | None) -> str:
 
 
 def fmt_cost(cost: float | None, unpriced: int = 0) -> str:
+    """A cost; calls without a price are counted apart and never shown as $0.0000."""
+    if unpriced and not cost:
+        return f"unpriced ({unpriced:,} call{'' if unpriced == 1 else 's'})"
     text = "$?" if cost is None else f"${cost:.4f}"
     if unpriced:
-        text += f" (+{unpriced:,} unpriced)"
+        text += f" + {unpriced:,} unpriced"
     return text
+
+
+def fmt_rate(per_second: float) -> str:
+    """Calls per second the way tqdm shows it: 17.2/s, or 4.1 s/call when slower than one a second."""
+    if per_second <= 0:
+        return "?"
+    if per_second >= 1:
+        return f"{per_second:,.1f}/s"
+    return f"{1 / per_second:.1f} s/call"
+
+
+_ENDED = {"interrupted": "interrupted", "error": "run failed", "budget_exhausted": "budget exhausted"}
+
+
+def pending_turn_text(executed: bool, replied: bool, status: str) -> str | None:
+    """What a turn that has not run its code says, in the same words in every view (the extension's
+    format.ts has the twin): waiting while the run goes on, cut short once it has ended."""
+    if executed:
+        return None
+    if status in ("running", "waiting"):
+        return "running…" if replied else "waiting for the model…"
+    how = _ENDED.get(status, "run ended")
+    return f"{how}: this code did not finish" if replied else f"{how} before the model replied"
 
 
 def fmt_secs(s: float | None) -> str:
@@ -46,13 +73,13 @@ def fmt_secs(s: float | None) -> str:
     return f"{minutes} min {secs:02d} s"
 
 
-def clip(text: str, limit: int) -> str:
-    """Head and tail of a long text with a marker saying how much was left out."""
+def clip(text: str, limit: int, *, left_out: str = "not shown") -> str:
+    """Head and tail of a long text with a marker saying how much was left out (and how: `left_out`)."""
     if len(text) <= limit:
         return text
     head = limit * 2 // 3
     tail = limit - head
-    return f"{text[:head]}\n… [{len(text) - limit:,} characters not shown] …\n{text[-tail:]}"
+    return f"{text[:head]}\n… [{len(text) - limit:,} characters {left_out}] …\n{text[-tail:]}"
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

@@ -11,11 +11,22 @@ import html
 from typing import Any
 
 from ..events import Trajectory
+from .answer import answer_body_html
 from .fold import RunTree, as_tree
-from .format import STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs, map_figures
+from .format import (
+    STATUS_LABELS,
+    clip,
+    fmt_cost,
+    fmt_count,
+    fmt_rate,
+    fmt_secs,
+    map_figures,
+    pending_turn_text,
+)
+from .meters import meters_html
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "meters_html", "render_html", "turn_html"]
+           "highlight_python", "html_page", "meters_html", "render_html", "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
@@ -27,6 +38,10 @@ STATUS_COLORS = {"running": "#1976d2", "submitted": "#2e7d32", "fallback": "#ef6
 
 # ==================================================================================================
 # HTML pieces (inline styles only: they survive notebook sanitisers; no scripts, no event handlers)
+
+# The notebook's math renderer (MathJax 3 in JupyterLab and Notebook 7, MathJax 2 in nbconvert's HTML)
+# would read "$0.25 ... $2" as TeX: every view's outer element carries both of its ignore classes.
+MATH_SAFE = "tex2jax_ignore mathjax_ignore"
 
 FONT = "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);font-size:13px;line-height:1.45"
 PRE = ("margin:3px 0;padding:6px 8px;background:rgba(127,127,127,0.09);border-radius:4px;white-space:pre-wrap;"
@@ -103,8 +118,11 @@ def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False
     label = run.get("label") or ""
     label = f' <span style="{MUTED}">{_esc(label)}</span>' if label and label != title else ""
     question = clip(run.get("question") or "", 400)
+    setup = run.get("setup") or 0.0
+    waited = (f' <span style="{MUTED}" title="from running the cell to the run\'s first step (loading the model '
+              f'library, binding inputs)">(set-up {fmt_secs(setup)})</span>') if setup >= 0.5 else ""
     line = (f'<b>{_esc(title)}</b> {_badge(run["status"])}{label} <span style="margin-left:8px">{models}</span> '
-            f'<span style="{MUTED};margin-left:8px">{fmt_secs(run["elapsed"])}</span>')
+            f'<span style="{MUTED};margin-left:8px">{fmt_secs(run["elapsed"])}</span>{waited}')
     if inline:  # one line, e.g. inside a <summary>
         short = clip(question, 160).replace("\n", " ")
         return f'<span style="{FONT}">{line} <span style="{MUTED}">— {_esc(short)}</span></span>'
@@ -112,47 +130,9 @@ def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False
             f'<div style="{MUTED};white-space:pre-wrap">{_esc(question)}</div></div>')
 
 
-def _meter(label: str, used: str, limit: str | None, fraction: float | None) -> str:
-    bar = ""
-    if fraction is not None:
-        pct = max(0.0, min(1.0, fraction)) * 100
-        color = "#c62828" if pct >= 100 else "#1976d2"
-        bar = (f'<div style="height:4px;background:rgba(127,127,127,0.2);border-radius:2px;margin-top:2px">'
-               f'<div style="height:4px;width:{pct:.1f}%;background:{color};border-radius:2px"></div></div>')
-    value = used + (f' <span style="{MUTED}">/ {limit}</span>' if limit else "")
-    return (f'<div style="display:inline-block;min-width:110px;margin:2px 14px 2px 0;vertical-align:top">'
-            f'<div style="{MUTED};font-size:11px">{_esc(label)}</div><div>{value}</div>{bar}</div>')
-
-
-def _fraction(used: float, limit: float | None) -> float | None:
-    return used / limit if limit else None
-
-
-def meters_html(m: dict[str, Any], *, counts: bool = True) -> str:
-    """The budget meters; `counts=False` leaves out turns and sub-calls (the widget shows those as bars)."""
-    parts = []
-    if counts:
-        parts.append(_meter("turns", f"{m['turns']:,}", _opt_int(m["max_turns"]),
-                            _fraction(m["turns"], m["max_turns"])))
-        errors = f' <span style="color:#c62828">({m["sub_errors"]:,} failed)</span>' if m["sub_errors"] else ""
-        parts.append(_meter("sub-calls", f"{m['sub_calls']:,}{errors}", _opt_int(m["max_llm_calls"]),
-                            _fraction(m["sub_calls"], m["max_llm_calls"])))
-    tokens = m["input_tokens"] + m["output_tokens"]
-    parts.append(_meter("tokens in / out", f"{fmt_count(m['input_tokens'])} / {fmt_count(m['output_tokens'])}",
-                        _opt_int(m["max_tokens"]), _fraction(tokens, m["max_tokens"])))
-    max_cost = f"${m['max_cost']:g}" if m["max_cost"] else None
-    parts.append(_meter("cost", fmt_cost(m["cost"], m["unpriced"]), max_cost, _fraction(m["cost"], m["max_cost"])))
-    max_time = fmt_secs(m["max_time"]) if m["max_time"] else None
-    parts.append(_meter("time", fmt_secs(m["elapsed"]), max_time, _fraction(m["elapsed"], m["max_time"])))
-    return f'<div style="{FONT}">{"".join(parts)}</div>'
-
-
-def _opt_int(value: Any) -> str | None:
-    return f"{value:,}" if isinstance(value, int) and value else None
-
-
-def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
-    """One turn: title line, the reply (collapsed), the code, the output, notes (the caller draws the box)."""
+def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = TEXT_CHARS) -> str:
+    """One turn: title line, the reply (collapsed), the code, the output, notes (the caller draws the box).
+    `status` is the run's: a turn that never ran its code reads differently once the run has ended."""
     usage = t["reply_usage"]
     bits = []
     if t["reply_latency"] is not None:
@@ -162,8 +142,9 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
     if t["duration"] is not None:
         bits.append(f"code {fmt_secs(t['duration'])}")
     chips = ""
-    if not t["executed"]:
-        chips += _chip("waiting for the model…" if t["reply"] is None else "running…", "#1976d2")
+    pending = pending_turn_text(t["executed"], t["reply"] is not None, status)
+    if pending:
+        chips += _chip(pending, "#1976d2" if status == "running" else "#757575")
     if t["error"]:
         chips += _chip(t["error_type"] or "error", "#c62828")
     if t["timed_out"]:
@@ -189,6 +170,8 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
         if code is None:
             out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
     if code is not None:
+        if not t["executed"]:
+            out.append(f'<div style="{MUTED};font-size:11px">code (not run)</div>')
         out.append(highlight_python(clip(code, text_chars)))
     if t["executed"]:
         output = t["stdout"]
@@ -207,17 +190,23 @@ def turn_html(t: dict[str, Any], *, text_chars: int = TEXT_CHARS) -> str:
 
 
 def group_summary_html(g: dict[str, Any]) -> str:
-    """One row for a batch (or a turn's single calls): count, errors, latency p50/p95, tokens, cost."""
+    """One row for a batch (or a turn's single calls): replies in out of sent, with a rate and an ETA
+    while it runs (as tqdm shows them), errors, retries, latency p50/p95, tokens, cost."""
     name = "llm_query_batched" if g["kind"] == "batch" else "llm_query"
     count = g["size"] if g["kind"] == "batch" else g["started"]
     parts = [f"<b>{name}</b> × {count:,}"]
     if g["kind"] == "map" and g.get("map"):
         parts = [f'<b>{_esc(g["map"].get("operator", "llm_map"))}</b> {_esc(map_figures(g["map"]))}',
                  f'{g["started"]:,} sub-calls']
-    if g["finished"] < g["started"] or (g["kind"] == "batch" and not g["done"]):
-        parts.append(f'{g["finished"]:,} done')
+    if g["finished"] < g["started"] or (g["kind"] == "batch" and not g["done"] and g["finished"] < count):
+        parts.append(f'{g["finished"]:,} of {g["started"]:,} replied')
+    if g.get("rate"):
+        parts.append(f'{fmt_rate(g["rate"])} · ETA {fmt_secs(g["eta"])}')
     if g["errors"]:
         parts.append(f'<span style="color:#c62828">{g["errors"]:,} failed</span>')
+    if g.get("retried"):
+        rate = f' ({g["rate_limited"]:,} rate-limited)' if g.get("rate_limited") else ""
+        parts.append(f'<span style="color:#ef6c00">{g["retried"]:,} retried{rate}</span>')
     if g["p50"] is not None:
         parts.append(f'p50 {fmt_secs(g["p50"])} · p95 {fmt_secs(g["p95"])}')
     parts.append(f'{fmt_count(g["input_tokens"])} → {fmt_count(g["output_tokens"])} tokens')
@@ -246,12 +235,17 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS) -> str:
     if c["input_tokens"] is not None:
         bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
     if c["done"]:
-        bits.append(fmt_cost(c["cost"], 1 if c["cost"] is None else 0).replace(" (+1 unpriced)", " unpriced"))
+        bits.append("unpriced" if c["cost"] is None else fmt_cost(c["cost"]))
     if c["cached"]:
         bits.append("cached")
+    if c.get("rate_limited"):
+        bits.append(f'<span style="color:#ef6c00">rate-limited ×{c["rate_limited"]}</span>')
+    if c.get("retries"):
+        bits.append(f'<span style="color:#ef6c00">retried ×{c["retries"]}</span>')
     prompt = c["prompt"] or ""
     shown_chars = f"{c['prompt_chars']:,} characters" + ("" if len(prompt) >= c["prompt_chars"] else
-                                                            f", {len(prompt):,} recorded")
+                                                            f"; the record keeps {len(prompt):,} of them, "
+                                                            f"its start and end")
     body = (f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})</div>{_pre(clip(prompt, text_chars))}'
             f'<div style="{MUTED};font-size:11px">{"error" if c["error"] else "reply"}</div>'
             f'{_pre(clip(reply, text_chars), "color:#c62828" if c["error"] else "")}')
@@ -270,7 +264,7 @@ def answer_html(run: dict[str, Any]) -> str:
              "error": "Run failed"}.get(status, status)
     body = ""
     if run["has_answer"] and run["answer"] is not None:
-        body += _pre(clip(answer_text(run["answer"]), TEXT_CHARS))
+        body += answer_body_html(run["answer"], pre_style=PRE)
     if status not in ("submitted",) and (run["error"] or run["reason"]):
         body += f'<div style="font-size:12px">{_esc(run["error"] or run["reason"])}</div>'
     if status == "interrupted":
@@ -293,7 +287,7 @@ def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, ca
     """
     tree = as_tree(trajectory)
     root = tree.run_view()
-    parts = [f'<div class="rlmnb-trajectory" style="{FONT}">', header_html(root, title=title),
+    parts = [f'<div class="rlmnb-trajectory {MATH_SAFE}" style="{FONT}">', header_html(root, title=title),
              meters_html(tree.meters_view())]
     if root["run_id"] is not None:
         parts.append(_run_body_html(tree, root["run_id"], calls_shown))
@@ -303,18 +297,24 @@ def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, ca
     if not full_page:
         return fragment
     question = clip(root.get("question") or "", 80).replace("\n", " ")
+    return html_page(fragment, f"{title}: {question}")
+
+
+def html_page(body: str, title: str) -> str:
+    """A standalone page around view fragments (light or dark, following the reader's system)."""
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-            f"<title>{_esc(title)}: {_esc(question)}</title>"
+            f"<title>{_esc(title)}</title>"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<style>body{max-width:1100px;margin:24px auto;padding:0 16px}"
             "@media (prefers-color-scheme: dark){body{background:#1e1e1e;color:#ddd}}</style>"
-            f"</head><body>{fragment}</body></html>\n")
+            f"</head><body>{body}</body></html>\n")
 
 
 def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
     parts = []
+    status = tree.run_view(run_id)["status"]
     for number in tree.turn_numbers(run_id):
-        parts.append(f'<div style="{TURN_BOX}">{turn_html(tree.turn_view(run_id, number))}')
+        parts.append(f'<div style="{TURN_BOX}">{turn_html(tree.turn_view(run_id, number), status=status)}')
         for kind, key in tree.turn_items(run_id, number):
             parts.append(_group_static_html(tree, key, calls_shown) if kind == "group"
                          else _child_static_html(tree, key, calls_shown))

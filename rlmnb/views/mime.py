@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import MIME_TYPE, SCHEMA_VERSION, Trajectory
+from .answer import answer_json
 from .fold import RunTree
 from .format import clip
 from .html import CALLS_SHOWN, render_html
@@ -25,13 +26,17 @@ _REPLAY_FIELDS = {"model_reply": ("text",)}  # root replies stay whole for the s
 
 
 def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CHARS,
-                       text_chars: int = JSON_TEXT_CHARS) -> dict[str, Any]:
+                       text_chars: int = JSON_TEXT_CHARS, opened: float | None = None) -> dict[str, Any]:
     """`trajectory.to_dict()` with long strings clipped, so a saved notebook stays a sensible size.
 
     Sub-call prompts keep `call_chars`, other strings `text_chars`; model replies (root and sub) are
     kept whole, with every request hash, so a saved notebook's run can still be replayed. `"clipped": true`
     is set when anything was cut (`%rlm export` and `RunResult.save` keep everything). Built from
     each event's attributes directly: this runs once per displayed run over every event.
+
+    A dict or list answer also travels as `answer_json` text: a saved notebook's JSON has its keys
+    sorted, and the answer must show in the order the run produced it. `opened` (when the user's cell
+    started) lets the extension show the time the user waited, as the live widget did.
     """
     clipped = False
 
@@ -56,13 +61,17 @@ def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CH
             for key in _CALL_TEXT_FIELDS:
                 value = data.get(key)
                 if value is not None and len(value) > call_chars:
-                    data[key] = clip(value, call_chars)
+                    data[key] = clip(value, call_chars, left_out="not recorded")
                     clipped = True
         else:
             keep = _REPLAY_FIELDS.get(event.kind, ())
             data = {key: value if key in keep else cut(value, text_chars) for key, value in data.items()}
+            if event.kind in ("run_finished", "submitted") and isinstance(data.get("answer"), dict | list):
+                data["answer_json"] = answer_json(data["answer"])
         events.append(data)
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "events": events}
+    if opened is not None:
+        out["opened"] = opened
     if clipped:
         out["clipped"] = True
     return out

@@ -58,6 +58,9 @@ class GroupNode:
     done: bool = False
     wall: float | None = None
     refused: str | None = None
+    started: float = 0.0  # when the group's first call (or its batch) started: the base of its rate and ETA
+    retried: int = 0  # calls that needed more than one attempt
+    rate_limited: int = 0  # of those, calls answered "429 rate limited" at least once
     change: tuple[str, str] = ("group", "")
     map_info: dict[str, Any] | None = None  # kind "map": the llm_map's operator and packing figures
 
