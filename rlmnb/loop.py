@@ -78,7 +78,8 @@ class Outcome:
     record: TurnRecord | None = None  # the submitting turn (verification may send the run back to it)
 
 
-def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any]) -> str:
+def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any], example: str = "data") -> str:
+    """The system rules; `example` names the input of the example first step (small models copy it)."""
     tool_lines = ""
     if tools:
         described = []
@@ -88,7 +89,8 @@ def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, An
         tool_lines = "".join(described)
     reads = (render("sub_window", tokens=f"{sub_window:,}", chars=f"{sub_window * 3:,}") if sub_window
              else load("sub_window_unknown"))
-    rules = render("system", sub_reads=reads, max_llm_calls=config.max_llm_calls, max_iterations=config.max_iterations, tools=tool_lines)
+    rules = render("system", sub_reads=reads, example=example, max_llm_calls=config.max_llm_calls,
+                   max_iterations=config.max_iterations, tools=tool_lines)
     rules += "\n\n" + load("operators")  # llm_map / llm_classify / llm_filter (rlmnb/operators/)
     if config.instructions:
         return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
@@ -213,10 +215,9 @@ async def run_turns(ctx: RunContext) -> Outcome:
                 notes.append("[rejected] " + message)
         rejected = bool(notes)
         repeat_of = ctx.repeats.check(turn, step.code, observation.output_of(result))
-        if repeat_of is not None and outcome is None:
-            notes.append("[note] " + render("repeated", turn=repeat_of))
         obs = observation.build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars,
-                                timeout=timeout, extra=reply_notes + notes, nudge=outcome is None)
+                                timeout=timeout, extra=reply_notes + notes, nudge=outcome is None,
+                                repeat_of=repeat_of if outcome is None else None)
         _emit_code(ctx, turn, step.code, result, obs, repeat_of)
         if outcome is not None:
             return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))

@@ -45,8 +45,15 @@ def reply_notes(step: Step, max_tokens: int | None) -> list[str]:
 
 
 def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, timeout: float,
-          extra: list[str] | None = None, nudge: bool = True) -> str:
-    """The observation text for one executed snippet; `nudge=False` after an accepted submit."""
+          extra: list[str] | None = None, nudge: bool = True, repeat_of: int | None = None) -> str:
+    """The observation text for one executed snippet; `nudge=False` after an accepted submit.
+
+    A step that repeats turn `repeat_of` gets a pointer to it instead of the same output again: a model
+    stuck in a loop copies the last exchange, and an identical exchange is what keeps it there.
+    """
+    if repeat_of is not None:
+        return build_lines([header(turn, max_turns), "[note] " + render("repeated", turn=repeat_of),
+                            *(extra or [])], turn, max_turns, nudge)
     parts: list[str] = []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
@@ -59,8 +66,11 @@ def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, time
     if result.notice:
         parts.append("[notice] " + result.notice)
     body = "\n".join(parts) if parts else load("no_output")
-    lines = [header(turn, max_turns), clip_middle(body, max_chars)]
-    lines.extend(extra or [])
+    return build_lines([header(turn, max_turns), clip_middle(body, max_chars), *(extra or [])], turn, max_turns,
+                       nudge)
+
+
+def build_lines(lines: list[str], turn: int, max_turns: int, nudge: bool) -> str:
     left = max_turns - turn
     if nudge and 0 < left <= 2:
         lines.append(render("end_near", left=left))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 
+_TURN_MARK = re.compile(r"<turn \d+(?:\.\d+)?>")  # tracebacks name the turn: the same error reads the same
 _LAYOUT = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
 
 
@@ -32,7 +34,8 @@ class Repeats:
 
     def check(self, turn: int, code: str, output: str) -> int | None:
         """The earlier turn this one repeats, or None; remembers this turn either way."""
-        key = hashlib.sha256(f"{normal_code(code)}\x00{output}".encode("utf-8", "surrogatepass")).hexdigest()
+        shown = _TURN_MARK.sub("<turn>", output)
+        key = hashlib.sha256(f"{normal_code(code)}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
         earlier = self.seen.get(key)
         self.seen[key] = turn
         return earlier

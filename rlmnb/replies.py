@@ -12,6 +12,8 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
   stored reply, replaced by a one-line note, and the model is told that none of it ran.
 - A reply cut at the token limit inside a code block does not run that block; the complete blocks
   before it do. An unclosed last block of a reply that was not cut is taken as complete.
+- Prose after the last code block describes a result the model has not seen yet: it is left out of
+  the history (silently: small models copy every note they are shown), and the trajectory says so.
 - A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once.
 
 Nothing here executes anything; `parsing.extract_code` still decides which blocks are Python.
@@ -52,6 +54,8 @@ class Step:
     cut: bool = False
     """The provider stopped the reply at the token limit."""
     empty: bool = False
+    trailing_removed: bool = False
+    """Prose after the last code block (about a result not yet seen) was left out of the history."""
 
     @property
     def notes(self) -> list[str]:
@@ -69,6 +73,8 @@ class Step:
             out.append("unfinished_block")
         if self.empty:
             out.append("empty")
+        if self.trailing_removed:
+            out.append("trailing_text_removed")
         return out
 
 
@@ -163,11 +169,17 @@ def read_step(text: str, *, finish_reason: str | None = None) -> Step:
         else:
             runnable.append(last.fence)  # the model ended its reply there: the block is complete
     code = extract_code("\n".join(runnable)).code
+    trailing = False
+    closed = [b for b in blocks if b.start < keep_until and b.end is not None and b.is_code]
+    if code is not None and not unfinished and closed and closed[-1].end is not None:
+        after = kept_lines[closed[-1].end + 1:]
+        if any(ln.strip() for ln in after):  # prose about a result the model has not seen yet
+            kept_lines, trailing = kept_lines[:closed[-1].end + 1], True
     kept = "\n".join(kept_lines).rstrip()
     if invented or dropped:
         kept += ("\n\n" if kept else "") + _removed_note(invented, dropped)
     return Step(code, kept, reasoning=reasoning, invented_outputs=invented, blocks_not_run=dropped,
-                unfinished=unfinished, cut=cut)
+                unfinished=unfinished, cut=cut, trailing_removed=trailing)
 
 
 def _removed_note(invented: int, dropped: int) -> str:

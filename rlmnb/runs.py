@@ -50,7 +50,8 @@ def confinement_of(sandbox: Sandbox, config: RLMConfig) -> Confinement:
 
 def new_conversation(tree: Tree, spec: RunSpec, lm: LM) -> Conversation:
     window = sub_prompt_window(tree.config, tree.sub_lm)
-    return Conversation(system=system_prompt(tree.config, window, tree.tools),
+    names = [str(getattr(f, "name", "")) for f in spec.fields if getattr(f, "name", "")]
+    return Conversation(system=system_prompt(tree.config, window, tree.tools, names[0] if names else "data"),
                         opening=[first_prompt(spec.question, spec.summary.text, tree.config, schema_for(tree, spec))],
                         model=model_label(lm))
 

@@ -152,8 +152,8 @@ def test_snippet_timeout_is_an_observation() -> None:
 
 # ---- trimming -------------------------------------------------------------------------------------------
 def test_old_low_value_turns_are_trimmed() -> None:
-    noisy = code("print('y' * 3000)")
-    replies = [code("print('first')"), noisy, code("1/0"), noisy, noisy, noisy, code("print('z')"),
+    noisy = [code(f"print('{c}' * 3000)") for c in "vwxy"]  # distinct: a repeated step is not shown again
+    replies = [code("print('first')"), noisy[0], code("1/0"), *noisy[1:], code("print('z')"),
                code("submit('done')")]
     result, root = run(replies, max_context_tokens=3000, max_output_chars=4000)
     assert result.answer == "done"

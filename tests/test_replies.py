@@ -218,8 +218,24 @@ def test_repeated_code_with_the_same_output_gets_an_observation() -> None:
     runs = result.trajectory.of(CodeExecuted)
     assert [e.repeat_of for e in runs] == [None, 1, None, None]
     obs = observations(root)
-    assert "same code as turn 1 and printed the same output" in obs[1]
-    assert "same code" not in obs[0] and "same code" not in obs[2]
+    assert "same code as turn 1 and got the same result, so it is not shown again" in obs[1]
+    assert obs[1].splitlines()[1].startswith("[note]") and "51" not in obs[1]  # the output is not repeated
+    assert "same code" not in obs[0] and "same code" not in obs[2] and "51" in obs[2]
+
+
+def test_the_same_error_in_another_turn_is_a_repeat() -> None:
+    # recorded: the model copied the example's input name three times; tracebacks name their turn
+    replies = [code("text = inputs['report']")] * 3 + [code("submit(1)")]
+    result, _ = run(replies)
+    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, 1, 2, None]
+
+
+def test_prose_after_the_code_is_left_out_of_the_history() -> None:
+    # recorded: "The table has 2,000 rows and 4 columns." written before the code ran
+    reply = "I will look first.\n" + code("print(1)") + "\nThe table has 2,000 rows and 4 columns."
+    step = read_step(reply)
+    assert step.code == "print(1)" and step.kept.endswith("```") and "2,000 rows" not in step.kept
+    assert step.notes == ["trailing_text_removed"]
 
 
 def test_the_steps_left_nudge_asks_for_progress_and_never_follows_a_submit() -> None:
