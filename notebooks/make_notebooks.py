@@ -302,6 +302,7 @@ real = EvalSpec(tasks=["oolong"], sizes=["32k"], methods=["rlm", "direct"],
                 setup=Setup("openai/gpt-5-mini", "openai/gpt-5-nano"), n=5)
 for (task, size, method), cost in estimate(real).items():
     print(f"{task} {size:,} tokens {method}: ${cost.low:.4f} to ${cost.high:.4f} per run")"""),
+    ],
     "06_big_data": [
         md("""
 # Big data: Parquet datasets, Polars, DuckDB and Dask as inputs

@@ -91,7 +91,6 @@ def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, An
              else load("sub_window_unknown"))
     rules = render("system", sub_reads=reads, example=example, max_llm_calls=config.max_llm_calls,
                    max_iterations=config.max_iterations, tools=tool_lines)
-    rules += "\n\n" + load("operators")  # llm_map / llm_classify / llm_filter (rlmnb/operators/)
     if config.instructions:
         return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
     return rules

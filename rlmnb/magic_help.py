@@ -19,7 +19,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Models", ("--model", "--sub-model", "--child-model")),
     ("Inputs", ("--input", "--file", "--no-interpolate")),
     ("Limits", ("--max-iterations", "--max-llm-calls", "--max-cost", "--max-time", "--timeout", "--no-cache")),
-    ("Where the code runs", ("--sandbox",)),
+    ("Where the code runs", ("--sandbox", "--confinement", "--allow-path", "--allow-network")),
     ("Recursion and checking", ("--depth", "--strict-depth", "--verify", "--min-confidence", "--max-revisions",
                                 "--refine", "--rounds", "--schema")),
     ("Results and sessions", ("--out", "--quiet", "--continue", "--dry-run", "--replay")),

@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from multiprocessing import resource_tracker
 from pathlib import Path
@@ -42,12 +43,19 @@ def _stop_the_spare() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    # Worker processes are spawned, which reads __main__.__spec__; an IPython shell made by an earlier test
+    # leaves a __main__ without one (a notebook kernel's __main__ has it).
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):
+        main.__spec__ = None
     try:
-        with Client(cluster) as c:
-            yield c
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        try:
+            with Client(cluster) as c:
+                yield c
+        finally:
+            cluster.close()
     finally:
-        cluster.close()
         resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]  # started for the workers
 
 

@@ -47,15 +47,15 @@ class Interrupting:
 
 
 def _args(url: str, out: Path, *extra: str) -> list[str]:
-    return ["eval", "--task", "niah,oolong", "--sizes", "8k", "--methods", "rlm,direct", "-m", "openai/fake-root",
-            "-s", "openai/fake-sub", "--api-base", url, "--api-key", "fake-key", "-n", "2", "--out", str(out),
+    return ["eval", "--task", "niah,oolong", "--sizes", "8k", "--methods", "rlm,direct", "-m", "openai/eval-cli-root",
+            "-s", "openai/eval-cli-sub", "--api-base", url, "--api-key", "fake-key", "-n", "2", "--out", str(out),
             "--sandbox", "local", "--context-window", "32000", "--quiet", *extra]
 
 
 def test_eval_through_the_fake_server(fake_server_factory: Callable[..., Any], tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     server = fake_server_factory(responder=OracleModel())
-    code = main(_args(server.url, tmp_path, "--price", "openai/fake-root=1,2", "--price", "openai/fake-sub=0.5,1"))
+    code = main(_args(server.url, tmp_path, "--price", "openai/eval-cli-root=1,2", "--price", "openai/eval-cli-sub=0.5,1"))
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = list(read_rows(tmp_path / "results.jsonl"))
@@ -98,7 +98,7 @@ def test_eval_resumes_after_an_interruption(fake_server_factory: Callable[..., A
 def test_eval_stops_before_passing_max_cost(fake_server_factory: Callable[..., Any], tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     server = fake_server_factory(responder=OracleModel())
-    priced = ("--price", "openai/fake-root=100,100", "--price", "openai/fake-sub=100,100")
+    priced = ("--price", "openai/eval-cli-root=100,100", "--price", "openai/eval-cli-sub=100,100")
     assert main(_args(server.url, tmp_path / "dry", *priced, "--dry-run")) == 0
     dry = capsys.readouterr().out
     assert "Dry run: no model was called" in dry and "Estimated total" in dry

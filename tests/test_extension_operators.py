@@ -60,8 +60,7 @@ def test_map_group_and_quote_marks(lab: JupyterLab) -> None:
         page.goto(lab.url("lab/tree/ops.ipynb?reset"))
         view = page.locator(".rlmnb-Trajectory").first
         view.locator(".rlmnb-view").first.wait_for(timeout=60_000)
-        turn2 = view.locator("details.rlmnb-turn", has_text="Turn 2/").first
-        turn2.locator("summary").first.click()
+        turn2 = view.locator("div.rlmnb-turn[data-turn='2']").first
         group = turn2.locator("details.rlmnb-group").first
         expect(group.locator("summary").first).to_contain_text("llm_classify · 90 items · 3 packs")
         expect(group.locator("summary").first).to_contain_text("0 failed")

@@ -261,7 +261,8 @@ def test_old_trajectories_without_the_new_fields_still_load() -> None:
 
 
 def test_reasoning_is_shown_collapsed_in_the_turn_view() -> None:
-    from rlmnb.render import RunTree, turn_html
+    from rlmnb.views import RunTree
+    from rlmnb.views.html import turn_html
 
     result, _ = run([Completion(code("print(1)"), reasoning="first I will print"), code("submit(1)")])
     tree = RunTree()
