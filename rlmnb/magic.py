@@ -8,7 +8,9 @@ the `%rlm` subcommands in `magic_commands.py`. Every user mistake is an IPython 
 before any model call. The run itself, the budget and the sandbox live in `api.py`.
 
 Loading it must stay fast (`%load_ext rlmnb` imports no model, data-frame or widget library):
-everything heavier is imported when a cell runs.
+everything heavier is imported when a cell runs. (About 430 lines: resolving a cell, its display and
+its session are the steps of one `%%rlm` call and share its state; parsing, settings, help, reports and
+line commands already live apart.)
 """
 
 from __future__ import annotations

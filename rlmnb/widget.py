@@ -7,7 +7,9 @@ seconds (4 times a second by default) and `finish()` flushes the final state. A 
 one row; its calls become widgets only when the row is expanded, a page at a time, so a run of
 10,000 calls stays light. When displayed, the output also carries the static HTML tree, a stable
 `text/plain` line and the trajectory JSON, refreshed through the display id when the run ends, so a
-saved notebook shows the final state even where widgets cannot render.
+saved notebook shows the final state even where widgets cannot render. (About 430 lines: the widget
+tree, its pusher thread and its final refresh share one lock and one RunTree; the trace panel is
+already apart in widget_trace.py.)
 """
 
 from __future__ import annotations
