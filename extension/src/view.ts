@@ -187,7 +187,7 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
       () => [textBlock(t.reply, 'rlmnb-reply')], false, 'rlmnb-model-reply'));
   }
   if (code) {
-    box.appendChild(h('div', 'rlmnb-label', t.executed ? 'code ' : 'code (not run) ', copyButton('copy', () => code),
+    box.appendChild(h('div', 'rlmnb-label', 'code ', copyButton('copy', () => code),
       insertButton('copy code to a new cell', () => code, 'insert a cell below with this turn\'s code')));
     box.appendChild(textBlock(code, 'rlmnb-code'));
   } else if (t.reply) {

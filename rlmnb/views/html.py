@@ -169,9 +169,7 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
         code = extract_code(t["reply"]).code
         if code is None:
             out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
-    if code is not None:
-        if not t["executed"]:
-            out.append(f'<div style="{MUTED};font-size:11px">code (not run)</div>')
+    if code is not None:  # a turn whose code has not run says so in its header (running…, did not finish)
         out.append(highlight_python(clip(code, text_chars)))
     if t["executed"]:
         output = t["stdout"]
