@@ -4,8 +4,10 @@ Built from ipywidgets 8 core widgets only, so it works in JupyterLab 4, Notebook
 without installing an extension. Events arrive on the run's thread through `on_event`, which only
 folds them into a `RunTree` (O(1)); a pusher thread redraws what changed at most every `interval`
 seconds (4 times a second by default) and `finish()` flushes the final state. A sub-call group is
-one row; its calls become widgets only when the row is expanded, a page at a time, so a run of
-10,000 calls stays light. When displayed, the output also carries the static HTML tree, a stable
+one row and its first page of calls, HTML the browser expands by itself (clicks the kernel must handle
+wait until the cell has finished); the rest come a page at a time on request, so a run of 10,000 calls
+stays light. The buttons to copy a prompt, a reply or a turn's code, insert it in a new cell or open
+the run as a DataFrame are HTML too (`views/actions.py`), handled by rlmnb's JupyterLab extension. When displayed, the output also carries the static HTML tree, a stable
 `text/plain` line and the trajectory JSON, refreshed through the display id when the run ends, so a
 saved notebook shows the final state even where widgets cannot render. (About 430 lines: the widget
 tree, its pusher thread and its final refresh share one lock and one RunTree; the trace panel is
@@ -22,8 +24,10 @@ from typing import Any
 from .events import Event, Trajectory
 from .views.fold import RunTree
 from .views.html import (
+    FONT,
     MATH_SAFE,
     MUTED,
+    SUMMARY,
     answer_html,
     call_html,
     group_summary_html,
@@ -51,7 +55,7 @@ def confinement_html(run: dict[str, Any]) -> str:
 
 __all__ = ["RunWidget"]
 
-PAGE_SIZE = 50  # calls shown per page of an expanded group
+PAGE_SIZE = 50  # calls listed per page of a group
 
 
 class _RunPanel:
@@ -70,70 +74,55 @@ class _TurnPanel:
 
 
 class _GroupPanel:
-    """One row per sub-call group; the calls are rendered on expansion only, a page at a time."""
+    """One row per sub-call group, and its calls in a <details> that opens in the browser alone.
+
+    A click that the kernel must handle waits until the cell has finished, so the first page of calls is
+    plain HTML the front end expands by itself, with the copy buttons, while the run goes on; it is redrawn
+    only while its own calls change. "show N more" (a kernel button) lists the rest, a page at a time.
+    """
 
     def __init__(self, owner: RunWidget, key: str) -> None:
-        w = owner._w
         self.owner, self.key = owner, key
         self.summary = owner._html()
-        self.toggle = w.ToggleButton(value=False, description="calls", icon="chevron-right",
-                                     tooltip="show the calls of this group", layout=owner._button_layout,
-                                     style=owner._toggle_style)
-        self.row = w.HBox([self.toggle, self.summary], layout=owner._layout)
-        self.box = owner._vbox([self.row])
-        self.calls: Any = None  # created on the first expansion
-        self.more: Any = None
-        self.shown = 0
-        self.toggle.observe(self._on_toggle, names="value")
+        self.page = owner._html()  # <details>: the first `shown` calls
+        self.box = owner._vbox([self.summary])
+        self.more: Any = None  # created when there is more than a page
+        self.shown = owner.page_size
+        self.opened = False  # after a "more" click the list is drawn open
+        self._drawn: tuple[int, int, int] | None = None  # (shown, listed, done) of the drawn page
 
-    def _on_toggle(self, change: dict[str, Any]) -> None:
-        if change["new"]:
-            self.expand(self.owner.page_size)
-        else:
-            self.collapse()
-
-    @property
-    def expanded(self) -> bool:
-        return bool(self.toggle.value)
-
-    def expand(self, count: int) -> None:
-        owner = self.owner
-        w = owner._w
-        calls = owner.tree.call_views(self.key, 0, count)
-        self.shown = len(calls)
-        total = owner.tree.group_view(self.key)["started"]
-        if self.calls is None:
-            self.calls = w.VBox(layout=owner._calls_layout)
-        children = [owner._html("".join(call_html(c) for c in calls))]
+    def draw(self, view: dict[str, Any]) -> None:
+        """Keep the page and the "more" button current (cheap when the page's calls have not changed)."""
+        owner, total = self.owner, view["started"]
+        listed = min(total, self.shown)
+        if self._drawn is None or self._drawn[:2] != (self.shown, listed) or self._drawn[2] < listed:
+            calls = owner.tree.call_views(self.key, 0, listed)
+            done = sum(1 for c in calls if c["done"])
+            if self._drawn != (self.shown, listed, done):
+                self._drawn = (self.shown, listed, done)
+                what = f"{listed:,} call{'' if listed == 1 else 's'}" if listed == total else \
+                    f"the first {listed:,} of {total:,} calls"
+                self.page.value = (f'<details{" open" if self.opened else ""} style="{FONT};margin-left:24px">'
+                                   f'<summary style="{SUMMARY};{MUTED}">{what}</summary>'
+                                   f'{"".join(call_html(c, actions=True) for c in calls)}</details>')
+        children = [self.summary, self.page] if listed else [self.summary]
         if total > self.shown:
             if self.more is None:
-                self.more = w.Button(description="more", layout=owner._button_layout)
-                self.more.on_click(lambda _button: self.expand(self.shown + owner.page_size))
+                self.more = owner._w.Button(layout=owner._button_layout)
+                self.more.on_click(lambda _button: self.show_more())
             self.more.description = f"show {min(owner.page_size, total - self.shown):,} more of " \
                                     f"{total - self.shown:,}"
             children.append(self.more)
-        self._replace(children)
-        self.toggle.icon = "chevron-down"
-        if len(self.box.children) == 1:
-            self.box.children = [self.row, self.calls]
+        if tuple(children) != tuple(self.box.children):
+            self.box.children = children
 
-    def collapse(self) -> None:
-        self.shown = 0
-        self.toggle.icon = "chevron-right"
-        if self.calls is not None:
-            self._replace([])
-
-    def _replace(self, children: list[Any]) -> None:
-        old = list(self.calls.children)
-        self.calls.children = children
-        for widget in old:
-            if widget is not self.more:
-                widget.close()
+    def show_more(self) -> None:
+        self.shown += self.owner.page_size
+        self.opened = True
+        self.draw(self.owner.tree.group_view(self.key))
 
     def close(self) -> None:
-        if self.calls is not None:
-            self._replace([])
-        for widget in (self.summary, self.toggle, self.row, self.box, self.calls, self.more):
+        for widget in (self.summary, self.page, self.box, self.more):
             if widget is not None:
                 widget.close()
 
@@ -156,7 +145,6 @@ class RunWidget:
     def __init__(self, *, interval: float = 0.25, page_size: int = PAGE_SIZE, embed_trajectory: bool = True) -> None:
         opened = time.time()  # the user's wait starts here, before ipywidgets (or litellm) has loaded
         import ipywidgets as w
-        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
         from ipywidgets.widgets.widget_string import HTMLStyle
 
         from .widget_trace import TracePanel
@@ -174,15 +162,13 @@ class RunWidget:
         # layouts and styles are widgets too: share them so each row costs one message, not three
         self._layout = w.Layout()
         self._html_style = HTMLStyle()
-        self._button_layout = w.Layout(width="auto", height="24px")
-        self._toggle_style = ToggleButtonStyle()
-        self._calls_layout = w.Layout(margin="0 0 0 24px")
+        self._button_layout = w.Layout(width="auto", height="24px", flex="0 0 auto", margin="2px 0 2px 24px")
         self._turn_layout = w.Layout(border_left="3px solid rgba(127,127,127,0.35)", padding="0 0 0 10px",
                                      margin="6px 0")
         self._child_layout = w.Layout(border_left="3px solid rgba(25,118,210,0.45)", padding="0 0 0 8px",
                                       margin="4px 0 4px 4px")
-        self._shared = (self._layout, self._html_style, self._button_layout, self._toggle_style,
-                        self._calls_layout, self._turn_layout, self._child_layout)
+        self._shared = (self._layout, self._html_style, self._button_layout, self._turn_layout,
+                        self._child_layout)
         # the same pieces, in the same order, as the static HTML and the JupyterLab extension: header and
         # question, meters, the trace panel, turns, answer; so nothing moves when the run ends
         self.header = self._html(header_html(self.tree.run_view()))
@@ -369,7 +355,8 @@ class RunWidget:
 
     def _draw_turn(self, run_id: str, turn: int) -> None:
         status = self.tree.run_view(run_id)["status"]
-        self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn), status=status)
+        self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn), status=status,
+                                                              actions=True)
 
     def _draw_items(self, run_id: str, turn: int) -> None:
         panel = self._turn_panel(run_id, turn)
@@ -395,9 +382,9 @@ class RunWidget:
 
     def _draw_group(self, key: str) -> None:
         group = self._group_panel(key)
-        group.summary.value = group_summary_html(self.tree.group_view(key, now=time.time()))
-        if group.expanded and group.shown < self.page_size:
-            group.expand(self.page_size)  # keep an open first page current while calls arrive
+        view = self.tree.group_view(key, now=time.time())
+        group.summary.value = group_summary_html(view)
+        group.draw(view)
 
     # ---- display --------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .views.actions import FRAME_CODE, insert_button
 from .views.html import call_html
 from .views.timeline import timeline_svg
 from .views.trace import FILTERS, SORTS, call_tags, search_scope, select_calls, slow_threshold
@@ -44,7 +45,10 @@ class TracePanel:
         self.scope = owner._html()
         self.picture = owner._html()
         self.results = owner._html()
-        self.toolbar = w.HBox([self.search, self.sort, self.keep, self.timeline], layout=owner._layout)
+        # a front-end button (views/actions.py): it inserts its cell while the run goes on
+        self.frame = owner._html(insert_button("open as DataFrame", "insert a cell below with this run's sub-calls as "
+                                               "a pandas DataFrame", FRAME_CODE))
+        self.toolbar = w.HBox([self.search, self.sort, self.keep, self.timeline, self.frame], layout=owner._layout)
         for control in (self.search, self.sort, self.keep, self.timeline):
             control.observe(lambda _change: self.refresh(), names="value")
 
@@ -85,7 +89,7 @@ class TracePanel:
         rows = []
         for c in found[:SHOWN]:
             tags = call_tags(c, slow)
-            row = call_html(c)
+            row = call_html(c, actions=True)
             if "slow" in tags:
                 row = row.replace("</summary>", ' <span style="color:#8e24aa">slow</span></summary>', 1)
             rows.append(row)
@@ -101,6 +105,6 @@ class TracePanel:
         self.box.close()
         if not self._built:
             return
-        for widget in (self.search, self.sort, self.keep, self.timeline, self.scope, self.picture, self.results,
-                       self.toolbar):
+        for widget in (self.search, self.sort, self.keep, self.timeline, self.frame, self.scope, self.picture,
+                       self.results, self.toolbar):
             widget.close()

@@ -85,29 +85,46 @@ def test_model_state_after_a_scripted_run() -> None:
     assert len(turn2.children) == 3  # the turn's html, the batch row, the single-calls row
     assert "Turn 2/20" in turn2.children[0].value and "llm_query_batched" in turn2.children[0].value
     batch_row, single_row = turn2.children[1:]
-    assert "llm_query_batched</b> × 30" in batch_row.children[0].children[1].value
-    assert "llm_query</b> × 1" in single_row.children[0].children[1].value
-    assert len(batch_row.children) == 1 and view._groups[next(iter(view._groups))].calls is None  # lazy
+    assert "llm_query_batched</b> × 30" in batch_row.children[0].value
+    assert "llm_query</b> × 1" in single_row.children[0].value
+    # the calls: HTML the browser opens by itself (no kernel round trip while the run goes on)
+    page = batch_row.children[1].value
+    assert page.startswith("<details") and page.count("<details") == 31 and "30 calls</summary>" in page
+    assert len(batch_row.children) == 2  # no "more" button: one page holds them all
+    # the turn's code and each call's prompt and reply carry the copy and insert buttons
+    assert 'data-rlmnb-action="insert"' in turn2.children[0].value and "copy code to a new cell" in turn2.children[0].value
+    assert page.count('data-rlmnb-action="copy"') == 60 and "copy prompt" in page and "copy reply" in page
     assert widget_threads() == []
 
 
-def test_rows_expand_lazily_a_page_at_a_time() -> None:
+def test_rows_are_listed_a_page_at_a_time() -> None:
     _, view = run_with_widget([
         code("r = llm_query_batched([f'q{i}' for i in range(25)])\nprint(len(r))"),
         code("submit(len(r))"),
     ], max_llm_calls=30, page_size=10, allow_first_turn_submit=True)
     group = next(iter(view._groups.values()))
-    group.toggle.value = True  # what a click in the front end does
-    page, more = group.calls.children
-    assert page.value.count("<details") == 10 and "#10 ·" in page.value and "#11 ·" not in page.value
+    summary, page, more = group.box.children
+    assert page.value.count("<details") == 11 and "#10 ·" in page.value and "#11 ·" not in page.value
+    assert "the first 10 of 25 calls" in page.value and "<details open" not in page.value
     assert "ok:q0" in page.value and more.description == "show 10 more of 15"
+    more.click()  # what a click in the front end does once the cell has finished
+    assert page.value.count("<details") == 21 and page.value.startswith("<details open")
+    assert more.description == "show 5 more of 5"
     more.click()
-    page, more = group.calls.children
-    assert page.value.count("<details") == 20 and more.description == "show 5 more of 5"
-    more.click()
-    assert len(group.calls.children) == 1 and group.calls.children[0].value.count("<details") == 25
-    group.toggle.value = False
-    assert group.calls.children == () and group.shown == 0
+    assert group.box.children == (summary, page) and page.value.count("<details") == 26
+    assert "25 calls</summary>" in page.value
+
+
+def test_an_open_page_is_redrawn_only_when_its_calls_change() -> None:
+    _, view = run_with_widget([
+        code("r = llm_query_batched([f'q{i}' for i in range(25)])\nprint(len(r))"),
+        code("submit(len(r))"),
+    ], max_llm_calls=30, page_size=10, allow_first_turn_submit=True)
+    group = next(iter(view._groups.values()))
+    sent: list[str] = []
+    group.page.observe(lambda change: sent.append(change["new"]), names="value")
+    group.draw(view.tree.group_view(group.key))
+    assert sent == []  # its ten calls are done: nothing to send
 
 
 def test_child_runs_nest_under_the_turn_that_started_them() -> None:
@@ -219,7 +236,7 @@ def test_interrupted_run_shows_partial_state() -> None:
     assert "interrupted" in view.header.value and "Interrupted" in view.answer.value
     assert "interrupted: this code did not finish" in view.body.children[1].children[0].value  # the same words
     assert "interrupted: this code did not finish" in render_html(view.tree)  # as the static view
-    assert len(view.body.children) == 2 and "× 4" in view.body.children[1].children[1].children[0].children[1].value
+    assert len(view.body.children) == 2 and "× 4" in view.body.children[1].children[1].children[0].value
     assert widget_threads() == []
 
 

@@ -143,6 +143,15 @@ export function copyText(text: string, done: (ok: boolean) => void): void {
   }
 }
 
+/** What a copy button does when clicked (this view's buttons and the live widget's alike). */
+export function copyFrom(button: HTMLElement, label: string, text: string): void {
+  copyText(text, ok => {
+    button.textContent = ok ? 'copied' : 'copy failed';
+    button.setAttribute('data-copied', ok ? 'yes' : 'no');
+    setTimeout(() => (button.textContent = label), 1500);
+  });
+}
+
 /** A small button that copies `text()` and says so for a moment. */
 export function copyButton(label: string, text: () => string): HTMLElement {
   const button = h('button', 'rlmnb-button rlmnb-copy', label) as HTMLButtonElement;
@@ -150,11 +159,7 @@ export function copyButton(label: string, text: () => string): HTMLElement {
   button.addEventListener('click', event => {
     event.preventDefault();
     event.stopPropagation();
-    copyText(text(), ok => {
-      button.textContent = ok ? 'copied' : 'copy failed';
-      button.setAttribute('data-copied', ok ? 'yes' : 'no');
-      setTimeout(() => (button.textContent = label), 1500);
-    });
+    copyFrom(button, label, text());
   });
   return button;
 }
@@ -176,16 +181,24 @@ export function insertButton(label: string, code: () => string, title: string): 
   button.addEventListener('click', event => {
     event.preventDefault();
     event.stopPropagation();
-    const detail: InsertDetail = { code: code(), handled: false };
-    button.dispatchEvent(new CustomEvent(INSERT_EVENT, { bubbles: true, detail }));
-    if (detail.handled) {
-      flash(button, label, 'cell inserted below');
-    } else {
-      copyText(detail.code.replace(/\{run\}/g, '_rlm'), ok =>
-        flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here'));
-    }
+    requestInsert(button, label, code());
   });
   return button;
+}
+
+/**
+ * What an insert button does when clicked (this view's buttons and the live widget's alike): ask the
+ * notebook for a cell below the output; outside a notebook, copy the code instead.
+ */
+export function requestInsert(button: HTMLElement, label: string, code: string): void {
+  const detail: InsertDetail = { code, handled: false };
+  button.dispatchEvent(new CustomEvent(INSERT_EVENT, { bubbles: true, detail }));
+  if (detail.handled) {
+    flash(button, label, 'cell inserted below');
+  } else {
+    copyText(detail.code.replace(/\{run\}/g, '_rlm'), ok =>
+      flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here'));
+  }
 }
 
 function flash(button: HTMLElement, label: string, text: string): void {

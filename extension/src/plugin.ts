@@ -2,12 +2,14 @@
  * The one part of rlmnb-jupyterlab that needs the application: buttons in a run's view ("open as
  * DataFrame", "copy code to a new cell") ask for a code cell below the output they sit in. A MIME renderer
  * cannot reach the notebook, so the view dispatches a DOM event and this plugin, which can, inserts the cell.
+ * It also installs the live widget's click handler (live.ts), whose insert buttons go the same way.
  *
  * Typed structurally (no @jupyterlab/application or notebook packages): it only walks the shell's main
  * widgets to the notebook holding the clicked output and uses the notebook model's shared cell list.
  */
 
 import { INSERT_EVENT, InsertDetail } from './format';
+import { installLiveButtons } from './live';
 
 interface CellLike {
   node: HTMLElement;
@@ -68,10 +70,11 @@ function insertBelow(app: AppLike, event: Event): void {
 
 const plugin = {
   id: 'rlmnb-jupyterlab:insert-cell',
-  description: 'Inserts the code cells that rlmnb run views ask for (open as DataFrame, copy code to a new cell).',
+  description: 'Inserts the code cells that rlmnb run views ask for (open as DataFrame, copy code to a new cell) and handles the live widget\'s copy and insert buttons.',
   autoStart: true,
   activate: (app: AppLike): void => {
     document.addEventListener(INSERT_EVENT, event => insertBelow(app, event));
+    installLiveButtons(document); // the live widget's buttons (live.ts), through the same insert path
   }
 };
 

@@ -11,6 +11,7 @@ import html
 from typing import Any
 
 from ..events import Trajectory
+from .actions import block, copy_button, insert_button
 from .answer import answer_body_html
 from .fold import RunTree, as_tree
 from .format import (
@@ -130,9 +131,11 @@ def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False
             f'<div style="{MUTED};white-space:pre-wrap">{_esc(question)}</div></div>')
 
 
-def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = TEXT_CHARS) -> str:
+def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = TEXT_CHARS,
+              actions: bool = False) -> str:
     """One turn: title line, the reply (collapsed), the code, the output, notes (the caller draws the box).
-    `status` is the run's: a turn that never ran its code reads differently once the run has ended."""
+    `status` is the run's: a turn that never ran its code reads differently once the run has ended.
+    `actions` (the live widget): the code gets its "copy" and "copy code to a new cell" buttons."""
     usage = t["reply_usage"]
     bits = []
     if t["reply_latency"] is not None:
@@ -170,7 +173,12 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
         if code is None:
             out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
     if code is not None:  # a turn whose code has not run says so in its header (running…, did not finish)
-        out.append(highlight_python(clip(code, text_chars)))
+        if actions:  # the label and buttons of the extension's view (extension/src/view.ts)
+            insert = insert_button("copy code to a new cell", "insert a cell below with this turn's code")
+            label = f'<div style="{MUTED};font-size:12px;margin-top:6px">code{copy_button("copy")}{insert}</div>'
+            out.append(block(label, highlight_python(clip(code, text_chars))))
+        else:
+            out.append(highlight_python(clip(code, text_chars)))
     if t["executed"]:
         output = t["stdout"]
         if output:
@@ -217,8 +225,9 @@ def group_summary_html(g: dict[str, Any]) -> str:
     return f'<span style="{FONT}">{" · ".join(parts)}</span>{refused}'
 
 
-def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS) -> str:
-    """One sub-call, collapsed to a line; expands to its prompt, reply, tokens, latency and cost."""
+def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: bool = False) -> str:
+    """One sub-call, collapsed to a line; expands to its prompt, reply, tokens, latency and cost.
+    `actions` (the live widget): prompt and reply get copy buttons (they copy what is shown)."""
     if not c["done"]:
         state = '<span style="color:#1976d2">running</span>'
     elif c["error"]:
@@ -244,9 +253,18 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS) -> str:
     shown_chars = f"{c['prompt_chars']:,} characters" + ("" if len(prompt) >= c["prompt_chars"] else
                                                             f"; the record keeps {len(prompt):,} of them, "
                                                             f"its start and end")
-    body = (f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})</div>{_pre(clip(prompt, text_chars))}'
-            f'<div style="{MUTED};font-size:11px">{"error" if c["error"] else "reply"}</div>'
-            f'{_pre(clip(reply, text_chars), "color:#c62828" if c["error"] else "")}')
+    kind = "error" if c["error"] else "reply"
+    prompt_pre, reply_pre = _pre(clip(prompt, text_chars)), _pre(clip(reply, text_chars), "color:#c62828" if c["error"] else "")
+    if actions:
+        cut = len(prompt) > text_chars or len(prompt) < c["prompt_chars"]
+        body = (block(f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})'
+                      f'{copy_button("copy prompt (as shown)" if cut else "copy prompt")}</div>', prompt_pre)
+                + block(f'<div style="{MUTED};font-size:11px">{kind}'
+                        f'{copy_button(("copy " + kind) + (" (as shown)" if len(reply) > text_chars else ""))}</div>',
+                        reply_pre))
+    else:
+        body = (f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})</div>{prompt_pre}'
+                f'<div style="{MUTED};font-size:11px">{kind}</div>{reply_pre}')
     return (f'<details style="{FONT};margin-left:8px"><summary style="{SUMMARY}">{" · ".join(bits)} '
             f'<span style="{MUTED}">{_esc(preview)}</span></summary>{body}</details>')
 

@@ -1,0 +1,61 @@
+/**
+ * The live widget's buttons. rlmnb's live view is built from ipywidgets core widgets, which have no
+ * clipboard or notebook access, and a click the kernel must handle waits until the cell has finished. So
+ * its copy and insert buttons are plain HTML carrying data attributes (rlmnb/views/actions.py), and one
+ * click handler on the document, installed when the app starts, acts on them at once, while the run
+ * goes on, through the same functions as the buttons of the finished view (copyFrom, requestInsert).
+ *
+ *   data-rlmnb-action="copy"    copy the text of the <pre> in the button's [data-rlmnb-block]
+ *   data-rlmnb-action="insert"  insert a code cell below the output: data-rlmnb-code ("{run}" is the
+ *                               run's variable), or the text of the <pre> in the button's block
+ *
+ * The handler runs in the capture phase and marks the click handled (preventDefault), so the copy
+ * button's own inline fallback (for front ends without this extension) steps aside.
+ */
+
+import { copyFrom, requestInsert } from './format';
+
+export const ACTION = 'data-rlmnb-action';
+export const LIVE_VIEW = '.rlmnb-widget';
+
+function blockText(button: Element): string | null {
+  const pre = button.closest('[data-rlmnb-block]')?.querySelector('pre');
+  return pre ? pre.textContent ?? '' : null;
+}
+
+/** Handle one click; true when it was a live widget's button. */
+export function handleLiveClick(event: MouseEvent): boolean {
+  const target = event.target as Element | null;
+  const button = target?.closest?.(`[${ACTION}]`) as HTMLElement | null;
+  if (!button || !button.closest(LIVE_VIEW)) {
+    return false;
+  }
+  event.preventDefault();
+  event.stopPropagation();
+  // the label to restore after "copied" / "cell inserted below", kept from the first click
+  const label = button.getAttribute('data-rlmnb-label') ?? button.textContent ?? '';
+  button.setAttribute('data-rlmnb-label', label);
+  const action = button.getAttribute(ACTION);
+  if (action === 'copy') {
+    const text = blockText(button);
+    if (text !== null) {
+      copyFrom(button, label, text);
+    }
+  } else if (action === 'insert') {
+    const code = button.getAttribute('data-rlmnb-code') ?? blockText(button);
+    if (code !== null) {
+      requestInsert(button, label, code);
+    }
+  }
+  return true;
+}
+
+/** Install the one delegated handler (idempotent per document). */
+export function installLiveButtons(doc: Document): void {
+  const marked = doc.documentElement;
+  if (marked.hasAttribute('data-rlmnb-live-buttons')) {
+    return;
+  }
+  marked.setAttribute('data-rlmnb-live-buttons', '');
+  doc.addEventListener('click', event => handleLiveClick(event), true);
+}
