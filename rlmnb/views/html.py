@@ -33,8 +33,11 @@ CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the J
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
 CALL_TEXT_CHARS = 2_000   # prompt and reply characters shown per sub-call
 
-STATUS_COLORS = {"running": "#1976d2", "submitted": "#2e7d32", "fallback": "#ef6c00",
-                 "budget_exhausted": "#ef6c00", "interrupted": "#757575", "error": "#c62828"}
+# JupyterLab's theme colours (the extension's view uses the same), light-theme values where there are none
+BLUE, GREEN = "var(--jp-brand-color1,#1976d2)", "var(--jp-success-color1,#2e7d32)"
+ORANGE, RED, GREY = "var(--jp-warn-color1,#ef6c00)", "var(--jp-error-color1,#c62828)", "var(--jp-ui-font-color2,#757575)"
+STATUS_COLORS = {"running": BLUE, "submitted": GREEN, "fallback": ORANGE, "budget_exhausted": ORANGE,
+                 "interrupted": GREY, "error": RED}
 
 
 # ==================================================================================================
@@ -57,7 +60,7 @@ _esc = html.escape
 
 
 def _badge(status: str) -> str:
-    color = STATUS_COLORS.get(status, "#757575")
+    color = STATUS_COLORS.get(status, GREY)
     label = STATUS_LABELS.get(status, status)
     return (f'<span style="display:inline-block;padding:0 7px;border-radius:9px;border:1px solid {color};'
             f'color:{color};font-size:12px">{_esc(label)}</span>')
@@ -147,15 +150,15 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
     chips = ""
     pending = pending_turn_text(t["executed"], t["reply"] is not None, status)
     if pending:
-        chips += _chip(pending, "#1976d2" if status == "running" else "#757575")
+        chips += _chip(pending, BLUE if status == "running" else GREY)
     if t["error"]:
-        chips += _chip(t["error_type"] or "error", "#c62828")
+        chips += _chip(t["error_type"] or "error", RED)
     if t["timed_out"]:
-        chips += _chip("timed out", "#c62828")
+        chips += _chip("timed out", RED)
     if t["restarted"]:
-        chips += _chip("sandbox restarted", "#ef6c00")
+        chips += _chip("sandbox restarted", ORANGE)
     if t["submitted"]:
-        chips += _chip("submitted", "#2e7d32")
+        chips += _chip("submitted", GREEN)
     limit = f"/{t['max_turns']}" if t["max_turns"] else ""
     out = [f'<div style="{FONT}"><div><b>Turn {t["turn"]}{limit}</b> '
            f'<span style="{MUTED}">{" · ".join(bits)}</span>{chips}</div>']
@@ -185,11 +188,11 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
             out.append(f'<div style="{MUTED};font-size:11px">output</div>' + _pre(clip(output, text_chars)))
         errors = "\n".join(s for s in (t["stderr"], t["error"] or "") if s)
         if errors:
-            out.append(_pre(clip(errors, text_chars), "color:#c62828"))
+            out.append(_pre(clip(errors, text_chars), f"color:{RED}"))
         if not output and not errors:
             out.append(f'<div style="{MUTED};font-size:11px">(no output)</div>')
     for kind, note in t["notes"]:
-        color = "#ef6c00" if kind == "rejected" else "inherit"
+        color = ORANGE if kind == "rejected" else "inherit"
         out.append(f'<div style="color:{color};font-size:12px">{_esc(note)}</div>')
     out.append("</div>")
     return "".join(out)
@@ -209,10 +212,10 @@ def group_summary_html(g: dict[str, Any]) -> str:
     if g.get("rate"):
         parts.append(f'{fmt_rate(g["rate"])} · ETA {fmt_secs(g["eta"])}')
     if g["errors"]:
-        parts.append(f'<span style="color:#c62828">{g["errors"]:,} failed</span>')
+        parts.append(f'<span style="color:{RED}">{g["errors"]:,} failed</span>')
     if g.get("retried"):
         rate = f' ({g["rate_limited"]:,} rate-limited)' if g.get("rate_limited") else ""
-        parts.append(f'<span style="color:#ef6c00">{g["retried"]:,} retried{rate}</span>')
+        parts.append(f'<span style="color:{ORANGE}">{g["retried"]:,} retried{rate}</span>')
     if g["p50"] is not None:
         parts.append(f'p50 {fmt_secs(g["p50"])} · p95 {fmt_secs(g["p95"])}')
     parts.append(f'{fmt_count(g["input_tokens"])} → {fmt_count(g["output_tokens"])} tokens')
@@ -221,7 +224,7 @@ def group_summary_html(g: dict[str, Any]) -> str:
         parts.append(f'{g["cached"]:,} cached')
     if g["wall"] is not None:
         parts.append(f'wall {fmt_secs(g["wall"])}')
-    refused = f'<div style="color:#c62828;font-size:12px">{_esc(g["refused"])}</div>' if g["refused"] else ""
+    refused = f'<div style="color:{RED};font-size:12px">{_esc(g["refused"])}</div>' if g["refused"] else ""
     return f'<span style="{FONT}">{" · ".join(parts)}</span>{refused}'
 
 
@@ -229,9 +232,9 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
     """One sub-call, collapsed to a line; expands to its prompt, reply, tokens, latency and cost.
     `actions` (the live widget): prompt and reply get copy buttons (they copy what is shown)."""
     if not c["done"]:
-        state = '<span style="color:#1976d2">running</span>'
+        state = f'<span style="color:{BLUE}">running</span>'
     elif c["error"]:
-        state = '<span style="color:#c62828">failed</span>'
+        state = f'<span style="color:{RED}">failed</span>'
     else:
         state = "ok"
     reply = c["error"] if c["error"] else (c["reply"] or "")
@@ -246,15 +249,15 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
     if c["cached"]:
         bits.append("cached")
     if c.get("rate_limited"):
-        bits.append(f'<span style="color:#ef6c00">rate-limited ×{c["rate_limited"]}</span>')
+        bits.append(f'<span style="color:{ORANGE}">rate-limited ×{c["rate_limited"]}</span>')
     if c.get("retries"):
-        bits.append(f'<span style="color:#ef6c00">retried ×{c["retries"]}</span>')
+        bits.append(f'<span style="color:{ORANGE}">retried ×{c["retries"]}</span>')
     prompt = c["prompt"] or ""
     shown_chars = f"{c['prompt_chars']:,} characters" + ("" if len(prompt) >= c["prompt_chars"] else
                                                             f"; the record keeps {len(prompt):,} of them, "
                                                             f"its start and end")
     kind = "error" if c["error"] else "reply"
-    prompt_pre, reply_pre = _pre(clip(prompt, text_chars)), _pre(clip(reply, text_chars), "color:#c62828" if c["error"] else "")
+    prompt_pre, reply_pre = _pre(clip(prompt, text_chars)), _pre(clip(reply, text_chars), f"color:{RED}" if c["error"] else "")
     if actions:
         cut = len(prompt) > text_chars or len(prompt) < c["prompt_chars"]
         body = (block(f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})'
@@ -274,7 +277,7 @@ def answer_html(run: dict[str, Any]) -> str:
     status = run["status"]
     if status == "running":
         return ""
-    color = STATUS_COLORS.get(status, "#757575")
+    color = STATUS_COLORS.get(status, GREY)
     title = {"submitted": "Answer", "fallback": "Answer (fallback: no submit() before the turns ran out)",
              "budget_exhausted": "Budget exhausted", "interrupted": "Interrupted",
              "error": "Run failed"}.get(status, status)

@@ -26,7 +26,7 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
     bar = ""
     if limit:
         done = max(0.0, min(1.0, used / limit))
-        colour = "#c62828" if done >= 1 else "#1976d2"
+        colour = "var(--jp-error-color1,#c62828)" if done >= 1 else "var(--jp-brand-color1,#1976d2)"
         bar = (f'<div class="rlmnb-meter-bar" style="{_BAR}"><div style="width:{done * 100:.1f}%;background:{colour}">'
                f'</div>')
         if ahead > 0:

@@ -1,0 +1,196 @@
+"""The live widget's buttons and theme in a real JupyterLab and headless Chromium, while a run is going.
+
+A scripted run whose last sub-call is held open (until the test writes a file) keeps the cell running:
+with rlmnb's extension (the normal install, dark theme) "copy code to a new cell" and "open as DataFrame"
+insert their cells below the running cell, the copy buttons fill the clipboard, and the widget is dark;
+without the extension the copy buttons still copy (the browser's clipboard API) and no insert button shows.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, run_cell, wait_cell
+
+pytestmark = pytest.mark.integration
+
+LABEXTENSION = Path(__file__).resolve().parent.parent / "rlmnb" / "labextension" / "package.json"
+
+SETUP = '''import asyncio, os
+%load_ext rlmnb
+from rlmnb.testing import ScriptedLM
+
+class Held(ScriptedLM):
+    """Answers at once, except the prompt "hold", which waits until a file named "release" exists."""
+    async def acomplete(self, messages, **params):
+        while messages[-1]["content"] == "hold" and not os.path.exists("release"):
+            await asyncio.sleep(0.05)
+        return self.complete(messages, **params)
+
+sub = Held(lambda m: "reply to " + m[-1]["content"], name="sub")
+root = ScriptedLM(["```python\\nr = llm_query_batched(['q0', 'q1', 'q2', 'hold'])\\nprint(len(r))\\n```",
+                   "```python\\nsubmit(len(r))\\n```"], name="root")'''
+RUN = "%%rlm -m root -s sub -o live_run --sandbox local\nq"
+
+# the effective background of an element (the first ancestor that paints one) and its relative luminance
+LUMINANCE = """root => {
+  const lum = c => { const m = (c.match(/[\\d.]+/g) || ['255', '255', '255']).map(Number);
+                     return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
+  const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
+                                                    const m = c.match(/[\\d.]+/g);
+                                                    if (m && (m.length < 4 || Number(m[3]) > 0.5)) return c; }
+                    return 'rgb(255, 255, 255)'; };
+  const light = [];
+  for (const e of [root, ...root.querySelectorAll('button, input, select, pre, details, .widget-html')]) {
+    if (e.offsetParent !== null && lum(bg(e)) > 0.5) light.push(`${e.tagName}.${e.className}: ${bg(e)}`);
+  }
+  return { background: lum(bg(root)), text: lum(getComputedStyle(root).color), light };
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser_ready() -> None:
+    missing = browser_missing() or (None if LABEXTENSION.exists() else "the extension is not built")
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the browser tests: {missing}")
+        pytest.skip(missing)
+
+
+def _notebook(root: Path) -> Path:
+    nbf: Any = nbformat
+    nb = nbf.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                          "language": "python"}})
+    nb.cells = [nbf.v4.new_code_cell(SETUP), nbf.v4.new_code_cell(RUN)]
+    path = root / "live.ipynb"
+    nbf.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def labs(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterator[dict[str, JupyterLab]]:
+    """One server with the extension in the dark theme, one without it (disabled: no plugin, no styles)."""
+    with_ext, without = tmp_path_factory.mktemp("with"), tmp_path_factory.mktemp("without")
+    for root in (with_ext, without):
+        _notebook(root)
+    with JupyterLab(with_ext, theme="JupyterLab Dark") as dark, \
+            JupyterLab(without, disabled_extensions=("rlmnb-jupyterlab",)) as plain:
+        yield {"extension": dark, "plain": plain}
+
+
+def _start_live_run(page: Any, lab: JupyterLab) -> Any:
+    """Open the notebook, run the set-up and the %%rlm cell; return the run's output once its batch waits."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url("").split("/?")[0])
+    page.goto(lab.url("lab/tree/live.ipynb?reset"))
+    page.locator(".jp-Notebook .jp-Cell").nth(1).wait_for(timeout=90_000)
+    expect(page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first).to_be_attached(
+        timeout=90_000)
+    time.sleep(2)  # the kernel connects
+    run_cell(page, 0)
+    wait_cell(page, 0)
+    run_cell(page, 1)
+    output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
+    expect(output.locator(".rlmnb-widget")).to_contain_text("3 of 4 replied", timeout=60_000)
+    return output
+
+
+def _running(page: Any) -> bool:
+    return "*" in page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-InputPrompt").inner_text()
+
+
+def _clipboard(page: Any) -> str:
+    return str(page.evaluate("navigator.clipboard.readText()"))
+
+
+def _open_call(widget: Any, index: int) -> Any:
+    """Open the batch's list of calls and call number `index` in it (the browser alone: no kernel)."""
+    calls = widget.locator("details", has_text="4 calls").first
+    if calls.get_attribute("open") is None:
+        calls.locator("summary").first.click()
+    call = calls.locator("details").nth(index)
+    call.locator("summary").click()
+    return call
+
+
+def _release(lab: JupyterLab, page: Any) -> None:
+    (lab.root_dir / "release").write_text("")
+    wait_cell(page, 1, timeout=60)
+
+
+def test_buttons_work_while_the_run_goes_on_and_the_widget_is_dark(labs: dict[str, JupyterLab]) -> None:
+    lab = labs["extension"]
+    console: list[str] = []
+    with chromium_page(console=console) as page:
+        output = _start_live_run(page, lab)
+        widget = output.locator(".rlmnb-widget")
+        cells = page.locator(".jp-Notebook .jp-Cell")
+
+        # the dark theme: the widget, its buttons, inputs and code blocks sit on a dark ground, in light text
+        colours = widget.evaluate(LUMINANCE)
+        assert colours["background"] < 0.3 and colours["text"] > 0.6, colours
+        assert colours["light"] == [], colours
+
+        # the turn's code: to a new cell below the running cell, and to the clipboard
+        turn = widget.locator("[data-rlmnb-block]", has_text="llm_query_batched").first
+        turn.locator("button", has_text="copy code to a new cell").click()
+        expect(cells).to_have_count(3)
+        expect(cells.nth(2).locator(".jp-InputArea")).to_contain_text("r = llm_query_batched(['q0', 'q1', 'q2'")
+        expect(turn.locator("button[data-rlmnb-action='insert']")).to_have_text("cell inserted below")
+        turn.locator("button", has_text="copy").first.click()
+        expect(turn.locator("button[data-rlmnb-action='copy']")).to_have_text("copied")
+        assert _clipboard(page).startswith("r = llm_query_batched(['q0', 'q1', 'q2', 'hold'])")
+
+        # open as DataFrame: the run's variable is the cell's -o NAME
+        widget.locator("button", has_text="open as DataFrame").click()
+        expect(cells).to_have_count(4)
+        expect(cells.nth(2).locator(".jp-InputArea")).to_contain_text("live_run.to_frame()")
+
+        # a finished call's prompt and reply, and the held call's prompt
+        call = _open_call(widget, 1)
+        prompt, reply = call.locator("button[data-rlmnb-action='copy']").all()
+        expect(prompt).to_have_text("copy prompt")
+        prompt.click()
+        expect(prompt).to_have_text("copied")
+        assert _clipboard(page) == "q1"
+        expect(reply).to_have_text("copy reply")
+        reply.click()
+        expect(reply).to_have_text("copied")
+        assert _clipboard(page) == "reply to q1"
+        expect(prompt).to_have_text("copy prompt")  # the label comes back
+        assert _running(page), "the run ended before the buttons were tried"
+
+        _release(lab, page)
+        expect(output.locator(".rlmnb-view")).to_have_count(1, timeout=60_000)  # the extension's view, at the end
+    assert not [line for line in console if "pageerror" in line], console
+
+
+def test_without_the_extension_copy_still_works_and_no_insert_button_shows(labs: dict[str, JupyterLab]) -> None:
+    lab = labs["plain"]
+    with chromium_page() as page:
+        output = _start_live_run(page, lab)
+        widget = output.locator(".rlmnb-widget")
+        colours = widget.evaluate(LUMINANCE)  # the light theme: the same check tells the two apart
+        assert colours["background"] > 0.7 and colours["text"] < 0.4, colours
+        inserts = widget.locator("button[data-rlmnb-action='insert']")
+        assert inserts.count() >= 2  # the turn's and "open as DataFrame"
+        for i in range(inserts.count()):
+            expect(inserts.nth(i)).to_be_hidden()
+        assert "_rlm.to_frame()" in widget.inner_text()  # the trace panel says how, in words
+        call = _open_call(widget, 0)
+        reply = call.locator("button[data-rlmnb-action='copy']").nth(1)
+        expect(reply).to_have_text("copy reply")
+        reply.click()  # the inline fallback: no extension to handle it
+        expect(reply).to_have_text("copied")
+        assert _clipboard(page) == "reply to q0"
+        expect(reply).to_have_text("copy reply")
+        assert _running(page)
+        _release(lab, page)
+        assert page.locator(".jp-Notebook .jp-Cell").count() == 2
