@@ -78,7 +78,8 @@ class _GroupPanel:
 
     A click that the kernel must handle waits until the cell has finished, so the first page of calls is
     plain HTML the front end expands by itself, with the copy buttons, while the run goes on; it is redrawn
-    only while its own calls change. "show N more" (a kernel button) lists the rest, a page at a time.
+    only while its own calls change (rlmnb's extension keeps what was open open across a redraw, by the
+    `data-rlmnb-key` of each <details>). "show N more" (a kernel button) lists the rest, a page at a time.
     """
 
     def __init__(self, owner: RunWidget, key: str) -> None:
@@ -102,7 +103,8 @@ class _GroupPanel:
                 self._drawn = (self.shown, listed, done)
                 what = f"{listed:,} call{'' if listed == 1 else 's'}" if listed == total else \
                     f"the first {listed:,} of {total:,} calls"
-                self.page.value = (f'<details{" open" if self.opened else ""} style="{FONT};margin-left:24px">'
+                self.page.value = (f'<details data-rlmnb-key="calls"{" open" if self.opened else ""} '
+                                   f'style="{FONT};margin-left:24px">'
                                    f'<summary style="{SUMMARY};{MUTED}">{what}</summary>'
                                    f'{"".join(call_html(c, actions=True) for c in calls)}</details>')
         children = [self.summary, self.page] if listed else [self.summary]

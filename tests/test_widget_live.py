@@ -1,6 +1,6 @@
 """The live widget's buttons and theme in a real JupyterLab and headless Chromium, while a run is going.
 
-A scripted run whose last sub-call is held open (until the test writes a file) keeps the cell running:
+A scripted run whose last two sub-calls are held open (until the test writes files) keeps the cell running:
 with rlmnb's extension (the normal install, dark theme) "copy code to a new cell" and "open as DataFrame"
 insert their cells below the running cell, the copy buttons fill the clipboard, and the widget is dark;
 without the extension the copy buttons still copy (the browser's clipboard API) and no insert button shows.
@@ -29,14 +29,15 @@ SETUP = '''import asyncio, os
 from rlmnb.testing import ScriptedLM
 
 class Held(ScriptedLM):
-    """Answers at once, except the prompt "hold", which waits until a file named "release" exists."""
+    """Answers at once, except prompts "hold…", which wait until a file named "release-<prompt>" exists."""
     async def acomplete(self, messages, **params):
-        while messages[-1]["content"] == "hold" and not os.path.exists("release"):
+        prompt = messages[-1]["content"]
+        while prompt.startswith("hold") and not os.path.exists("release-" + prompt):
             await asyncio.sleep(0.05)
         return self.complete(messages, **params)
 
 sub = Held(lambda m: "reply to " + m[-1]["content"], name="sub")
-root = ScriptedLM(["```python\\nr = llm_query_batched(['q0', 'q1', 'q2', 'hold'])\\nprint(len(r))\\n```",
+root = ScriptedLM(["```python\\nr = llm_query_batched(['q0', 'q1', 'hold1', 'hold2'])\\nprint(len(r))\\n```",
                    "```python\\nsubmit(len(r))\\n```"], name="root")'''
 RUN = "%%rlm -m root -s sub -o live_run --sandbox local\nq"
 
@@ -98,7 +99,7 @@ def _start_live_run(page: Any, lab: JupyterLab) -> Any:
     wait_cell(page, 0)
     run_cell(page, 1)
     output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
-    expect(output.locator(".rlmnb-widget")).to_contain_text("3 of 4 replied", timeout=60_000)
+    expect(output.locator(".rlmnb-widget")).to_contain_text("2 of 4 replied", timeout=60_000)
     return output
 
 
@@ -120,9 +121,11 @@ def _open_call(widget: Any, index: int) -> Any:
     return call
 
 
-def _release(lab: JupyterLab, page: Any) -> None:
-    (lab.root_dir / "release").write_text("")
-    wait_cell(page, 1, timeout=60)
+def _release(lab: JupyterLab, page: Any, *prompts: str) -> None:
+    for prompt in prompts or ("hold1", "hold2"):
+        (lab.root_dir / f"release-{prompt}").write_text("")
+    if not prompts:
+        wait_cell(page, 1, timeout=60)
 
 
 def test_buttons_work_while_the_run_goes_on_and_the_widget_is_dark(labs: dict[str, JupyterLab]) -> None:
@@ -142,11 +145,11 @@ def test_buttons_work_while_the_run_goes_on_and_the_widget_is_dark(labs: dict[st
         turn = widget.locator("[data-rlmnb-block]", has_text="llm_query_batched").first
         turn.locator("button", has_text="copy code to a new cell").click()
         expect(cells).to_have_count(3)
-        expect(cells.nth(2).locator(".jp-InputArea")).to_contain_text("r = llm_query_batched(['q0', 'q1', 'q2'")
+        expect(cells.nth(2).locator(".jp-InputArea")).to_contain_text("r = llm_query_batched(['q0', 'q1', 'hold1'")
         expect(turn.locator("button[data-rlmnb-action='insert']")).to_have_text("cell inserted below")
         turn.locator("button", has_text="copy").first.click()
         expect(turn.locator("button[data-rlmnb-action='copy']")).to_have_text("copied")
-        assert _clipboard(page).startswith("r = llm_query_batched(['q0', 'q1', 'q2', 'hold'])")
+        assert _clipboard(page).startswith("r = llm_query_batched(['q0', 'q1', 'hold1', 'hold2'])")
 
         # open as DataFrame: the run's variable is the cell's -o NAME
         widget.locator("button", has_text="open as DataFrame").click()
@@ -166,6 +169,13 @@ def test_buttons_work_while_the_run_goes_on_and_the_widget_is_dark(labs: dict[st
         assert _clipboard(page) == "reply to q1"
         expect(prompt).to_have_text("copy prompt")  # the label comes back
         assert _running(page), "the run ended before the buttons were tried"
+
+        # a call comes in: the list is redrawn, and what was open stays open
+        _release(lab, page, "hold1")
+        expect(widget).to_contain_text("3 of 4 replied")
+        calls = widget.locator("details[data-rlmnb-key='calls']")
+        expect(calls).to_contain_text("reply to hold1")
+        assert calls.get_attribute("open") is not None and calls.locator("details").nth(1).get_attribute("open") is not None
 
         _release(lab, page)
         expect(output.locator(".rlmnb-view")).to_have_count(1, timeout=60_000)  # the extension's view, at the end

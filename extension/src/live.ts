@@ -11,6 +11,10 @@
  *
  * The handler runs in the capture phase and marks the click handled (preventDefault), so the copy
  * button's own inline fallback (for front ends without this extension) steps aside.
+ *
+ * A live HTML piece is redrawn whole when the run changes it (ipywidgets sets its innerHTML), which would
+ * close a list of calls or a call the user has just opened. So the <details> carrying data-rlmnb-key
+ * are remembered when opened, and opened again after each redraw of the piece they sit in.
  */
 
 import { copyFrom, requestInsert } from './format';
@@ -50,7 +54,44 @@ export function handleLiveClick(event: MouseEvent): boolean {
   return true;
 }
 
-/** Install the one delegated handler (idempotent per document). */
+const KEY = 'data-rlmnb-key';
+const HTML_PIECE = '.widget-html-content'; // the element an ipywidgets HTML widget redraws
+const opened = new WeakMap<Element, Set<string>>(); // per live HTML piece: the keys of its open <details>
+
+function reopen(piece: Element, keys: Set<string>): void {
+  for (const details of piece.querySelectorAll<HTMLDetailsElement>(`details[${KEY}]`)) {
+    if (!details.open && keys.has(details.getAttribute(KEY) ?? '')) {
+      details.open = true;
+    }
+  }
+}
+
+/** Remember what the user opened or closed in a live HTML piece; watch the piece for redraws. */
+export function handleLiveToggle(event: Event): void {
+  const details = event.target;
+  if (!(details instanceof HTMLDetailsElement) || !details.hasAttribute(KEY)) {
+    return;
+  }
+  const piece = details.closest(HTML_PIECE);
+  if (!piece || !piece.closest(LIVE_VIEW)) {
+    return;
+  }
+  let keys = opened.get(piece);
+  if (!keys) {
+    const known = new Set<string>();
+    opened.set(piece, known);
+    new MutationObserver(() => reopen(piece, known)).observe(piece, { childList: true });
+    keys = known;
+  }
+  const key = details.getAttribute(KEY) ?? '';
+  if (details.open) {
+    keys.add(key);
+  } else {
+    keys.delete(key);
+  }
+}
+
+/** Install the delegated handlers (idempotent per document). */
 export function installLiveButtons(doc: Document): void {
   const marked = doc.documentElement;
   if (marked.hasAttribute('data-rlmnb-live-buttons')) {
@@ -58,4 +99,5 @@ export function installLiveButtons(doc: Document): void {
   }
   marked.setAttribute('data-rlmnb-live-buttons', '');
   doc.addEventListener('click', event => handleLiveClick(event), true);
+  doc.addEventListener('toggle', event => handleLiveToggle(event), true); // toggle does not bubble: capture
 }

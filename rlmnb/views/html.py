@@ -268,7 +268,8 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
     else:
         body = (f'<div style="{MUTED};font-size:11px">prompt ({shown_chars})</div>{prompt_pre}'
                 f'<div style="{MUTED};font-size:11px">{kind}</div>{reply_pre}')
-    return (f'<details style="{FONT};margin-left:8px"><summary style="{SUMMARY}">{" · ".join(bits)} '
+    key = f' data-rlmnb-key="{_esc(str(c["call_id"]))}"' if actions else ""  # the extension keeps it open
+    return (f'<details{key} style="{FONT};margin-left:8px"><summary style="{SUMMARY}">{" · ".join(bits)} '
             f'<span style="{MUTED}">{_esc(preview)}</span></summary>{body}</details>')
 
 
