@@ -7,8 +7,8 @@ What it does: starts `jupyter lab` headless on 127.0.0.1 (free port, random toke
 settings/workspace/runtime directories), copies notebooks/01_quickstart.ipynb to a temporary notebook in
 the same folder (the committed notebook is never opened), opens it in Chromium through Playwright, clears
 the saved outputs, runs all cells from the Run menu, waits until the %%rlm cell's live widget has given
-way to the extension's tree (the run is over), opens the timeline and the batch of sub-calls (one call
-opened to its prompt and reply), and screenshots the output area of that cell. The server (and
+way to the extension's tree (the run is over), opens the batch of sub-calls (one call opened to its
+prompt and reply; docs/screenshots.py takes the timeline), and screenshots the output area of that cell. The server (and
 its kernel) and the browser are always stopped and the temporary notebook deleted. Browser console
 messages and page errors are printed at the end.
 
@@ -86,9 +86,6 @@ def take_screenshot(lab: JupyterLab, notebook: str, console: list[str]) -> None:
             calls = group.locator("details.rlmnb-call")
             calls.nth(4).wait_for(timeout=20_000)
             calls.nth(12).locator("summary").click()  # the chunk that holds the number: prompt, reply, copy
-            # and the run's timeline: the root's turns on top, the batch's calls as bars
-            view.locator("button.rlmnb-timeline-toggle").click()
-            view.locator(".rlmnb-timeline-wrap").wait_for(timeout=20_000)
             # make the next cell the active one: no blue active-cell bar or button focus ring in the picture
             cell.locator("xpath=following-sibling::div[contains(@class,'jp-CodeCell')][1]//div[contains("
                          "@class,'jp-InputPrompt')]").first.click()

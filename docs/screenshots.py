@@ -59,6 +59,9 @@ def shoot(theme: str, suffix: str, folder: Path) -> None:
         output.locator(".rlmnb-view").wait_for(timeout=60_000)
         output.locator("button.rlmnb-timeline-toggle").click()
         output.locator(".rlmnb-timeline-wrap").wait_for()
+        box = output.bounding_box()  # the whole output on screen: no status bar or empty page in the picture
+        assert box is not None
+        page.set_viewport_size({"width": 1280, "height": int(box["y"] + box["height"]) + 200})
         time.sleep(0.5)
         output.screenshot(path=str(DOCS / f"timeline_{suffix}.png"))
         run_cell(page, 2)

@@ -110,7 +110,8 @@ class _GroupPanel:
         children = [self.summary, self.page] if listed else [self.summary]
         if total > self.shown:
             if self.more is None:
-                self.more = owner._w.Button(layout=owner._button_layout)
+                self.more = owner._w.Button(layout=owner._button_layout, tooltip="the kernel lists them once the "
+                                            "cell has finished")
                 self.more.on_click(lambda _button: self.show_more())
             self.more.description = f"show {min(owner.page_size, total - self.shown):,} more of " \
                                     f"{total - self.shown:,}"
@@ -164,7 +165,8 @@ class RunWidget:
         # layouts and styles are widgets too: share them so each row costs one message, not three
         self._layout = w.Layout()
         self._html_style = HTMLStyle()
-        self._button_layout = w.Layout(width="auto", height="24px", flex="0 0 auto", margin="2px 0 2px 24px")
+        self._button_layout = w.Layout(width="auto", height="24px", flex="0 0 auto", align_self="flex-start",
+                                       margin="2px 0 2px 24px")
         self._turn_layout = w.Layout(border_left="3px solid rgba(127,127,127,0.35)", padding="0 0 0 10px",
                                      margin="6px 0")
         self._child_layout = w.Layout(border_left="3px solid rgba(25,118,210,0.45)", padding="0 0 0 8px",
