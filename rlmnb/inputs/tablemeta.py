@@ -17,7 +17,7 @@ from . import duck
 from .brief import SAMPLE_ROWS, _clip_end
 from .disk import SNIFF_BYTES, _sniff
 from .lazytable import lazy_table_info
-from .parquetmeta import parquet_meta
+from .parquetmeta import parquet_meta, spread
 from .records import Field
 from .tablefiles import TableFiles, file_format, open_relation
 
@@ -33,13 +33,14 @@ PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 
 def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) -> Field:
     """A `file_table` Field: a DuckDB relation over the files, described without scanning them."""
-    total, newest = _stat_files(name, tf)
+    sizes, newest = _stat_files(name, tf)
+    total = sum(sizes)
     cur = duck.cursor()
     where = os.path.basename(tf.root.rstrip("/")) or tf.root
     rows: int | None
     try:
         if tf.format == "parquet":
-            rows, estimated, how, stats, _ = parquet_meta(name, tf.files)
+            rows, estimated, how, stats, _ = parquet_meta(name, tf.files, sizes)
         elif tf.format == "ipc":
             (rows, estimated, how), stats = _ipc_meta(name, tf), ""
         else:
@@ -67,8 +68,9 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
                  plan=tf.to_dict())
 
 
-def _stat_files(name: str, tf: TableFiles) -> tuple[int, float]:
-    total, newest = 0, 0.0
+def _stat_files(name: str, tf: TableFiles) -> tuple[list[int], float]:
+    """Each file's size and the newest change; InputError for one that is missing or unreadable."""
+    sizes, newest = [], 0.0
     for path in tf.files:
         try:
             st = os.stat(path)
@@ -77,9 +79,9 @@ def _stat_files(name: str, tf: TableFiles) -> tuple[int, float]:
         except OSError as e:
             raise InputError(f"Input {name!r}: cannot read {path} ({e.strerror or e}); check that it exists and "
                              f"that you may read it.") from None
-        total += st.st_size
+        sizes.append(st.st_size)
         newest = max(newest, st.st_mtime)
-    return total, newest
+    return sizes, newest
 
 
 def _list(paths: Sequence[str]) -> str:
@@ -136,7 +138,7 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
         if why is not None:
             raise InputError(f"Input {name!r}: {os.path.basename(first)} is not text ({why}), so it cannot be "
                              f"parsed as {tf.label}; check the file.")
-    picks = _spread(tf.files, MAX_SNIFF_FILES)
+    picks = spread(tf.files, MAX_SNIFF_FILES)
     base: list[tuple[str, str]] = []
     for path in picks:
         one = TableFiles(tf.format, (path,), path, tf.compression)
@@ -181,13 +183,6 @@ def _rows_per_byte(path: str, tf: TableFiles) -> float | None:
             consumed = len(data)
     lines = data.count(b"\n") - (1 if tf.format != "jsonl" else 0)
     return max(1, lines) / max(1, consumed)
-
-
-def _spread(items: Sequence[str], k: int) -> list[str]:
-    if len(items) <= k:
-        return list(items)
-    step = (len(items) - 1) / (k - 1)
-    return [items[round(i * step)] for i in range(k)]
 
 
 def is_table_file(name: str, path: str) -> bool:

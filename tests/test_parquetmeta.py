@@ -1,0 +1,149 @@
+"""Describing a Parquet dataset of many files: an exact row count and a checked schema from the head of
+every footer, whole footers (statistics) from a bounded number of files, and beyond the file cap or
+the time budget a row count that is scaled up from a sample and says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import rlmnb.inputs.parquetmeta as parquetmeta
+from rlmnb.config import RLMConfig
+from rlmnb.errors import InputError
+from rlmnb.inputs import bind_inputs, describe
+from rlmnb.inputs.parquetfooter import FooterError
+
+CFG = RLMConfig()
+
+
+def _dataset(root: Path, files: int, rows: int = 1_000) -> int:
+    """`files` Parquet files of `rows` + i rows each (so a count from a sample differs from the truth)."""
+    root.mkdir()
+    con = duckdb.connect()
+    for i in range(files):
+        con.execute(f"COPY (SELECT range AS id, range % 7 AS k, 'v' || range AS label FROM range({i * 10_000}, "
+                    f"{i * 10_000 + rows + i})) TO '{root / f'part-{i:03d}.parquet'}' (FORMAT parquet)")
+    con.close()
+    return files * rows + files * (files - 1) // 2
+
+
+class _Counts:
+    """Counts the footers parsed whole (pyarrow) and the heads read, by file name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.full: list[str] = []
+        self.heads: list[str] = []
+        real_full, real_head = pq.read_metadata, parquetmeta.read_head
+
+        def full(path: Any, *a: Any, **k: Any) -> Any:
+            self.full.append(Path(path).name)
+            return real_full(path, *a, **k)
+
+        def head(path: str) -> Any:
+            self.heads.append(Path(path).name)
+            return real_head(path)
+
+        monkeypatch.setattr(pq, "read_metadata", full)
+        monkeypatch.setattr(parquetmeta, "read_head", head)
+
+
+def test_every_files_footer_head_makes_an_exact_count_and_few_footers_are_parsed_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = _dataset(tmp_path / "d", 30)
+    counts = _Counts(monkeypatch)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert info.rows == truth and not info.estimated
+    assert "30 Parquet files; rows from Parquet metadata" in info.detail
+    assert sorted(set(counts.heads)) == [f"part-{i:03d}.parquet" for i in range(30)]
+    assert len(counts.full) <= parquetmeta.STATS_FILES and "part-000.parquet" in counts.full
+    assert "part-029.parquet" in counts.full  # the first and the last file's statistics
+    assert "statistics (from 4 row groups in 4 of 30 files): id 0..291028;" in info.detail  # first and last files
+
+
+def test_statistics_stop_at_the_footer_byte_budget_but_always_have_the_first_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _dataset(tmp_path / "d", 6)
+    monkeypatch.setattr(parquetmeta, "STATS_FOOTER_BYTES", 1)
+    counts = _Counts(monkeypatch)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert counts.full == ["part-000.parquet"] and not info.estimated
+    assert "statistics (from 1 row group in 1 of 6 files): id 0..999;" in info.detail
+
+
+def test_beyond_the_file_cap_the_count_is_an_estimate_that_says_from_how_many_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = _dataset(tmp_path / "d", 12)
+    monkeypatch.setattr(parquetmeta, "MAX_COUNT_FILES", 5)
+    counts = _Counts(monkeypatch)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert info.estimated and info.rows != truth and abs(info.rows - truth) / truth < 0.02  # type: ignore[operator]
+    assert len(set(counts.heads) - set(counts.full)) <= 5 and "part-000.parquet" in counts.heads
+    assert "rows estimated from the footers of 5 of the 12 files (scaled by their share of the bytes)" in info.detail
+    assert describe("d", tmp_path / "d", CFG).info.rows == info.rows  # the same sample every time
+    text = bind_inputs({"d": tmp_path / "d"}, CFG)[1].text
+    assert "rows (estimated) x 3 columns" in text
+
+
+def test_when_the_time_budget_runs_out_the_files_read_so_far_make_the_estimate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = _dataset(tmp_path / "d", 8)
+    monkeypatch.setattr(parquetmeta, "COUNT_SECONDS", 0.0)
+    monkeypatch.setattr(parquetmeta, "MIN_COUNT_FILES", 3)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert info.estimated and "rows estimated from the footers of 3 of the 8 files" in info.detail
+    assert abs(info.rows - truth) / truth < 0.02  # type: ignore[operator]
+    monkeypatch.setattr(parquetmeta, "MIN_COUNT_FILES", 8)
+    assert describe("d", tmp_path / "d", CFG).info.rows == truth
+
+
+def test_a_schema_clash_in_any_file_is_found_by_its_footer_head(tmp_path: Path) -> None:
+    truth = _dataset(tmp_path / "d", 10)
+    assert describe("d", tmp_path / "d", CFG).info.rows == truth
+    duckdb.sql(f"COPY (SELECT 1::BIGINT AS id, 2::BIGINT AS k, 3.5 AS label) TO "
+               f"'{tmp_path / 'd' / 'part-006.parquet'}' (FORMAT parquet)")
+    with pytest.raises(InputError, match=r"part-000.parquet and part-006.parquet do not share a schema \(column "
+                                         r"'label' is string in one and decimal128\(2, 1\) in the other\)"):
+        describe("d", tmp_path / "d", CFG)
+
+
+def test_schemas_written_differently_but_equal_are_one_table(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    polars = pytest.importorskip("polars")
+    root = tmp_path / "d"
+    root.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), root / "one.parquet")  # root element "schema"
+    polars.DataFrame({"a": [3], "b": ["z"]}).write_parquet(root / "two.parquet")     # root element "root"
+    counts = _Counts(monkeypatch)
+    info = describe("d", root, CFG).info
+    assert info.rows == 3 and not info.estimated
+    assert counts.full.count("two.parquet") == 2  # compared in full once (and read for statistics)
+    assert sorted(describe("d", root, CFG).load().fetchall()) == [(1, "x"), (2, "y"), (3, "z")]
+
+
+def test_a_file_the_head_reader_cannot_read_is_read_by_pyarrow_instead(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = _dataset(tmp_path / "d", 4)
+    real = parquetmeta.read_head
+
+    def picky(path: str) -> Any:
+        if path.endswith("part-002.parquet"):
+            raise FooterError("written by an unusual writer")
+        return real(path)
+
+    monkeypatch.setattr(parquetmeta, "read_head", picky)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert info.rows == truth and not info.estimated
+    monkeypatch.setattr(parquetmeta, "read_head", lambda path: (_ for _ in ()).throw(FooterError("no")))
+    assert describe("d", tmp_path / "d", CFG).info.rows == truth  # every file through pyarrow: still exact
+
+
+def test_a_corrupt_file_among_many_names_the_file(tmp_path: Path) -> None:
+    _dataset(tmp_path / "d", 5)
+    (tmp_path / "d" / "part-003.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match=r"cannot read part-003.parquet as Parquet \(.*\); fix or remove the file"):
+        describe("d", tmp_path / "d", CFG)
