@@ -113,3 +113,14 @@ def test_a_head_round_trips_through_its_dict(tmp_path: Path) -> None:
     pq.write_table(NESTED, tmp_path / "t.parquet")
     head = read_head(str(tmp_path / "t.parquet"))
     assert FooterHead.from_dict(head.to_dict()) == head
+
+
+def test_a_like_head_is_reused_only_when_the_schema_bytes_are_the_same(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1], "y": ["u"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [2, 3], "y": ["v", "w"]}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"x": [1], "z": [1.5]}), tmp_path / "c.parquet")
+    a = read_head(str(tmp_path / "a.parquet"))
+    b = read_head(str(tmp_path / "b.parquet"), like=a)
+    c = read_head(str(tmp_path / "c.parquet"), like=a)
+    assert b == read_head(str(tmp_path / "b.parquet")) and b.leaves is a.leaves  # reused, not parsed again
+    assert c == read_head(str(tmp_path / "c.parquet")) and c.leaves == (("x", "INT64"), ("z", "DOUBLE"))

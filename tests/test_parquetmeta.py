@@ -44,9 +44,9 @@ class _Counts:
             self.full.append(Path(path).name)
             return real_full(path, *a, **k)
 
-        def head(path: str) -> Any:
+        def head(path: str, like: Any = None) -> Any:
             self.heads.append(Path(path).name)
-            return real_head(path)
+            return real_head(path, like)
 
         monkeypatch.setattr(pq, "read_metadata", full)
         monkeypatch.setattr(parquetmeta, "read_head", head)
@@ -130,15 +130,15 @@ def test_a_file_the_head_reader_cannot_read_is_read_by_pyarrow_instead(tmp_path:
     truth = _dataset(tmp_path / "d", 4)
     real = parquetmeta.read_head
 
-    def picky(path: str) -> Any:
+    def picky(path: str, like: Any = None) -> Any:
         if path.endswith("part-002.parquet"):
             raise FooterError("written by an unusual writer")
-        return real(path)
+        return real(path, like)
 
     monkeypatch.setattr(parquetmeta, "read_head", picky)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.rows == truth and not info.estimated
-    monkeypatch.setattr(parquetmeta, "read_head", lambda path: (_ for _ in ()).throw(FooterError("no")))
+    monkeypatch.setattr(parquetmeta, "read_head", lambda path, like=None: (_ for _ in ()).throw(FooterError("no")))
     assert describe("d", tmp_path / "d", CFG).info.rows == truth  # every file through pyarrow: still exact
 
 
@@ -147,3 +147,32 @@ def test_a_corrupt_file_among_many_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "d" / "part-003.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(InputError, match=r"cannot read part-003.parquet as Parquet \(.*\); fix or remove the file"):
         describe("d", tmp_path / "d", CFG)
+
+
+def test_a_dataset_is_sampled_from_its_first_file_with_hive_key_types_from_every_path(tmp_path: Path) -> None:
+    root = tmp_path / "d"
+    for code, x in (("007", 1), ("abc", 2)):  # "007" alone would be read as the number 7
+        (root / f"code={code}").mkdir(parents=True)
+        duckdb.sql(f"COPY (SELECT {x} AS x) TO '{root / f'code={code}' / 'a.parquet'}' (FORMAT parquet)")
+    field = describe("d", root, CFG)
+    assert dict(field.info.dtypes) == {"x": "INTEGER", "code": "VARCHAR"}
+    assert field.info.preview.splitlines()[:2] == ["x | code", "1 | 007"]
+    assert [str(t) for t in field.load().types] == ["INTEGER", "VARCHAR"]
+    plain = tmp_path / "plain"
+    _dataset(plain, 3)
+    info = describe("p", plain, CFG).info
+    assert dict(info.dtypes) == {"id": "BIGINT", "k": "BIGINT", "label": "VARCHAR"}
+    assert info.preview.splitlines()[1] == "0 | 0 | v0"
+
+
+def test_more_partition_folders_than_a_folder_walk_looks_at_are_still_one_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlmnb.inputs.files as files
+
+    root = tmp_path / "d"
+    duckdb.sql(f"COPY (SELECT range AS id, range % 12 AS part FROM range(120)) TO '{root}' "
+               f"(FORMAT parquet, PARTITION_BY (part))")
+    monkeypatch.setattr(files, "MAX_DIR_ENTRIES", 10)  # the first 10 entries are all folders
+    info = describe("d", root, CFG).info
+    assert info.kind == "file_table" and info.rows == 120 and not info.estimated
+    assert "12 Parquet files, Hive partitions: part" in info.detail

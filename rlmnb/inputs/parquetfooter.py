@@ -50,8 +50,12 @@ class FooterHead:
                    tuple((str(p), str(t)) for p, t in leaves), int(str(d["footer_bytes"])))
 
 
-def read_head(path: str) -> FooterHead:
-    """The row count and schema of one Parquet file, from the head of its footer (one or two reads)."""
+def read_head(path: str, like: FooterHead | None = None) -> FooterHead:
+    """The row count and schema of one Parquet file, from the head of its footer (one or two reads).
+
+    `like`: another file's head, probably with the same schema; when the schema bytes are the same,
+    its parsed columns are reused instead of parsing them again (most of the cost for small files).
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
@@ -69,19 +73,19 @@ def read_head(path: str) -> FooterHead:
         if start < 4:
             raise FooterError("footer length larger than the file")
         if start >= tail_at:
-            return _parse(tail[start - tail_at:-8], length)
+            return _parse(tail[start - tail_at:-8], length, like)
         head = os.pread(fd, min(length, HEAD_BYTES), start)
         try:
-            return _parse(head, length)
+            return _parse(head, length, like)
         except IndexError:  # a schema longer than HEAD_BYTES, or fields out of the usual order
-            return _parse(os.pread(fd, length, start), length)
+            return _parse(os.pread(fd, length, start), length, like)
     except OSError as exc:
         raise FooterError(str(exc)) from None
     finally:
         os.close(fd)
 
 
-def _parse(buf: bytes, length: int) -> FooterHead:
+def _parse(buf: bytes, length: int, like: FooterHead | None = None) -> FooterHead:
     """FileMetaData fields 1-3. IndexError: `buf` ends first (when it is the whole footer: FooterError)."""
     r = _Reader(buf)
     schema: bytes | None = None
@@ -93,7 +97,10 @@ def _parse(buf: bytes, length: int) -> FooterHead:
             fid, kind = r.field(fid)
             if kind == _STOP:
                 raise FooterError("footer without a schema or a row count")
-            if fid == 2 and kind == _LIST:
+            if fid == 2 and kind == _LIST and like is not None and buf.startswith(like.schema, r.pos):
+                r.pos += len(like.schema)  # the same encoding parses to the same columns
+                schema, leaves = like.schema, like.leaves
+            elif fid == 2 and kind == _LIST:
                 begin = r.pos
                 leaves = _leaves(r)
                 schema = buf[begin:r.pos]

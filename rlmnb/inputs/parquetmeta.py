@@ -43,10 +43,10 @@ def _footer(name: str, path: str) -> Any:
                          f"({_clip_end(_one_line(str(exc)), 200)}); fix or remove the file.") from None
 
 
-def _head(name: str, path: str) -> FooterHead:
+def _head(name: str, path: str, like: FooterHead | None = None) -> FooterHead:
     """The head of a file's footer; from pyarrow's full parse when the fast reader cannot read it."""
     try:
-        return read_head(path)
+        return read_head(path, like)
     except FooterError:
         meta = _footer(name, path)  # InputError saying what is wrong with the file, or what we could not read
         schema = meta.schema
@@ -68,7 +68,7 @@ def parquet_meta(name: str, files: Sequence[str], sizes: Sequence[int] | None = 
     for i in order[1:]:
         if len(heads) >= MIN_COUNT_FILES and time.perf_counter() > deadline:
             break
-        head = heads[i] = _head(name, files[i])
+        head = heads[i] = _head(name, files[i], heads[0])
         if head.schema not in same:
             _check_schema(name, files[0], files[i])
             same.add(head.schema)

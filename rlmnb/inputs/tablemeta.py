@@ -19,7 +19,7 @@ from .disk import SNIFF_BYTES, _sniff
 from .lazytable import lazy_table_info
 from .parquetmeta import parquet_meta, spread
 from .records import Field
-from .tablefiles import TableFiles, file_format, open_relation
+from .tablefiles import TableFiles, file_format, open_relation, reader_sql
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
@@ -45,9 +45,7 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
             (rows, estimated, how), stats = _ipc_meta(name, tf), ""
         else:
             (rows, estimated, how), stats = _text_meta(name, tf, cur, total), ""
-        rel = open_relation(tf, cur)
-        columns, types = list(rel.columns), [str(t) for t in rel.types]
-        sample = rel.limit(SAMPLE_ROWS).to_arrow_table()
+        columns, types, sample = _shape(tf, cur)
     except InputError:
         raise
     except Exception as exc:
@@ -66,6 +64,31 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
     read_paths = (tf.root,) if os.path.isdir(tf.root) and tf.pattern is None else tf.files
     return Field(name, source, info, lambda: open_relation(tf, duck.cursor()), read_paths=read_paths,
                  plan=tf.to_dict())
+
+
+def _shape(tf: TableFiles, cur: Any) -> tuple[list[str], list[str], Any]:
+    """Column names, DuckDB types and the first rows (Arrow) of the table, as its relation has them.
+
+    DuckDB's cost to open and sample a relation grows with its number of files (~0.1-0.2 ms a file
+    here), while the shape of a Parquet dataset is its first file's: parquet_meta has checked that the
+    files share a schema, and DuckDB reads a list of files with the first one's schema. So a Parquet
+    dataset is sampled from its first file; only the types of Hive keys need all the paths (DuckDB
+    infers them from every value), and they are given to that one-file reader.
+    """
+    if tf.format != "parquet" or len(tf.files) == 1:
+        rel = open_relation(tf, cur)
+        return list(rel.columns), [str(t) for t in rel.types], rel.limit(SAMPLE_ROWS).to_arrow_table()
+    if tf.hive:
+        whole = open_relation(tf, cur)
+        columns, types = list(whole.columns), [str(t) for t in whole.types]
+        hive_types = {c: t for c, t in zip(columns, types, strict=True) if c in tf.hive}
+    else:
+        hive_types = {}
+    first = TableFiles(tf.format, tf.files[:1], tf.files[0], tf.compression, tf.hive)
+    rel = cur.sql(f"SELECT * FROM {reader_sql(first, hive_types)}")
+    if not tf.hive:
+        columns, types = list(rel.columns), [str(t) for t in rel.types]
+    return columns, types, rel.limit(SAMPLE_ROWS).to_arrow_table()
 
 
 def _stat_files(name: str, tf: TableFiles) -> tuple[list[int], float]:
@@ -125,8 +148,6 @@ def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
 
 # ---- CSV / TSV / JSON Lines --------------------------------------------------------------------------------
 def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | None, bool, str]:
-    from .tablefiles import reader_sql
-
     first = tf.files[0]
     if tf.compression is None:
         with open(first, "rb") as f:
