@@ -17,7 +17,8 @@ takes about an hour on two busy cores). Counts and aggregates are over all 10^9 
 - baseline: `pandas.read_parquet(folder)` and the same aggregate in pandas, in a subprocess capped at
   BASELINE_GB of address space (RLIMIT_AS): its time and peak RSS, or "out of memory".
 
-- many files (--many-files 1000,10000): 10^6 rows split into that many Hive partitions, bind time only:
+- many files (--many-files 1000,10000): 10^6 rows split into that many files, in one folder and as Hive
+  partitions, bind time only (a Hive dataset's key types need DuckDB to bind over every path, ~0.1 ms a file):
   each file's footer head is read for an exact count up to parquetmeta.MAX_COUNT_FILES files or
   COUNT_SECONDS, beyond that the count is an estimate and the summary says so.
 
@@ -40,8 +41,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+K = TypeVar("K")
 CACHE = Path(os.environ.get("RLMNB_BENCH_CACHE", Path.home() / ".cache" / "rlmnb-bench"))
 FILE_ROWS = 25_000_000
 DISTINCT_FILES = 4  # files generated row by row; later files of a dataset are byte copies of its first
@@ -107,14 +109,14 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.parquet"))
 
 
-def bind_times(folders: dict[int, Path], repeat: int) -> dict[int, tuple[float, int, str]]:
+def bind_times(folders: dict[K, Path], repeat: int) -> dict[K, tuple[float, int, str]]:
     """Median bind time (ms), tokens and summary text of each folder; sizes interleaved round by round."""
     from rlmnb.config import RLMConfig
     from rlmnb.inputs import bind_inputs
 
     config = RLMConfig()
-    times: dict[int, list[float]] = {e: [] for e in folders}
-    last: dict[int, tuple[int, str]] = {}
+    times: dict[K, list[float]] = {e: [] for e in folders}
+    last: dict[K, tuple[int, str]] = {}
     for _ in range(repeat):
         for e, folder in folders.items():
             start = time.perf_counter()
@@ -184,17 +186,26 @@ def gb(n: float) -> str:
     return f"{n / 2**30:.2f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
 
 
-def many_files(files: int) -> Path:
-    """10^6 rows in `files` Hive partitions (part=0..files-1), one file each: what bind costs per file."""
-    folder = CACHE / f"events-1e6-in-{files}-files"
-    if not folder.exists():
-        print(f"  generating {folder}", flush=True)
-        tmp = f"{folder}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        query = (f"COPY (SELECT range AS id, range % {files} AS part, (range * 40503 % 100000) / 100.0 AS amount "
-                 f"FROM range(1000000)) TO '{tmp}' (FORMAT parquet, PARTITION_BY (part))")
-        subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.sql(sys.argv[1])", query], check=True)
-        os.replace(tmp, folder)
+def many_files(files: int, hive: bool) -> Path:
+    """10^6 rows in `files` files: Hive partitions (part=0..files-1) or one flat folder (part-00000.parquet...)."""
+    folder = CACHE / f"events-1e6-in-{files}-{'partitions' if hive else 'files'}"
+    if folder.exists():
+        return folder
+    print(f"  generating {folder}", flush=True)
+    tmp = f"{folder}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    query = (f"SELECT range AS id, range % {files} AS part, (range * 40503 % 100000) / 100.0 AS amount "
+             f"FROM range(1000000)")
+    if hive:
+        script = "import duckdb, sys; duckdb.sql(sys.argv[1])"
+        query = f"COPY ({query}) TO '{tmp}' (FORMAT parquet, PARTITION_BY (part))"
+    else:
+        script = ("import duckdb, os, sys, pyarrow.parquet as pq; t = duckdb.sql(sys.argv[1]).to_arrow_table(); "
+                  "n = int(sys.argv[3]); os.makedirs(sys.argv[2]); step = -(-len(t) // n)\n"
+                  "for i in range(n): pq.write_table(t.slice(i * step, step), f'{sys.argv[2]}/part-{i:05d}.parquet')")
+    subprocess.run([sys.executable, "-c", "import duckdb; duckdb.sql('SET enable_progress_bar = false')\n" + script,
+                    query, tmp, str(files)], check=True)
+    os.replace(tmp, folder)
     return folder
 
 
@@ -215,7 +226,8 @@ def main() -> int:
     args = parser.parse_args()
     exps = [int(x) for x in args.sizes.split(",")]
     folders = {e: dataset(e) for e in exps}
-    spread = {int(n): many_files(int(n)) for n in args.many_files.split(",") if n}
+    counts = [int(n) for n in args.many_files.split(",") if n]
+    spread = {(n, hive): many_files(n, hive) for n in counts for hive in (False, True)}
     if args.generate_only:
         for e, f in folders.items():
             print(f"10^{e} rows: {f} ({gb(folder_bytes(f))})")
@@ -261,11 +273,11 @@ def main() -> int:
     print(f"bind time flat across sizes: {'yes' if flat else 'no'} ({min(bind_ms):.0f}..{max(bind_ms):.0f} ms)")
     if spread:
         many = bind_times(spread, args.repeat)
-        print("\n10^6 rows in many files (Hive partitions): bind time by file count")
-        print(f"{'files':>7} {'bind ms':>8} {'tokens':>7}  rows")
-        for n, (ms, tokens, text) in many.items():
+        print("\n10^6 rows in many files: bind time by file count (Parquet in one folder, or one Hive partition each)")
+        print(f"{'files':>7} {'layout':>10} {'bind ms':>8} {'tokens':>7}  rows")
+        for (n, hive), (ms, tokens, text) in many.items():
             rows = next((line.split(";")[1].strip() for line in text.splitlines() if "Parquet files" in line), "?")
-            print(f"{n:>7,} {ms:>8.0f} {tokens:>7}  {rows}")
+            print(f"{n:>7,} {'hive' if hive else 'flat':>10} {ms:>8.0f} {tokens:>7}  {rows}")
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("all PASS" if not misses and flat else f"{misses + (not flat)} MISS")
     return 0 if not misses and flat else 1

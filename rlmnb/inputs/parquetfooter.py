@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 HEAD_BYTES = 16 << 10   # bytes of a footer read first: schemas of a few hundred columns fit
-TAIL_BYTES = 64 << 10   # bytes read at the end of a file: the footer itself when it is this small
+TAIL_BYTES = 16 << 10   # bytes read at the end of a file: the footer itself when it is this small
 _MAGIC = b"PAR1"
 _PHYSICAL = ("BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")
 # Thrift compact type ids
