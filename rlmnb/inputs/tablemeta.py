@@ -135,7 +135,7 @@ def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
         with pa.memory_map(path, "r") as source:
             reader = ipc.open_file(source)
             schema = reader.schema
-            rows += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            rows += reader.count_rows()  # each batch's message header, no bodies (~2 us a batch)
         if first_schema is None:
             first_schema = schema
         elif not schema.equals(first_schema):
