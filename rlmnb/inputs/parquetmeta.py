@@ -1,10 +1,11 @@
 """What a Parquet dataset's footers say: exact rows, one schema for all files, column statistics.
 
-Rows and schemas come from the head of every file's footer (parquetfooter.py: ~50 us a file here,
+Rows and schemas come from the head of every file's footer (parquetfooter.py: 15-50 us a file here,
 against ~2 ms for pyarrow's full parse of a 25 M-row file's footer), so the count is exact and the
-schema checked over every file of a dataset of any size. Only beyond MAX_COUNT_FILES files, or when
-reading heads takes longer than COUNT_SECONDS, the count is scaled up from the files read (a random
-sample, first file always included) by their share of the bytes and marked as an estimate.
+schema checked over every file, however many bytes the files hold. Only beyond MAX_COUNT_FILES files,
+or when reading heads takes longer than COUNT_SECONDS, the count is scaled up from the files read (a
+seeded random sample, first file always included) by their share of the bytes and marked as an
+estimate; the schemas of the files not read are then checked by DuckDB when a query reads them.
 Statistics need the row groups, so whole footers are parsed for at most STATS_FILES files spread over
 the dataset (STATS_FOOTER_BYTES of footers in all), and the summary says which part they cover. So
 describing stays in the same tens of milliseconds whether the dataset is 10 MB or 10 GB.
