@@ -55,12 +55,13 @@ class _Counts:
 def test_every_files_footer_head_makes_an_exact_count_and_few_footers_are_parsed_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     truth = _dataset(tmp_path / "d", 30)
+    monkeypatch.setattr(parquetmeta, "STATS_FILES", 4)
     counts = _Counts(monkeypatch)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.rows == truth and not info.estimated
     assert "30 Parquet files; rows from Parquet metadata" in info.detail
     assert sorted(set(counts.heads)) == [f"part-{i:03d}.parquet" for i in range(30)]
-    assert len(counts.full) <= parquetmeta.STATS_FILES and "part-000.parquet" in counts.full
+    assert len(counts.full) == 4 and "part-000.parquet" in counts.full
     assert "part-029.parquet" in counts.full  # the first and the last file's statistics
     assert "statistics (from 4 row groups in 4 of 30 files): id 0..291028;" in info.detail  # first and last files
 
@@ -176,3 +177,11 @@ def test_more_partition_folders_than_a_folder_walk_looks_at_are_still_one_table(
     info = describe("d", root, CFG).info
     assert info.kind == "file_table" and info.rows == 120 and not info.estimated
     assert "12 Parquet files, Hive partitions: part" in info.detail
+
+
+def test_a_small_dataset_has_statistics_from_every_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _dataset(tmp_path / "d", 12)
+    counts = _Counts(monkeypatch)
+    info = describe("d", tmp_path / "d", CFG).info
+    assert sorted(counts.full) == [f"part-{i:03d}.parquet" for i in range(12)]  # small footers: all within budget
+    assert "\n  statistics: id 0..111010; k 0..6;" in info.detail  # no scope: every row group of every file
