@@ -271,6 +271,9 @@ def main() -> int:
     bind_ms = [binds[e][0] for e in exps]
     flat = max(bind_ms) <= max(GOAL_BIND_MS, 2 * min(bind_ms))
     print(f"bind time flat across sizes: {'yes' if flat else 'no'} ({min(bind_ms):.0f}..{max(bind_ms):.0f} ms)")
+    for e in exps:  # what the summary says it knows, and from where
+        known = [line.strip() for line in binds[e][2].splitlines() if "Parquet file" in line or "statistics" in line]
+        print(f"  10^{e}: " + " | ".join(part.split("; files as of")[0][:120] for part in known))
     if spread:
         many = bind_times(spread, args.repeat)
         print("\n10^6 rows in many files: bind time by file count (Parquet in one folder, or one Hive partition each)")
