@@ -185,3 +185,22 @@ def test_a_small_dataset_has_statistics_from_every_file(tmp_path: Path, monkeypa
     info = describe("d", tmp_path / "d", CFG).info
     assert sorted(counts.full) == [f"part-{i:03d}.parquet" for i in range(12)]  # small footers: all within budget
     assert "\n  statistics: id 0..111010; k 0..6;" in info.detail  # no scope: every row group of every file
+
+
+def test_counting_rows_reads_only_the_ends_of_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from rlmnb.inputs import parquetfooter
+
+    root = tmp_path / "d"
+    root.mkdir()
+    for i in range(3):  # ~1 MB files: a full read would show
+        duckdb.sql(f"COPY (SELECT range AS id, md5(range::VARCHAR) AS h FROM range({i * 40_000}, {(i + 1) * 40_000})) "
+                   f"TO '{root / f'part-{i}.parquet'}' (FORMAT parquet)")
+    sizes = [p.stat().st_size for p in sorted(root.iterdir())]
+    assert min(sizes) > 20 * parquetfooter.TAIL_BYTES
+    read: list[int] = []
+    real = os.pread
+    monkeypatch.setattr(parquetfooter.os, "pread", lambda fd, n, off: read.append(n) or real(fd, n, off))
+    assert parquetmeta.parquet_meta("d", [str(p) for p in sorted(root.iterdir())])[0] == 120_000
+    assert len(read) <= 6 and sum(read) <= 3 * (parquetfooter.TAIL_BYTES + parquetfooter.HEAD_BYTES)
