@@ -3,7 +3,8 @@
 Rows and schemas come from the head of every file's footer (parquetfooter.py: 15-50 us a file here,
 against ~2 ms for pyarrow's full parse of a 25 M-row file's footer), so the count is exact and the
 schema checked over every file, however many bytes the files hold. Only beyond MAX_COUNT_FILES files,
-or when reading heads takes longer than COUNT_SECONDS, the count is scaled up from the files read (a
+or beyond MIN_COUNT_FILES when reading heads takes longer than COUNT_SECONDS (so the same dataset of up
+to 1,024 files gets the same exact answer on a busy machine), the count is scaled up from the files read (a
 seeded random sample, first file always included) by their share of the bytes and marked as an
 estimate; the schemas of the files not read are then checked by DuckDB when a query reads them.
 Statistics need the row groups, so whole footers are parsed for at most STATS_FILES files spread over
@@ -25,8 +26,8 @@ from .brief import _clip_end, _human_count, _one_line
 from .parquetfooter import FooterError, FooterHead, read_head
 
 MAX_COUNT_FILES = 2048           # files whose footer heads are read for the row count (beyond: estimated)
-COUNT_SECONDS = 0.1              # ... or as many as can be read in this time (at least MIN_COUNT_FILES)
-MIN_COUNT_FILES = 16             # files read for an estimate however long they take
+COUNT_SECONDS = 0.1              # ... or as many as can be read in this time, but at least:
+MIN_COUNT_FILES = 1024           # files read however long they take: up to this many, the count is always exact
 STATS_FILES = 32                 # files whose whole footers are parsed for statistics: first, last, between
 STATS_FOOTER_BYTES = 256 << 10   # ... while their footers add up to at most this (the first is always read)
 STATS_ROW_GROUPS = 64            # row groups whose statistics make the summary's min/max and null counts
