@@ -7,7 +7,8 @@ byte copies of its first (real copies, so the aggregate reads all ~13 GB; genera
 takes about an hour on two busy cores). Counts and aggregates are over all 10^9 rows.
 
 - bind: median time of `bind_inputs({"events": folder})` (describe from footers + a LIMIT sample + the
-  summary). Goal: <= 200 ms at every size, flat.
+  summary), the sizes interleaved round by round; "vs 1st" is the ratio to the first size's median.
+  Goal: <= 200 ms at every size, flat.
 - shipped: bytes written to the kernel sandbox's transfer directory for that input. Goal: 0.
 - sql(): a whole-dataset aggregate (`SELECT category, count(*), avg(amount), max(day) ... GROUP BY 1`) run
   by a scripted root model in a real kernel sandbox, twice: "1st sql" includes importing DuckDB and opening
@@ -16,7 +17,14 @@ takes about an hour on two busy cores). Counts and aggregates are over all 10^9 
 - baseline: `pandas.read_parquet(folder)` and the same aggregate in pandas, in a subprocess capped at
   BASELINE_GB of address space (RLIMIT_AS): its time and peak RSS, or "out of memory".
 
-Run: PYTHONPATH=. .venv/bin/python bench/lazy.py [--sizes 6,8,9] [--generate-only]
+- many files (--many-files 1000,10000): 10^6 rows split into that many files, in one folder and as Hive
+  partitions, bind time only (a Hive dataset's key types need DuckDB to bind over every path, ~0.1 ms a file):
+  each file's footer head is read for an exact count up to parquetmeta.MAX_COUNT_FILES files or
+  COUNT_SECONDS, beyond that the count is an estimate and the summary says so.
+
+Run: PYTHONPATH=. .venv/bin/python bench/lazy.py [--sizes 6,8,9] [--bind-only] [--many-files 1000,10000]
+     [--repeat 9] [--generate-only]
+--bind-only skips the sql() aggregate and the pandas baseline (minutes at 10^9) while iterating.
 The first run generates the data (10^9 rows: ~12 GB, tens of minutes on 2 busy cores).
 """
 
@@ -33,8 +41,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+K = TypeVar("K")
 CACHE = Path(os.environ.get("RLMNB_BENCH_CACHE", Path.home() / ".cache" / "rlmnb-bench"))
 FILE_ROWS = 25_000_000
 DISTINCT_FILES = 4  # files generated row by row; later files of a dataset are byte copies of its first
@@ -100,18 +109,21 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.parquet"))
 
 
-def bind_ms(folder: Path) -> tuple[float, int, str]:
+def bind_times(folders: dict[K, Path], repeat: int) -> dict[K, tuple[float, int, str]]:
+    """Median bind time (ms), tokens and summary text of each folder; sizes interleaved round by round."""
     from rlmnb.config import RLMConfig
     from rlmnb.inputs import bind_inputs
 
     config = RLMConfig()
-    times, tokens, text = [], 0, ""
-    for _ in range(5):
-        start = time.perf_counter()
-        _, summary = bind_inputs({"events": folder}, config)
-        times.append((time.perf_counter() - start) * 1000)
-        tokens, text = summary.tokens, summary.text
-    return statistics.median(times), tokens, text
+    times: dict[K, list[float]] = {e: [] for e in folders}
+    last: dict[K, tuple[int, str]] = {}
+    for _ in range(repeat):
+        for e, folder in folders.items():
+            start = time.perf_counter()
+            _, summary = bind_inputs({"events": folder}, config)
+            times[e].append((time.perf_counter() - start) * 1000)
+            last[e] = (summary.tokens, summary.text)
+    return {e: (statistics.median(times[e]), *last[e]) for e in folders}
 
 
 _KERNEL_CODE = f"""
@@ -127,13 +139,25 @@ print(result)
 """
 
 
-def kernel_aggregate(folder: Path) -> dict[str, Any]:
+_KERNEL_BIND_ONLY = """
+import resource
+events = inputs["events"]
+result = None
+first = seconds = float("nan")
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(type(events).__name__, len(events.columns))
+"""
+
+
+def kernel_aggregate(folder: Path, aggregate: bool = True) -> dict[str, Any]:
+    """Bind the folder in a kernel sandbox (bytes shipped) and, with `aggregate`, run the GROUP BY there."""
     from rlmnb import RLM
     from rlmnb.testing import ScriptedLM
 
-    root = ScriptedLM([f"```python\n{_KERNEL_CODE}\n```",
-                       "```python\nsubmit({'seconds': seconds, 'first': first, 'peak': peak, 'groups': len(result), "
-                       "'rows': int(result['n'].sum())})\n```"])
+    code = _KERNEL_CODE if aggregate else _KERNEL_BIND_ONLY
+    root = ScriptedLM([f"```python\n{code}\n```",
+                       "```python\nsubmit({'seconds': seconds, 'first': first, 'peak': peak, "
+                       "'rows': None if result is None else int(result['n'].sum())})\n```"])
     result = RLM(root, sandbox="kernel", timeout=3600).run("Aggregate it", events=folder, keep_session=True)
     try:
         if result.status != "submitted":
@@ -162,14 +186,48 @@ def gb(n: float) -> str:
     return f"{n / 2**30:.2f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
 
 
+def many_files(files: int, hive: bool) -> Path:
+    """10^6 rows in `files` files: Hive partitions (part=0..files-1) or one flat folder (part-00000.parquet...)."""
+    folder = CACHE / f"events-1e6-in-{files}-{'partitions' if hive else 'files'}"
+    if folder.exists():
+        return folder
+    print(f"  generating {folder}", flush=True)
+    tmp = f"{folder}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    query = (f"SELECT range AS id, range % {files} AS part, (range * 40503 % 100000) / 100.0 AS amount "
+             f"FROM range(1000000)")
+    if hive:
+        script = "import duckdb, sys; duckdb.sql(sys.argv[1])"
+        query = f"COPY ({query}) TO '{tmp}' (FORMAT parquet, PARTITION_BY (part))"
+    else:
+        script = ("import duckdb, os, sys, pyarrow.parquet as pq; t = duckdb.sql(sys.argv[1]).to_arrow_table(); "
+                  "n = int(sys.argv[3]); os.makedirs(sys.argv[2]); step = -(-len(t) // n)\n"
+                  "for i in range(n): pq.write_table(t.slice(i * step, step), f'{sys.argv[2]}/part-{i:05d}.parquet')")
+    subprocess.run([sys.executable, "-c", "import duckdb; duckdb.sql('SET enable_progress_bar = false')\n" + script,
+                    query, tmp, str(files)], check=True)
+    os.replace(tmp, folder)
+    return folder
+
+
+def cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None or value != value else format(value, fmt)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="6,8,9", help="powers of ten of the row counts (default 6,8,9)")
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--bind-only", action="store_true",
+                        help="only bind time, tokens and bytes shipped (no sql() aggregate, no pandas baseline)")
     parser.add_argument("--no-baseline", action="store_true", help="skip pandas.read_parquet")
+    parser.add_argument("--repeat", type=int, default=9, help="bind rounds (sizes interleaved); medians (default 9)")
+    parser.add_argument("--many-files", default="",
+                        help="also bind 10^6 rows split into this many files, e.g. 1000,10000 (bind columns only)")
     args = parser.parse_args()
     exps = [int(x) for x in args.sizes.split(",")]
     folders = {e: dataset(e) for e in exps}
+    counts = [int(n) for n in args.many_files.split(",") if n]
+    spread = {(n, hive): many_files(n, hive) for n in counts for hive in (False, True)}
     if args.generate_only:
         for e, f in folders.items():
             print(f"10^{e} rows: {f} ({gb(folder_bytes(f))})")
@@ -178,36 +236,52 @@ def main() -> int:
     import pandas as pd
 
     print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
-          f"duckdb {duckdb.__version__}, pandas {pd.__version__}; cache {CACHE}")
+          f"duckdb {duckdb.__version__}, pandas {pd.__version__}; cache {CACHE}; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"goals: bind <= {GOAL_BIND_MS:.0f} ms and flat, 0 bytes shipped, kernel peak RSS < {gb(GOAL_KERNEL_RSS)}; "
           f"baseline capped at {BASELINE_GB} GB of address space")
-    bind_ms(folders[exps[0]])  # warm up: imports duckdb and pyarrow, the tokenizer
-    header = (f"{'rows':>14} {'on disk':>9} {'bind ms':>8} {'tokens':>7} {'shipped':>8} {'sql() s':>8} "
-              f"{'1st sql':>8} {'kernel RSS':>11} {'host RSS':>9} {'pandas s':>9} {'pandas RSS':>11}  result")
-    print(header)
+    bind_times({exps[0]: folders[exps[0]]}, 1)  # warm up: imports duckdb and pyarrow, the tokenizer
+    binds = bind_times(folders, args.repeat)
+    smallest = binds[exps[0]][0]
+    print(f"{'rows':>14} {'on disk':>9} {'files':>5} {'bind ms':>8} {'vs 1st':>6} {'tokens':>7} {'shipped':>8} "
+          f"{'sql() s':>8} {'1st sql':>8} {'kernel RSS':>11} {'host RSS':>9} {'pandas s':>9} {'pandas RSS':>11}"
+          f"  result")
     misses = 0
-    binds = []
     for e in exps:
         folder = folders[e]
-        ms, tokens, _ = bind_ms(folder)
-        binds.append(ms)
-        agg = kernel_aggregate(folder)
+        ms, tokens, _ = binds[e]
+        agg = kernel_aggregate(folder, aggregate=not args.bind_only)
         host = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        base = {"skipped": True} if args.no_baseline else baseline(folder)
+        base = {"skipped": True} if args.no_baseline or args.bind_only else baseline(folder)
         if base.get("oom"):
             pandas_s, pandas_rss = "out of", "memory"
         elif base.get("skipped"):
             pandas_s, pandas_rss = "-", "-"
         else:
             pandas_s, pandas_rss = f"{base['seconds']:.1f}", gb(base["rss"])
-        ok = (ms <= GOAL_BIND_MS and agg["shipped"] == 0 and agg["transfer_dir_bytes"] == 0
-              and agg["peak"] < GOAL_KERNEL_RSS and agg["rows"] == 10**e)
+        ok = ms <= GOAL_BIND_MS and agg["shipped"] == 0 and agg["transfer_dir_bytes"] == 0
+        if not args.bind_only:
+            ok = ok and agg["peak"] < GOAL_KERNEL_RSS and agg["rows"] == 10**e
         misses += not ok
-        print(f"{10**e:>14,} {gb(folder_bytes(folder)):>9} {ms:>8.0f} {tokens:>7} {agg['shipped']:>8,} "
-              f"{agg['seconds']:>8.1f} {agg['first']:>8.1f} {gb(agg['peak']):>11} {gb(host):>9} {pandas_s:>9} {pandas_rss:>11}  "
+        kernel_rss = "-" if args.bind_only else gb(agg["peak"])
+        print(f"{10**e:>14,} {gb(folder_bytes(folder)):>9} {len(list(folder.glob('*.parquet'))):>5} {ms:>8.0f} "
+              f"{ms / smallest:>6.2f} {tokens:>7} {agg['shipped']:>8,} {cell(agg['seconds'], '.1f'):>8} "
+              f"{cell(agg['first'], '.1f'):>8} {kernel_rss:>11} {gb(host):>9} {pandas_s:>9} {pandas_rss:>11}  "
               f"{'PASS' if ok else 'MISS'}", flush=True)
-    flat = max(binds) <= max(GOAL_BIND_MS, 2 * min(binds))
-    print(f"bind time flat across sizes: {'yes' if flat else 'no'} ({min(binds):.0f}..{max(binds):.0f} ms)")
+    bind_ms = [binds[e][0] for e in exps]
+    flat = max(bind_ms) <= max(GOAL_BIND_MS, 2 * min(bind_ms))
+    print(f"bind time flat across sizes: {'yes' if flat else 'no'} ({min(bind_ms):.0f}..{max(bind_ms):.0f} ms)")
+    for e in exps:  # what the summary says it knows, and from where
+        known = [line.strip() for line in binds[e][2].splitlines() if "Parquet file" in line or "statistics" in line]
+        print(f"  10^{e}: " + " | ".join(part.split("; files as of")[0][:120] for part in known))
+    if spread:
+        many = bind_times(spread, args.repeat)
+        print("\n10^6 rows in many files: bind time by file count (Parquet in one folder, or one Hive partition each)")
+        print(f"{'files':>7} {'layout':>10} {'bind ms':>8} {'tokens':>7}  rows")
+        for (n, hive), (ms, tokens, text) in many.items():
+            rows = next((line.split(";")[1].strip() for line in text.splitlines() if "Parquet files" in line), "?")
+            print(f"{n:>7,} {'hive' if hive else 'flat':>10} {ms:>8.0f} {tokens:>7}  {rows}")
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("all PASS" if not misses and flat else f"{misses + (not flat)} MISS")
     return 0 if not misses and flat else 1
 

@@ -112,7 +112,7 @@ def _read_binary_file(name: str, where: str) -> bytes:
 def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -> Field:
     walk = _walk(where, MAX_DIR_ENTRIES, with_sizes=True)
     table = tablefiles.for_folder(name, where, [rel for rel, _ in walk.files])
-    if table is not None and walk.truncated:  # a big dataset: list all of its files
+    if walk.truncated and (table is not None or not walk.files):  # a big dataset, or only partition folders so far
         table = tablefiles.for_folder(name, where, [rel for rel, _ in _walk(where, None, with_sizes=False).files])
     if table is not None:
         return describe_table(name, table, config, source)

@@ -125,10 +125,15 @@ def _hive_keys(rels: Sequence[str]) -> tuple[str, ...]:
 
 
 # ---- opening ------------------------------------------------------------------------------------------
-def reader_sql(tf: TableFiles) -> str:
-    """The DuckDB table function call that reads these files (not for Arrow IPC)."""
+def reader_sql(tf: TableFiles, hive_types: Mapping[str, str] | None = None) -> str:
+    """The DuckDB table function call that reads these files (not for Arrow IPC).
+
+    `hive_types`: DuckDB types of Hive keys ({"year": "BIGINT"}), instead of inferring them from these paths.
+    """
     files = "[" + ", ".join(literal(p) for p in tf.files) + "]"
     hive = ", hive_partitioning = true" if tf.hive else ", hive_partitioning = false"
+    if tf.hive and hive_types:
+        hive += ", hive_types = {" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in hive_types.items()) + "}"
     if tf.format == "parquet":
         return f"read_parquet({files}{hive})"
     compression = f", compression = {literal(tf.compression)}" if tf.compression else ""

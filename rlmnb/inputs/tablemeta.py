@@ -17,9 +17,9 @@ from . import duck
 from .brief import SAMPLE_ROWS, _clip_end
 from .disk import SNIFF_BYTES, _sniff
 from .lazytable import lazy_table_info
-from .parquetmeta import parquet_meta
+from .parquetmeta import parquet_meta, spread
 from .records import Field
-from .tablefiles import TableFiles, file_format, open_relation
+from .tablefiles import TableFiles, file_format, open_relation, reader_sql
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
@@ -33,20 +33,19 @@ PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 
 def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) -> Field:
     """A `file_table` Field: a DuckDB relation over the files, described without scanning them."""
-    total, newest = _stat_files(name, tf)
+    sizes, newest = _stat_files(name, tf)
+    total = sum(sizes)
     cur = duck.cursor()
     where = os.path.basename(tf.root.rstrip("/")) or tf.root
     rows: int | None
     try:
         if tf.format == "parquet":
-            rows, estimated, how, stats, _ = parquet_meta(name, tf.files)
+            rows, estimated, how, stats, _ = parquet_meta(name, tf.files, sizes)
         elif tf.format == "ipc":
             (rows, estimated, how), stats = _ipc_meta(name, tf), ""
         else:
             (rows, estimated, how), stats = _text_meta(name, tf, cur, total), ""
-        rel = open_relation(tf, cur)
-        columns, types = list(rel.columns), [str(t) for t in rel.types]
-        sample = rel.limit(SAMPLE_ROWS).to_arrow_table()
+        columns, types, sample = _shape(tf, cur)
     except InputError:
         raise
     except Exception as exc:
@@ -67,8 +66,34 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
                  plan=tf.to_dict())
 
 
-def _stat_files(name: str, tf: TableFiles) -> tuple[int, float]:
-    total, newest = 0, 0.0
+def _shape(tf: TableFiles, cur: Any) -> tuple[list[str], list[str], Any]:
+    """Column names, DuckDB types and the first rows (Arrow) of the table, as its relation has them.
+
+    DuckDB's cost to open and sample a relation grows with its number of files (~0.1-0.2 ms a file
+    here), while the shape of a Parquet dataset is its first file's: parquet_meta has checked that the
+    files share a schema, and DuckDB reads a list of files with the first one's schema. So a Parquet
+    dataset is sampled from its first file; only the types of Hive keys need all the paths (DuckDB
+    infers them from every value), and they are given to that one-file reader.
+    """
+    if tf.format != "parquet" or len(tf.files) == 1:
+        rel = open_relation(tf, cur)
+        return list(rel.columns), [str(t) for t in rel.types], rel.limit(SAMPLE_ROWS).to_arrow_table()
+    if tf.hive:
+        whole = open_relation(tf, cur)
+        columns, types = list(whole.columns), [str(t) for t in whole.types]
+        hive_types = {c: t for c, t in zip(columns, types, strict=True) if c in tf.hive}
+    else:
+        hive_types = {}
+    first = TableFiles(tf.format, tf.files[:1], tf.files[0], tf.compression, tf.hive)
+    rel = cur.sql(f"SELECT * FROM {reader_sql(first, hive_types)}")
+    if not tf.hive:
+        columns, types = list(rel.columns), [str(t) for t in rel.types]
+    return columns, types, rel.limit(SAMPLE_ROWS).to_arrow_table()
+
+
+def _stat_files(name: str, tf: TableFiles) -> tuple[list[int], float]:
+    """Each file's size and the newest change; InputError for one that is missing or unreadable."""
+    sizes, newest = [], 0.0
     for path in tf.files:
         try:
             st = os.stat(path)
@@ -77,9 +102,9 @@ def _stat_files(name: str, tf: TableFiles) -> tuple[int, float]:
         except OSError as e:
             raise InputError(f"Input {name!r}: cannot read {path} ({e.strerror or e}); check that it exists and "
                              f"that you may read it.") from None
-        total += st.st_size
+        sizes.append(st.st_size)
         newest = max(newest, st.st_mtime)
-    return total, newest
+    return sizes, newest
 
 
 def _list(paths: Sequence[str]) -> str:
@@ -110,7 +135,7 @@ def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
         with pa.memory_map(path, "r") as source:
             reader = ipc.open_file(source)
             schema = reader.schema
-            rows += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            rows += reader.count_rows()  # each batch's message header, no bodies (~2 us a batch)
         if first_schema is None:
             first_schema = schema
         elif not schema.equals(first_schema):
@@ -123,8 +148,6 @@ def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
 
 # ---- CSV / TSV / JSON Lines --------------------------------------------------------------------------------
 def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | None, bool, str]:
-    from .tablefiles import reader_sql
-
     first = tf.files[0]
     if tf.compression is None:
         with open(first, "rb") as f:
@@ -136,7 +159,7 @@ def _text_meta(name: str, tf: TableFiles, cur: Any, total: int) -> tuple[int | N
         if why is not None:
             raise InputError(f"Input {name!r}: {os.path.basename(first)} is not text ({why}), so it cannot be "
                              f"parsed as {tf.label}; check the file.")
-    picks = _spread(tf.files, MAX_SNIFF_FILES)
+    picks = spread(tf.files, MAX_SNIFF_FILES)
     base: list[tuple[str, str]] = []
     for path in picks:
         one = TableFiles(tf.format, (path,), path, tf.compression)
@@ -181,13 +204,6 @@ def _rows_per_byte(path: str, tf: TableFiles) -> float | None:
             consumed = len(data)
     lines = data.count(b"\n") - (1 if tf.format != "jsonl" else 0)
     return max(1, lines) / max(1, consumed)
-
-
-def _spread(items: Sequence[str], k: int) -> list[str]:
-    if len(items) <= k:
-        return list(items)
-    step = (len(items) - 1) / (k - 1)
-    return [items[round(i * step)] for i in range(k)]
 
 
 def is_table_file(name: str, path: str) -> bool:
