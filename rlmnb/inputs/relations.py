@@ -1,25 +1,36 @@
 """The DuckDB relation family: a lazy query the user built with DuckDB, kept lazy.
 
-A relation is a query bound to the user's connection. When its SQL runs on a fresh connection (it
-reads files or table functions, not tables of the user's database) it is *reopenable*: the sandbox
-re-creates it from that SQL on rlmnb's own DuckDB database (the kernel sandbox too, with the host's
-working directory as the file search path), so nothing is copied and the user's connection is never
-used by model code. Otherwise (a relation over the user's in-memory tables) the local sandbox uses the
-relation as is, and a kernel sandbox receives its result once as Arrow IPC; the summary says so.
+A relation is a query bound to the user's connection. It reaches the sandbox one of three ways:
+
+- its SQL runs on a fresh connection (it reads files or table functions): the sandbox re-creates it
+  from that SQL on rlmnb's own DuckDB database (the kernel with the host's working directory as the
+  file search path), so nothing is copied and model code never uses the user's connection;
+- it reads tables of database files its connection has open read-only (duckfiles.py): the kernel
+  attaches those files read-only and runs the SQL there, nothing copied; the local sandbox (the same
+  process, where DuckDB refuses a second attach of a file) reads through the user's relation;
+- otherwise (in-memory tables, Python objects, a database file open for writing, which DuckDB locks
+  against other processes): the local sandbox reads through the user's relation and a kernel
+  sandbox receives its result once as Arrow IPC; the summary says so and why.
+
+Model code gets a projection of the user's relation, never the relation itself, so `insert` and
+`update` (which DuckDB allows only on table relations) are refused. Describing never runs the query
+over all rows: the row count is what the plan knows (duckplan.py) and the sample is `LIMIT 5`,
+skipped when a step of the plan would first consume more than SAMPLE_INPUT_ROWS rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from . import duck
-from .brief import SAMPLE_ROWS, _clip_end
-from .lazytable import bounded_count, lazy_table_info
+from .brief import SAMPLE_ROWS, _clip_end, _human_count
+from .duckfiles import open_attached, paths_in, probe
+from .duckplan import PlanFacts, plan_facts
+from .lazytable import lazy_table_info
 from .records import Field
 from .registry import Family
 
@@ -27,7 +38,7 @@ if TYPE_CHECKING:
     from ..config import RLMConfig
 
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
-_QUOTED = re.compile(r"'((?:[^']|'')+)'")
+SAMPLE_INPUT_ROWS = 1_000_000  # a sample that needs a GROUP BY / ORDER BY / join over more rows is skipped
 
 
 def replayable_sql(rel: Any) -> str | None:
@@ -38,6 +49,8 @@ def replayable_sql(rel: Any) -> str | None:
         return None
     cur = duck.cursor()
     try:
+        cur.execute("SET python_enable_replacements = false")  # a pandas frame found by name is not portable
+        cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
         cur.sql(f"SELECT * FROM ({text}) LIMIT 0").fetchall()
     except Exception as exc:
         if not duck.is_error(exc):
@@ -49,52 +62,68 @@ def replayable_sql(rel: Any) -> str | None:
 
 
 def _open(plan: Mapping[str, Any]) -> Any:
+    if plan.get("attach"):
+        return open_attached(plan).sql(str(plan["sql"]))
     cur = duck.cursor()
     if plan.get("cwd"):
         cur.execute(f"SET file_search_path = {duck.literal(str(plan['cwd']))}")
     return cur.sql(str(plan["sql"]))
 
 
-def _paths_in(sql: str) -> tuple[str, ...]:
-    """Existing files and folders named by string literals in the SQL (what a confined kernel must read)."""
-    found = []
-    for m in _QUOTED.finditer(sql):
-        path = os.path.abspath(m.group(1).replace("''", "'"))
-        if os.path.exists(path) and path not in found:
-            found.append(path)
-        elif any(c in path for c in "*?[") and os.path.isdir(os.path.dirname(path.split("*")[0])):
-            found.append(os.path.dirname(path.split("*")[0]))
-    return tuple(found)
-
-
-def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
-    columns, types = list(rel.columns), [str(t) for t in rel.types]
-    text = replayable_sql(rel)
+def _sample(name: str, rel: Any, facts: PlanFacts | None) -> Any:
+    """`LIMIT 5` of the relation, or None when the plan must consume too much before its first row."""
+    if facts is not None and facts.blocked is not None and facts.blocked > SAMPLE_INPUT_ROWS:
+        return None
     try:
-        head = rel.limit(SAMPLE_ROWS).to_arrow_table()
+        return rel.limit(SAMPLE_ROWS).to_arrow_table()
     except Exception as exc:
         if not duck.is_error(exc):
             raise
         raise InputError(f"Input {name!r}: the DuckDB relation fails when run ({_clip_end(duck.message(exc), 300)}); "
                          f"fix its query before binding it.") from None
+
+
+def _rows_note(facts: PlanFacts | None) -> str:
+    if facts is None or facts.rows is not None:
+        return ""
+    guess = f" (DuckDB's planner guesses ~{_human_count(facts.guess)})" if facts.guess is not None else ""
+    return f"rows unknown until counted{guess}; "
+
+
+def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
+    import pyarrow as pa
+
+    columns, types = list(rel.columns), [str(t) for t in rel.types]
+    facts = plan_facts(rel)
+    head = _sample(name, rel, facts)
+    text = replayable_sql(rel)
+    plan: dict[str, Any] | None = None
+    reads: tuple[str, ...] = ()
     if text is not None:
-        cur = duck.cursor()
-        cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
-        rows = bounded_count(cur, text)
-        cur.close()
-        plan: dict[str, Any] | None = {"sql": text, "cwd": os.getcwd()}
+        plan, reads = {"sql": text, "cwd": os.getcwd()}, paths_in([text])
         how = "reopened from its SQL in the sandbox (nothing copied)"
     else:
-        rows, plan = None, None
-        how = ("it reads tables of your DuckDB connection: the local sandbox uses it as is, a kernel sandbox "
-               "gets its result once as Arrow IPC")
-    count = "" if rows is not None else "rows unknown until counted (the count took too long at bind time); "
-    detail = f"lazy DuckDB query; {count}{how}" if text is not None else f"lazy DuckDB query; {how}"
-    info = lazy_table_info(name, "relation", PYTHON_TYPE, columns, types, head, config, rows=rows, detail=detail)
-    if plan is not None:
+        files = probe(rel, facts)
+        if files is not None and files.plan is not None:
+            plan, reads = files.plan, files.read_paths
+            names = ", ".join(os.path.basename(p) for _a, p in files.plan["attach"])
+            how = f"reads {names}: a kernel sandbox attaches it read-only and reruns the query (nothing copied)"
+        elif files is not None:
+            how = f"a kernel sandbox gets its result once as Arrow IPC: {files.reason}"
+        else:
+            how = ("it reads tables of your DuckDB connection: the local sandbox uses it as is, a kernel sandbox "
+                   "gets its result once as Arrow IPC")
+    sample_note = "" if head is not None else "no sample (its first row needs the whole input); "
+    if head is None:
+        head = pa.schema([pa.field(c, pa.null()) for c in columns]).empty_table()
+    rows, estimated = (facts.rows, facts.estimated) if facts is not None else (None, False)
+    detail = f"lazy DuckDB query; {_rows_note(facts)}{sample_note}{how}"
+    info = lazy_table_info(name, "relation", PYTHON_TYPE, columns, types, head, config, rows=rows,
+                           estimated=estimated, detail=detail)
+    if plan is not None and text is not None:
         frozen = plan
-        return Field(name, rel, info, lambda: _open(frozen), read_paths=_paths_in(str(plan["sql"])), plan=plan)
-    return Field(name, rel, info, lambda: rel)
+        return Field(name, rel, info, lambda: _open(frozen), read_paths=reads, plan=plan)
+    return Field(name, rel, info, lambda: rel.project("*"), read_paths=reads, plan=plan)
 
 
 def _crossing(field: Field) -> dict[str, Any] | None:
@@ -104,7 +133,38 @@ def _crossing(field: Field) -> dict[str, Any] | None:
     return {"how": "reopen", "path": f"sql:{digest}", "plan": dict(field.plan)}
 
 
+class RelationStream:
+    """A relation of another DuckDB database (the user's connection) as an Arrow stream for sql():
+    DuckDB asks for a fresh stream at every scan (the Arrow PyCapsule protocol), so each query reads
+    it again through the user's connection instead of holding a copy."""
+
+    def __init__(self, rel: Any) -> None:
+        self._rel = rel
+        self._schema = rel.limit(0).to_arrow_table().schema
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._rel.to_arrow_reader().__arrow_c_stream__(requested_schema)
+
+
+def _sql(relation: Any) -> Any:
+    """What sql() registers: a relation of rlmnb's own database as is, any other as a stream."""
+    cur = duck.cursor()
+    try:
+        cur.register("_rlmnb_own", relation)
+        cur.sql("SELECT * FROM _rlmnb_own LIMIT 0").fetchall()
+        return relation
+    except Exception as exc:
+        if not duck.is_error(exc):
+            raise
+        return RelationStream(relation)
+    finally:
+        cur.close()
+
+
 FAMILY = Family("duckdb", ("relation",), _describe, classes=("duckdb:DuckDBPyRelation", "_duckdb:DuckDBPyRelation"),
                 crossing=_crossing, reopen=lambda _name, spec: _open(spec["plan"]),
                 view=lambda _name, table: duck.cursor().from_arrow(table), tables=("relation",),
-                sql=lambda relation: relation, export=lambda rel: rel.to_arrow_table())
+                sql=_sql, export=lambda rel: rel.to_arrow_table())

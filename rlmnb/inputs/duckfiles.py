@@ -1,0 +1,129 @@
+"""Relations over file-backed DuckDB databases: can the kernel reopen them, and reopening them there.
+
+A relation such as `duckdb.connect("shop.duckdb").table("orders").filter(...)` reads tables of a
+database file. The kernel sandbox (another process) can attach that file READ_ONLY and run the
+relation's SQL there, so nothing is copied. DuckDB locks a database file per process: while the
+user's connection has it open for writing no other process may open it, not even read-only (an
+"IO Error: Could not set lock on file"), and within one process a second database instance cannot
+attach it at all ("Unique file handle conflict"). So a relation is reopened only when every database
+file its connection uses is attached read-only there (`duckdb.connect(path, read_only=True)`);
+otherwise it is exported once as Arrow and the summary says why and what to change.
+
+The relation's plan (duckplan.py) must read only tables of those files, files, or computed rows: a
+table of an in-memory database, a temporary table or a Python object (a pandas frame found by
+DuckDB's replacement scan) exists only in the user's process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from . import duck
+from .duckplan import PlanFacts
+
+_PROBE = "_rlmnb_probe"
+_QUOTED = re.compile(r"'((?:[^']|'')+)'")
+
+
+@dataclass(frozen=True)
+class FileDatabases:
+    """Whether a relation can be rebuilt from its database files: the plan, or the reason it cannot."""
+
+    plan: dict[str, Any] | None
+    reason: str
+    read_paths: tuple[str, ...] = ()
+
+
+def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
+    """How the kernel reopens `rel` over its connection's database files; None when it reads no such file."""
+    try:
+        dbs = _rows(rel, "SELECT database_name, path, readonly, type FROM duckdb_databases() WHERE NOT internal")
+        current = _rows(rel, "SELECT current_database(), current_schema()")[0]
+        text = str(rel.sql_query())
+    except Exception as exc:
+        if not duck.is_error(exc):
+            raise
+        return None
+    files = {str(n): (os.path.abspath(str(p)), bool(ro)) for n, p, ro, kind in dbs
+             if p and str(kind).lower() == "duckdb" and str(p) != ":memory:"}
+    if not files:
+        return None
+    if facts is None:
+        return FileDatabases(None, "DuckDB could not plan it without running it")
+    outside = [t for t in facts.tables if t.split(".")[0] not in files]
+    if facts.foreign or outside:
+        what = facts.foreign[0] if facts.foreign else f"table {outside[0]}"
+        return FileDatabases(None, f"it reads {what}, which exists only in this Python process")
+    memory_objects = _in_memory_objects(rel, [n for n, *_ in dbs if str(n) not in files])
+    if memory_objects:
+        return FileDatabases(None, f"its connection also holds {memory_objects} outside the database files, "
+                                   f"which another process cannot see")
+    writable = [n for n, (_p, ro) in files.items() if not ro]
+    if writable:
+        path = files[writable[0]][0]
+        return FileDatabases(None, f"your connection has {os.path.basename(path)} open for writing, which locks it "
+                                   f"against other processes (open it with duckdb.connect(path, read_only=True) to "
+                                   f"have it reopened with nothing copied)")
+    views = _rows(rel, "SELECT sql FROM duckdb_views() WHERE NOT internal AND sql IS NOT NULL")
+    plan = {"sql": text, "cwd": os.getcwd(), "attach": [[n, p] for n, (p, _ro) in files.items()],
+            "use": [str(current[0]), str(current[1])]}
+    reads = [p for _n, (p, _ro) in files.items()]
+    reads += [p + ".wal" for p in reads if os.path.exists(p + ".wal")]
+    return FileDatabases(plan, "", tuple(reads) + tuple(paths_in([text, *(str(v[0]) for v in views)])))
+
+
+def open_attached(plan: Mapping[str, Any]) -> Any:
+    """A cursor of rlmnb's database with the plan's files attached read-only and its schema in use."""
+    cur = duck.cursor()
+    for alias, path in plan.get("attach", ()):
+        known = cur.sql(f"SELECT path FROM duckdb_databases() WHERE database_name = {duck.literal(alias)}").fetchall()
+        if known and os.path.abspath(str(known[0][0] or "")) == os.path.abspath(path):
+            continue
+        if known:
+            raise InputError(f"the DuckDB database {path} cannot be attached as {alias!r}: another input's database "
+                             f"already uses that name; bind relations of databases with different file names.")
+        try:
+            cur.execute(f"ATTACH {duck.literal(path)} AS {duck.ident(alias)} (READ_ONLY)")
+        except Exception as exc:
+            if not duck.is_error(exc):
+                raise
+            raise InputError(f"the DuckDB database {path} cannot be opened read-only here "
+                             f"({duck.message(exc)}); close other connections that write to it, or use "
+                             f"sandbox='local'.") from None
+    if plan.get("cwd"):
+        cur.execute(f"SET file_search_path = {duck.literal(str(plan['cwd']))}")
+    use = plan.get("use")
+    if use:
+        cur.execute(f"USE {duck.ident(str(use[0]))}.{duck.ident(str(use[1]))}")
+    return cur
+
+
+def paths_in(texts: Sequence[str]) -> tuple[str, ...]:
+    """Existing files and folders named by string literals in SQL texts (what a confined kernel must read)."""
+    found: list[str] = []
+    for text in texts:
+        for m in _QUOTED.finditer(text):
+            path = os.path.abspath(m.group(1).replace("''", "'"))
+            if os.path.exists(path):
+                found.append(path)
+            elif any(c in path for c in "*?[") and os.path.isdir(os.path.dirname(path.split("*")[0])):
+                found.append(os.path.dirname(path.split("*")[0]))
+    return tuple(dict.fromkeys(found))
+
+
+def _rows(rel: Any, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in rel.query(_PROBE, sql).fetchall()]
+
+
+def _in_memory_objects(rel: Any, catalogs: Sequence[str]) -> str:
+    """'a view v' when the connection has views or macros outside its database files (they may be used by name)."""
+    names = ", ".join(duck.literal(str(c)) for c in [*catalogs, "temp"])
+    found = _rows(rel, f"SELECT 'view ' || view_name FROM duckdb_views() WHERE NOT internal AND database_name IN "
+                       f"({names}) UNION ALL SELECT 'macro ' || function_name FROM duckdb_functions() WHERE NOT "
+                       f"internal AND function_type LIKE '%macro%' AND database_name IN ({names}) LIMIT 1")
+    return f"a {found[0][0]}" if found else ""
