@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,7 @@ def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
         return None
     if facts is None:
         return FileDatabases(None, "DuckDB could not plan it without running it")
-    outside = [t for t in facts.tables if t.split(".")[0] not in files]
+    outside = [t for t in facts.tables if _catalog(t) not in files]
     if facts.foreign or outside:
         what = facts.foreign[0] if facts.foreign else f"table {outside[0]}"
         return FileDatabases(None, f"it reads {what}, which exists only in this Python process")
@@ -103,6 +103,37 @@ def open_attached(plan: Mapping[str, Any]) -> Any:
     return cur
 
 
+def open_local(plan: Mapping[str, Any]) -> Callable[[], Any] | None:
+    """In the user's own process: a maker of fresh cursors on the user's database instance, with the
+    plan's schema in use; None when no such instance can be reached.
+
+    DuckDB refuses a second instance of a file in one process, but `duckdb.connect(path, read_only=True)`
+    returns the instance the user already opened it with; each cursor of it runs its own query, so
+    sql() can stream several relations of one database at once, and model code never holds the
+    user's connection.
+    """
+    import duckdb
+
+    for _alias, path in plan.get("attach", ()):
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except Exception as exc:
+            if not duck.is_error(exc):
+                raise
+            continue
+
+        def fresh(con: Any = con) -> Any:
+            cur = con.cursor()
+            cur.execute(f"SET file_search_path = {duck.literal(str(plan.get('cwd') or os.getcwd()))}")
+            use = plan.get("use")
+            if use:
+                cur.execute(f"USE {duck.ident(str(use[0]))}.{duck.ident(str(use[1]))}")
+            return cur
+
+        return fresh
+    return None
+
+
 def paths_in(texts: Sequence[str]) -> tuple[str, ...]:
     """Existing files and folders named by string literals in SQL texts (what a confined kernel must read)."""
     found: list[str] = []
@@ -114,6 +145,16 @@ def paths_in(texts: Sequence[str]) -> tuple[str, ...]:
             elif any(c in path for c in "*?[") and os.path.isdir(os.path.dirname(path.split("*")[0])):
                 found.append(os.path.dirname(path.split("*")[0]))
     return tuple(dict.fromkeys(found))
+
+
+def _catalog(qualified: str) -> str:
+    """The catalog of 'catalog.schema.table' as EXPLAIN writes it (a keyword or odd name is double-quoted)."""
+    if qualified.startswith('"'):
+        end = qualified.find('"', 1)
+        while end != -1 and qualified[end + 1:end + 2] == '"':
+            end = qualified.find('"', end + 2)
+        return qualified[1:end].replace('""', '"') if end != -1 else qualified
+    return qualified.split(".")[0]
 
 
 def _rows(rel: Any, sql: str) -> list[tuple[Any, ...]]:

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from . import duck
 from .brief import SAMPLE_ROWS, _clip_end, _human_count
-from .duckfiles import open_attached, paths_in, probe
+from .duckfiles import open_attached, open_local, paths_in, probe
 from .duckplan import PlanFacts, plan_facts
 from .lazytable import lazy_table_info
 from .records import Field
@@ -123,7 +125,29 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     if plan is not None and text is not None:
         frozen = plan
         return Field(name, rel, info, lambda: _open(frozen), read_paths=reads, plan=plan)
-    return Field(name, rel, info, lambda: rel.project("*"), read_paths=reads, plan=plan)
+    if plan is not None:
+        frozen = plan
+        return Field(name, rel, info, lambda: _open_local(rel, frozen), read_paths=reads, plan=plan)
+    return Field(name, rel, info, lambda: rel.project("*"))
+
+
+_streams: dict[int, tuple[weakref.ref[Any], Callable[[], Any]]] = {}
+_streams_lock = threading.Lock()
+
+
+def _open_local(rel: Any, plan: Mapping[str, Any]) -> Any:
+    """The local sandbox's view of a relation over database files: the same SQL on a cursor of its own."""
+    fresh = open_local(plan)
+    if fresh is None:
+        return rel.project("*")
+    text = str(plan["sql"])
+    view = fresh().sql(text)
+    key = id(view)
+    with _streams_lock:
+        for k in [k for k, (ref, _f) in _streams.items() if ref() is None]:
+            del _streams[k]
+        _streams[key] = (weakref.ref(view), lambda: fresh().sql(text))
+    return view
 
 
 def _crossing(field: Field) -> dict[str, Any] | None:
@@ -134,34 +158,29 @@ def _crossing(field: Field) -> dict[str, Any] | None:
 
 
 class RelationStream:
-    """A relation of another DuckDB database (the user's connection) as an Arrow stream for sql():
-    DuckDB asks for a fresh stream at every scan (the Arrow PyCapsule protocol), so each query reads
-    it again through the user's connection instead of holding a copy."""
+    """A relation of the user's database instance as an Arrow stream for sql(): DuckDB asks for a fresh
+    stream at every scan (the Arrow PyCapsule protocol) and each one runs the relation's SQL on a new
+    cursor, so a query may read several relations of one database at once, and nothing is copied."""
 
-    def __init__(self, rel: Any) -> None:
-        self._rel = rel
-        self._schema = rel.limit(0).to_arrow_table().schema
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._schema = make().limit(0).to_arrow_table().schema
 
     def __arrow_c_schema__(self) -> Any:
         return self._schema.__arrow_c_schema__()
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        return self._rel.to_arrow_reader().__arrow_c_stream__(requested_schema)
+        return self._make().to_arrow_reader().__arrow_c_stream__(requested_schema)
 
 
 def _sql(relation: Any) -> Any:
-    """What sql() registers: a relation of rlmnb's own database as is, any other as a stream."""
-    cur = duck.cursor()
-    try:
-        cur.register("_rlmnb_own", relation)
-        cur.sql("SELECT * FROM _rlmnb_own LIMIT 0").fetchall()
-        return relation
-    except Exception as exc:
-        if not duck.is_error(exc):
-            raise
-        return RelationStream(relation)
-    finally:
-        cur.close()
+    """What sql() registers: a relation over database files as a stream; others as they are (rlmnb's own
+    database scans its relations directly; the engine copies a relation of another database once)."""
+    with _streams_lock:
+        found = _streams.get(id(relation))
+    if found is not None and found[0]() is relation:
+        return RelationStream(found[1])
+    return relation
 
 
 FAMILY = Family("duckdb", ("relation",), _describe, classes=("duckdb:DuckDBPyRelation", "_duckdb:DuckDBPyRelation"),
