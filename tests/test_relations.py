@@ -87,6 +87,11 @@ def test_what_keeps_a_database_file_relation_from_being_reopened(tmp_path: Path)
     found = probe(mixed, plan_facts(mixed))
     assert found is not None and found.plan is None
     assert found.reason == 'it reads table "temp".main.local_only, which exists only in this Python process'
+    con.execute("CREATE TEMP MACRO twice(a) AS a * 2")
+    called = con.sql("SELECT twice(k) AS k2 FROM db.t")
+    found = probe(called, plan_facts(called))
+    assert found is not None and found.plan is None
+    assert found.reason == "it calls twice(), which exists only in this Python process"
     con.execute("CREATE VIEW shortcut AS SELECT * FROM db.t")
     viewed = con.sql("SELECT * FROM shortcut")
     found = probe(viewed, plan_facts(viewed))

@@ -16,6 +16,7 @@ DuckDB's replacement scan) exists only in the user's process.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -39,17 +40,23 @@ class FileDatabases:
     read_paths: tuple[str, ...] = ()
 
 
+_CONNECTION = """
+SELECT (SELECT list([database_name, path, readonly::VARCHAR, type]) FROM duckdb_databases() WHERE NOT internal),
+       current_database(), current_schema(),
+       (SELECT list([database_name, view_name, sql, temporary::VARCHAR]) FROM duckdb_views() WHERE NOT internal)
+"""  # one round trip; duckdb_views() is the slow part (~20-50 ms on a connection that just opened its file)
+
+
 def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
     """How the kernel reopens `rel` over its connection's database files; None when it reads no such file."""
     try:
-        dbs = _rows(rel, "SELECT database_name, path, readonly, type FROM duckdb_databases() WHERE NOT internal")
-        current = _rows(rel, "SELECT current_database(), current_schema()")[0]
+        dbs, current_db, current_schema, views = _rows(rel, _CONNECTION)[0]
         text = str(rel.sql_query())
     except Exception as exc:
         if not duck.is_error(exc):
             raise
         return None
-    files = {str(n): (os.path.abspath(str(p)), bool(ro)) for n, p, ro, kind in dbs
+    files = {str(n): (os.path.abspath(str(p)), ro == "true") for n, p, ro, kind in dbs or []
              if p and str(kind).lower() == "duckdb" and str(p) != ":memory:"}
     if not files:
         return None
@@ -59,22 +66,60 @@ def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
     if facts.foreign or outside:
         what = facts.foreign[0] if facts.foreign else f"table {outside[0]}"
         return FileDatabases(None, f"it reads {what}, which exists only in this Python process")
-    memory_objects = _in_memory_objects(rel, [n for n, *_ in dbs if str(n) not in files])
-    if memory_objects:
-        return FileDatabases(None, f"its connection also holds {memory_objects} outside the database files, "
+    memory_views = [v for db, v, _sql, temp in views or [] if temp == "true" or db not in files]
+    if memory_views:
+        return FileDatabases(None, f"its connection also holds a view {memory_views[0]} outside the database files, "
                                    f"which another process cannot see")
+    strange = _foreign_functions(rel, text, set(files))
+    if strange:
+        return FileDatabases(None, f"it calls {strange}(), which exists only in this Python process")
     writable = [n for n, (_p, ro) in files.items() if not ro]
     if writable:
         path = files[writable[0]][0]
         return FileDatabases(None, f"your connection has {os.path.basename(path)} open for writing, which locks it "
                                    f"against other processes (open it with duckdb.connect(path, read_only=True) to "
                                    f"have it reopened with nothing copied)")
-    views = _rows(rel, "SELECT sql FROM duckdb_views() WHERE NOT internal AND sql IS NOT NULL")
     plan = {"sql": text, "cwd": os.getcwd(), "attach": [[n, p] for n, (p, _ro) in files.items()],
-            "use": [str(current[0]), str(current[1])]}
+            "use": [str(current_db), str(current_schema)]}
     reads = [p for _n, (p, _ro) in files.items()]
     reads += [p + ".wal" for p in reads if os.path.exists(p + ".wal")]
-    return FileDatabases(plan, "", tuple(reads) + tuple(paths_in([text, *(str(v[0]) for v in views)])))
+    return FileDatabases(plan, "", tuple(reads) + tuple(paths_in([text, *(str(sql) for _db, _v, sql, _t in views or [] if sql)])))
+
+
+_builtin: frozenset[str] | None = None
+
+
+def _foreign_functions(rel: Any, text: str, files: set[str]) -> str:
+    """The first function the SQL calls that is neither DuckDB's own nor a macro stored in one of `files`
+    (a temporary macro, a Python UDF); '' when there is none. Functions are listed by DuckDB's own parser;
+    the user's function list (slow: ~50 ms) is read only when the SQL calls a name DuckDB does not ship."""
+    global _builtin
+    cur = duck.cursor()
+    try:
+        if _builtin is None:
+            _builtin = frozenset(str(r[0]).lower() for r in cur.sql(
+                "SELECT DISTINCT function_name FROM duckdb_functions()").fetchall())
+        tree = json.loads(cur.sql(f"SELECT json_serialize_sql({duck.literal(text)})").fetchall()[0][0])
+    finally:
+        cur.close()
+    called: list[str] = []
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("function_name"), str):
+                called.append(node["function_name"].lower())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    unknown = sorted({c for c in called if c not in _builtin})
+    if not unknown:
+        return ""
+    names = ", ".join(duck.literal(n) for n in unknown)
+    stored = {str(n).lower() for n, in _rows(rel, f"SELECT function_name FROM duckdb_functions() WHERE "
+                                                  f"lower(function_name) IN ({names}) AND database_name IN "
+                                                  f"({', '.join(duck.literal(f) for f in files)})")}
+    return next((n for n in unknown if n not in stored), "")
 
 
 def open_attached(plan: Mapping[str, Any]) -> Any:
@@ -159,12 +204,3 @@ def _catalog(qualified: str) -> str:
 
 def _rows(rel: Any, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in rel.query(_PROBE, sql).fetchall()]
-
-
-def _in_memory_objects(rel: Any, catalogs: Sequence[str]) -> str:
-    """'a view v' when the connection has views or macros outside its database files (they may be used by name)."""
-    names = ", ".join(duck.literal(str(c)) for c in [*catalogs, "temp"])
-    found = _rows(rel, f"SELECT 'view ' || view_name FROM duckdb_views() WHERE NOT internal AND database_name IN "
-                       f"({names}) UNION ALL SELECT 'macro ' || function_name FROM duckdb_functions() WHERE NOT "
-                       f"internal AND function_type LIKE '%macro%' AND database_name IN ({names}) LIMIT 1")
-    return f"a {found[0][0]}" if found else ""

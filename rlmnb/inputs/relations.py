@@ -98,7 +98,7 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     columns, types = list(rel.columns), [str(t) for t in rel.types]
     facts = plan_facts(rel)
     head = _sample(name, rel, facts)
-    text = replayable_sql(rel)
+    text = replayable_sql(rel) if facts is None or not facts.tables else None  # tables: never on our database
     plan: dict[str, Any] | None = None
     reads: tuple[str, ...] = ()
     if text is not None:
