@@ -15,6 +15,7 @@ import pyarrow.dataset as ds
 import pytest
 
 import rlmnb.inputs.datasets as datasets
+import rlmnb.inputs.relations as relations
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import describe
 from rlmnb.inputs.duckfiles import FileDatabases, probe
@@ -39,10 +40,19 @@ def test_rows_come_from_the_plan_exact_for_a_table_estimated_for_parquet_unknown
     folder = _parquet_folder(tmp_path / "p", files=3, rows=1000)
     files = plan_facts(duckdb.read_parquet(f"{folder}/*.parquet"))
     assert files is not None and files.rows == 3000 and files.estimated and not files.tables and not files.foreign
+    assert describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info.rows == 3000  # footers, quickly
     filtered = plan_facts(con.table("t").filter("k > 5"))
     assert filtered is not None and filtered.rows is None and filtered.guess is not None
     field = describe("f", con.table("t").filter("k > 5"), CFG)
     assert field.info.rows is None and "rows unknown until counted (DuckDB's planner guesses ~" in field.info.detail
+
+
+def test_parquet_footers_that_take_too_long_leave_the_plan_estimate_marked(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _parquet_folder(tmp_path / "p", files=3, rows=1000)
+    monkeypatch.setattr(relations, "bounded_count", lambda cur, sql, seconds: None)  # as if the timer fired
+    info = describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info
+    assert info.rows == 3000 and info.estimated
 
 
 def test_a_query_that_must_consume_millions_of_rows_first_gets_no_sample() -> None:

@@ -14,7 +14,8 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
 
 Model code gets a projection of the user's relation, never the relation itself, so `insert` and
 `update` (which DuckDB allows only on table relations) are refused. Describing never runs the query
-over all rows: the row count is what the plan knows (duckplan.py) and the sample is `LIMIT 5`,
+over all rows: the row count is what the plan knows (duckplan.py; a bare Parquet scan is counted from
+its footers when that takes under FOOTER_SECONDS, a single file always) and the sample is `LIMIT 5`,
 skipped when a step of the plan would first consume more than SAMPLE_INPUT_ROWS rows.
 """
 
@@ -32,7 +33,7 @@ from . import duck
 from .brief import SAMPLE_ROWS, _clip_end, _human_count
 from .duckfiles import open_attached, open_local, paths_in, probe
 from .duckplan import PlanFacts, plan_facts
-from .lazytable import lazy_table_info
+from .lazytable import bounded_count, lazy_table_info
 from .records import Field
 from .registry import Family
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 SAMPLE_INPUT_ROWS = 1_000_000  # a sample that needs a GROUP BY / ORDER BY / join over more rows is skipped
+FOOTER_SECONDS = 0.04          # how long a bare Parquet scan's footers may be read for an exact count
 
 
 def replayable_sql(rel: Any) -> str | None:
@@ -85,6 +87,18 @@ def _sample(name: str, rel: Any, facts: PlanFacts | None) -> Any:
                          f"fix its query before binding it.") from None
 
 
+def _footer_count(text: str, estimate: int | None) -> tuple[int | None, bool]:
+    """(rows, estimated) of a bare Parquet scan: DuckDB counts it from the footers alone, given up after
+    FOOTER_SECONDS (many files) for the plan's estimate, so describing stays flat at any size."""
+    cur = duck.cursor()
+    try:
+        cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
+        counted = bounded_count(cur, text, FOOTER_SECONDS)
+    finally:
+        cur.close()
+    return (counted, False) if counted is not None else (estimate, True)
+
+
 def _rows_note(facts: PlanFacts | None) -> str:
     if facts is None or facts.rows is not None:
         return ""
@@ -119,6 +133,8 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     if head is None:
         head = pa.schema([pa.field(c, pa.null()) for c in columns]).empty_table()
     rows, estimated = (facts.rows, facts.estimated) if facts is not None else (None, False)
+    if estimated and text is not None:  # a bare Parquet scan: its footers give the exact count, if quickly
+        rows, estimated = _footer_count(text, rows)
     detail = f"lazy DuckDB query; {_rows_note(facts)}{sample_note}{how}"
     info = lazy_table_info(name, "relation", PYTHON_TYPE, columns, types, head, config, rows=rows,
                            estimated=estimated, detail=detail)
