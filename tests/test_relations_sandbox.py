@@ -168,3 +168,22 @@ def test_partitioned_listed_filtered_and_union_datasets_are_reopened_from_their_
             assert result.session.sandbox.bytes_shipped == 0 and _data_bytes(result) == 0
     finally:
         result.session.close()
+
+
+def test_a_view_with_a_relative_path_reads_from_the_directory_it_was_bound_in(kind: str, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    con = duckdb.connect("notes.duckdb")
+    con.execute("COPY (SELECT range AS id FROM range(42)) TO 'notes.parquet'")
+    con.execute("CREATE VIEW notes AS SELECT * FROM read_parquet('notes.parquet')")
+    con.close()
+    con = duckdb.connect("notes.duckdb", read_only=True)
+    root = ScriptedLM([code("n = sql('SELECT count(*) AS n FROM notes').n[0]"), code("submit(int(n))")])
+    result = _run(kind, root, notes=con.table("notes"))
+    try:
+        assert result.answer == 42, "\n".join(observations(root))
+        if kind == "kernel":
+            assert result.session.sandbox.bytes_shipped == 0 and _data_bytes(result) == 0
+    finally:
+        result.session.close()
+        con.close()
