@@ -102,6 +102,9 @@ def test_what_keeps_a_database_file_relation_from_being_reopened(tmp_path: Path)
     found = probe(called, plan_facts(called))
     assert found is not None and found.plan is None
     assert found.reason == "it calls twice(), which exists only in this Python process"
+    asked = con.sql("SELECT * FROM db.t WHERE k > ?", params=[5])
+    found = probe(asked, plan_facts(asked))
+    assert found is not None and found.plan is None and "parameters" in found.reason
     con.execute("CREATE VIEW shortcut AS SELECT * FROM db.t")
     viewed = con.sql("SELECT * FROM shortcut")
     found = probe(viewed, plan_facts(viewed))

@@ -70,9 +70,9 @@ def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
     if memory_views:
         return FileDatabases(None, f"its connection also holds a view {memory_views[0]} outside the database files, "
                                    f"which another process cannot see")
-    strange = _foreign_functions(rel, text, set(files))
+    strange = _unportable(rel, text, set(files))
     if strange:
-        return FileDatabases(None, f"it calls {strange}(), which exists only in this Python process")
+        return FileDatabases(None, strange)
     writable = [n for n, (_p, ro) in files.items() if not ro]
     if writable:
         path = files[writable[0]][0]
@@ -89,10 +89,11 @@ def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
 _builtin: frozenset[str] | None = None
 
 
-def _foreign_functions(rel: Any, text: str, files: set[str]) -> str:
-    """The first function the SQL calls that is neither DuckDB's own nor a macro stored in one of `files`
-    (a temporary macro, a Python UDF); '' when there is none. Functions are listed by DuckDB's own parser;
-    the user's function list (slow: ~50 ms) is read only when the SQL calls a name DuckDB does not ship."""
+def _unportable(rel: Any, text: str, files: set[str]) -> str:
+    """Why the SQL text alone cannot rebuild the relation elsewhere, or '': it has query parameters (their
+    values are not in the text), or calls a function that is neither DuckDB's own nor a macro stored in
+    one of `files` (a temporary macro, a Python UDF). DuckDB's own parser lists both; the user's function
+    list (slow: ~50 ms) is read only when the SQL calls a name DuckDB does not ship."""
     global _builtin
     cur = duck.cursor()
     try:
@@ -109,6 +110,8 @@ def _foreign_functions(rel: Any, text: str, files: set[str]) -> str:
         if isinstance(node, dict):
             if isinstance(node.get("function_name"), str):
                 called.append(node["function_name"].lower())
+            if node.get("class") == "PARAMETER":
+                return "its query has parameters, whose values its SQL text does not carry"
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
@@ -119,7 +122,8 @@ def _foreign_functions(rel: Any, text: str, files: set[str]) -> str:
     stored = {str(n).lower() for n, in _rows(rel, f"SELECT function_name FROM duckdb_functions() WHERE "
                                                   f"lower(function_name) IN ({names}) AND database_name IN "
                                                   f"({', '.join(duck.literal(f) for f in files)})")}
-    return next((n for n in unknown if n not in stored), "")
+    missing = next((n for n in unknown if n not in stored), "")
+    return f"it calls {missing}(), which exists only in this Python process" if missing else ""
 
 
 def open_attached(plan: Mapping[str, Any]) -> Any:
