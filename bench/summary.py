@@ -130,8 +130,8 @@ GOAL_LAZY_MS = 200.0
 
 def duckdb_file(exp: int) -> Path | None:
     """`events-1e{exp}.duckdb` in the bench cache: a real table `events` of the cached Parquet rows and a view
-    `events_view` over the Parquet files, made once (10^8 rows: ~1 min and ~0.5 GB here; 10^9: ~10 min and
-    ~5 GB, made only when RLMNB_BENCH_DUCKDB_1E9=1). None when it is not there and is not to be made."""
+    `events_view` over the Parquet files, made once (10^8 rows: ~1 min and ~0.5 GB here; 10^9: ~20 min and
+    ~5.3 GB, made only when RLMNB_BENCH_DUCKDB_1E9=1). None when it is not there and is not to be made."""
     import duckdb
     from lazy import CACHE
 

@@ -47,9 +47,13 @@ def test_rows_come_from_the_plan_exact_for_a_table_estimated_for_parquet_unknown
     assert field.info.rows is None and "rows unknown until counted (DuckDB's planner guesses ~" in field.info.detail
 
 
-def test_parquet_footers_that_take_too_long_leave_the_plan_estimate_marked(tmp_path: Path,
+def test_parquet_footers_too_many_or_too_slow_leave_the_plan_estimate_marked(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _parquet_folder(tmp_path / "p", files=3, rows=1000)
+    monkeypatch.setattr(relations, "FOOTER_FILES", 2)  # more files than footers to read: the plan's estimate
+    info = describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info
+    assert info.rows == 3000 and info.estimated
+    monkeypatch.setattr(relations, "FOOTER_FILES", 4)
     monkeypatch.setattr(relations, "bounded_count", lambda cur, sql, seconds: None)  # as if the timer fired
     info = describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info
     assert info.rows == 3000 and info.estimated

@@ -196,6 +196,21 @@ def paths_in(texts: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def scan_files(text: str) -> int | None:
+    """How many files the paths and globs named in SQL text match (None: it names none that exist)."""
+    import glob
+
+    total, named = 0, False
+    for m in _QUOTED.finditer(text):
+        path = os.path.abspath(m.group(1).replace("''", "'"))
+        if any(c in path for c in "*?["):
+            found = glob.glob(path, recursive=True)
+            named, total = named or bool(found), total + len(found)
+        elif os.path.isfile(path):
+            named, total = True, total + 1
+    return total if named else None
+
+
 def _catalog(qualified: str) -> str:
     """The catalog of 'catalog.schema.table' as EXPLAIN writes it (a keyword or odd name is double-quoted)."""
     if qualified.startswith('"'):

@@ -70,10 +70,22 @@ def plan_facts(rel: Any) -> PlanFacts | None:
     """The facts of `rel`'s plan on its own connection, or None when DuckDB cannot explain it."""
     try:
         rows = rel.query(_PROBE, f"EXPLAIN (FORMAT json) SELECT * FROM {_PROBE}").fetchall()
-        tree = json.loads(rows[0][1])
     except Exception as exc:
-        if not (duck.is_error(exc) or isinstance(exc, (ValueError, IndexError, TypeError))):
+        if not duck.is_error(exc):
             raise
+        return None
+    return _read(rows)
+
+
+def sql_facts(cur: Any, text: str) -> PlanFacts | None:
+    """The facts of query `text` planned on cursor `cur`; DuckDB's errors (it does not bind there) propagate."""
+    return _read(cur.sql(f"EXPLAIN (FORMAT json) SELECT * FROM ({text}) AS {_PROBE}").fetchall())
+
+
+def _read(rows: Any) -> PlanFacts | None:
+    try:
+        tree = json.loads(rows[0][1])
+    except (ValueError, IndexError, TypeError):
         return None
     if not isinstance(tree, list) or not tree or not isinstance(tree[0], dict):
         return None

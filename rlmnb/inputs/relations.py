@@ -15,7 +15,7 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
 Model code gets a projection of the user's relation, never the relation itself, so `insert` and
 `update` (which DuckDB allows only on table relations) are refused. Describing never runs the query
 over all rows: the row count is what the plan knows (duckplan.py; a bare Parquet scan is counted from
-its footers when that takes under FOOTER_SECONDS, a single file always) and the sample is `LIMIT 5`,
+its footers when it reads at most FOOTER_FILES files) and the sample is `LIMIT 5`,
 skipped when a step of the plan would first consume more than SAMPLE_INPUT_ROWS rows.
 """
 
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from . import duck
 from .brief import SAMPLE_ROWS, _clip_end, _human_count
-from .duckfiles import open_attached, open_local, paths_in, probe
-from .duckplan import PlanFacts, plan_facts
+from .duckfiles import open_attached, open_local, paths_in, probe, scan_files
+from .duckplan import PlanFacts, plan_facts, sql_facts
 from .lazytable import bounded_count, lazy_table_info
 from .records import Field
 from .registry import Family
@@ -42,27 +42,28 @@ if TYPE_CHECKING:
 
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 SAMPLE_INPUT_ROWS = 1_000_000  # a sample that needs a GROUP BY / ORDER BY / join over more rows is skipped
-FOOTER_SECONDS = 0.04          # how long a bare Parquet scan's footers may be read for an exact count
+FOOTER_FILES = 4               # a bare Parquet scan of at most this many files is counted from its footers
+FOOTER_SECONDS = 0.1           # ... unless that takes longer than this
 
 
-def replayable_sql(rel: Any) -> str | None:
-    """The relation's SQL when it runs on rlmnb's own database (reads only files/table functions)."""
+def portable_sql(rel: Any) -> tuple[str, PlanFacts | None] | None:
+    """(SQL, its plan's facts) when the relation's SQL runs on rlmnb's own database (it reads only files
+    and table functions), else None. Planning it there is the test: one bind, no rows read."""
     try:
-        text = rel.sql_query()
+        text = str(rel.sql_query())
     except Exception:
         return None
     cur = duck.cursor()
     try:
         cur.execute("SET python_enable_replacements = false")  # a pandas frame found by name is not portable
         cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
-        cur.sql(f"SELECT * FROM ({text}) LIMIT 0").fetchall()
+        return text, sql_facts(cur, text)
     except Exception as exc:
         if not duck.is_error(exc):
             raise
         return None
     finally:
         cur.close()
-    return str(text)
 
 
 def _open(plan: Mapping[str, Any]) -> Any:
@@ -88,8 +89,12 @@ def _sample(name: str, rel: Any, facts: PlanFacts | None) -> Any:
 
 
 def _footer_count(text: str, estimate: int | None) -> tuple[int | None, bool]:
-    """(rows, estimated) of a bare Parquet scan: DuckDB counts it from the footers alone, given up after
-    FOOTER_SECONDS (many files) for the plan's estimate, so describing stays flat at any size."""
+    """(rows, estimated) of a bare Parquet scan: DuckDB counts it from the footers alone when it reads at most
+    FOOTER_FILES files (each footer costs ~5-10 ms here), else the plan's estimate stands, marked as one: so
+    describing costs the same for 4 files or 4,000."""
+    files = scan_files(text)
+    if files is None or files > FOOTER_FILES:
+        return estimate, True
     cur = duck.cursor()
     try:
         cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
@@ -110,9 +115,9 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     import pyarrow as pa
 
     columns, types = list(rel.columns), [str(t) for t in rel.types]
-    facts = plan_facts(rel)
+    portable = portable_sql(rel)
+    text, facts = portable if portable is not None else (None, plan_facts(rel))
     head = _sample(name, rel, facts)
-    text = replayable_sql(rel) if facts is None or not facts.tables else None  # tables: never on our database
     plan: dict[str, Any] | None = None
     reads: tuple[str, ...] = ()
     if text is not None:
