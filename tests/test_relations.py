@@ -64,10 +64,12 @@ def test_a_query_that_must_consume_millions_of_rows_first_gets_no_sample() -> No
     facts = plan_facts(grouped)
     assert facts is not None and facts.blocked is not None and facts.blocked >= 5_000_000
     field = describe("g", grouped, CFG)
-    assert "no sample (its first row needs the whole input)" in field.info.detail
+    assert "no sample (its first rows cost more than a glance to find)" in field.info.detail
     assert field.info.rows is None and field.info.columns == 2
     streaming = plan_facts(duckdb.sql("SELECT k FROM range(5000000) t(k) WHERE k % 3 = 0"))
     assert streaming is not None and streaming.blocked is None  # LIMIT stops early: sampled
+    needle = describe("n", duckdb.sql("SELECT k FROM range(10000000000) t(k) WHERE k < 0"), CFG)  # 10^10 rows
+    assert "no sample" in needle.info.detail  # its first row would need a full scan: given up
     join = facts_of({"name": "HASH_JOIN", "children": [
         {"name": "SEQ_SCAN", "extra_info": {"Table": "m.main.big", "Estimated Cardinality": "9000000"}},
         {"name": "SEQ_SCAN", "extra_info": {"Table": "m.main.dim", "Estimated Cardinality": "40"}}]})

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 SAMPLE_INPUT_ROWS = 1_000_000  # a sample that needs a GROUP BY / ORDER BY / join over more rows is skipped
+SAMPLE_SECONDS = 0.25         # ... or that takes longer than this to find its first rows
 FOOTER_FILES = 4               # a bare Parquet scan of at most this many files is counted from its footers
 FOOTER_SECONDS = 0.1           # ... unless that takes longer than this
 
@@ -75,17 +76,34 @@ def _open(plan: Mapping[str, Any]) -> Any:
     return cur.sql(str(plan["sql"]))
 
 
-def _sample(name: str, rel: Any, facts: PlanFacts | None) -> Any:
-    """`LIMIT 5` of the relation, or None when the plan must consume too much before its first row."""
+def _sample(name: str, rel: Any, facts: PlanFacts | None, cur: Any = None, text: str = "") -> Any:
+    """`LIMIT 5` of the relation, or None when it would cost more than a glance: the plan must consume
+    over SAMPLE_INPUT_ROWS rows first, or (run on a cursor of ours, which can be interrupted) the first
+    rows take longer than SAMPLE_SECONDS to find, e.g. behind a filter that few rows pass."""
     if facts is not None and facts.blocked is not None and facts.blocked > SAMPLE_INPUT_ROWS:
         return None
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        cur.interrupt()
+
+    timer = threading.Timer(SAMPLE_SECONDS, stop) if cur is not None else None
     try:
-        return rel.limit(SAMPLE_ROWS).to_arrow_table()
+        if timer is None:
+            return rel.limit(SAMPLE_ROWS).to_arrow_table()
+        timer.start()
+        return cur.sql(f"SELECT * FROM ({text}) AS _rlmnb_sample LIMIT {SAMPLE_ROWS}").to_arrow_table()
     except Exception as exc:
         if not duck.is_error(exc):
             raise
+        if fired.is_set():
+            return None
         raise InputError(f"Input {name!r}: the DuckDB relation fails when run ({_clip_end(duck.message(exc), 300)}); "
                          f"fix its query before binding it.") from None
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def _footer_count(text: str, estimate: int | None) -> tuple[int | None, bool]:
@@ -117,24 +135,33 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     columns, types = list(rel.columns), [str(t) for t in rel.types]
     portable = portable_sql(rel)
     text, facts = portable if portable is not None else (None, plan_facts(rel))
-    head = _sample(name, rel, facts)
     plan: dict[str, Any] | None = None
     reads: tuple[str, ...] = ()
+    runner: Any = None
     if text is not None:
         plan, reads = {"sql": text, "cwd": os.getcwd()}, paths_in([text])
         how = "reopened from its SQL in the sandbox (nothing copied)"
+        runner = duck.cursor()
+        runner.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
     else:
         files = probe(rel, facts)
         if files is not None and files.plan is not None:
             plan, reads = files.plan, files.read_paths
             names = ", ".join(os.path.basename(p) for _a, p in files.plan["attach"])
             how = f"reads {names}: a kernel sandbox attaches it read-only and reruns the query (nothing copied)"
+            fresh = open_local(plan)
+            runner = fresh() if fresh is not None else None
         elif files is not None:
             how = f"a kernel sandbox gets its result once as Arrow IPC: {files.reason}"
         else:
             how = ("it reads tables of your DuckDB connection: the local sandbox uses it as is, a kernel sandbox "
                    "gets its result once as Arrow IPC")
-    sample_note = "" if head is not None else "no sample (its first row needs the whole input); "
+    try:
+        head = _sample(name, rel, facts, runner, str(plan["sql"]) if plan is not None else "")
+    finally:
+        if runner is not None:
+            runner.close()
+    sample_note = "" if head is not None else "no sample (its first rows cost more than a glance to find); "
     if head is None:
         head = pa.schema([pa.field(c, pa.null()) for c in columns]).empty_table()
     rows, estimated = (facts.rows, facts.estimated) if facts is not None else (None, False)
