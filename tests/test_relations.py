@@ -15,7 +15,6 @@ import pyarrow.dataset as ds
 import pytest
 
 import rlmnb.inputs.datasets as datasets
-import rlmnb.inputs.relations as relations
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import describe
 from rlmnb.inputs.duckfiles import FileDatabases, probe
@@ -40,23 +39,22 @@ def test_rows_come_from_the_plan_exact_for_a_table_estimated_for_parquet_unknown
     folder = _parquet_folder(tmp_path / "p", files=3, rows=1000)
     files = plan_facts(duckdb.read_parquet(f"{folder}/*.parquet"))
     assert files is not None and files.rows == 3000 and files.estimated and not files.tables and not files.foreign
-    assert describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info.rows == 3000  # footers, quickly
     filtered = plan_facts(con.table("t").filter("k > 5"))
     assert filtered is not None and filtered.rows is None and filtered.guess is not None
     field = describe("f", con.table("t").filter("k > 5"), CFG)
     assert field.info.rows is None and "rows unknown until counted (DuckDB's planner guesses ~" in field.info.detail
 
 
-def test_parquet_footers_too_many_or_too_slow_leave_the_plan_estimate_marked(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = _parquet_folder(tmp_path / "p", files=3, rows=1000)
-    monkeypatch.setattr(relations, "FOOTER_FILES", 2)  # more files than footers to read: the plan's estimate
-    info = describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info
-    assert info.rows == 3000 and info.estimated
-    monkeypatch.setattr(relations, "FOOTER_FILES", 4)
-    monkeypatch.setattr(relations, "bounded_count", lambda cur, sql, seconds: None)  # as if the timer fired
-    info = describe("p", duckdb.read_parquet(f"{folder}/*.parquet"), CFG).info
-    assert info.rows == 3000 and info.estimated
+def test_one_parquet_file_is_counted_exactly_and_several_are_estimated_from_the_first(tmp_path: Path) -> None:
+    one = _parquet_folder(tmp_path / "one", files=1, rows=1234)
+    info = describe("p", duckdb.read_parquet(f"{one}/p0.parquet"), CFG).info
+    assert info.rows == 1234 and not info.estimated
+    uneven = tmp_path / "uneven"
+    uneven.mkdir()
+    for i, rows in enumerate((1000, 10)):
+        duckdb.sql(f"COPY (SELECT range AS id FROM range({rows})) TO '{uneven}/p{i}.parquet'")
+    info = describe("p", duckdb.read_parquet(f"{uneven}/*.parquet"), CFG).info
+    assert info.estimated and info.rows == 2000  # the first footer x 2 files, marked; never a scan
 
 
 def test_a_query_that_must_consume_millions_of_rows_first_gets_no_sample() -> None:

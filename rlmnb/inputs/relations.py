@@ -14,8 +14,8 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
 
 Model code gets a projection of the user's relation, never the relation itself, so `insert` and
 `update` (which DuckDB allows only on table relations) are refused. Describing never runs the query
-over all rows: the row count is what the plan knows (duckplan.py; a bare Parquet scan is counted from
-its footers when it reads at most FOOTER_FILES files) and the sample is `LIMIT 5`,
+over all rows: the row count is what the plan knows (duckplan.py: exact for a table or one Parquet
+file, an estimate for several files, unknown after a filter or a join) and the sample is `LIMIT 5`,
 skipped when a step of the plan would first consume more than SAMPLE_INPUT_ROWS rows.
 """
 
@@ -33,7 +33,7 @@ from . import duck
 from .brief import SAMPLE_ROWS, _clip_end, _human_count
 from .duckfiles import open_attached, open_local, paths_in, probe, scan_files
 from .duckplan import PlanFacts, plan_facts, sql_facts
-from .lazytable import bounded_count, lazy_table_info
+from .lazytable import lazy_table_info
 from .records import Field
 from .registry import Family
 
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 PYTHON_TYPE = "duckdb.DuckDBPyRelation"
 SAMPLE_INPUT_ROWS = 1_000_000  # a sample that needs a GROUP BY / ORDER BY / join over more rows is skipped
 SAMPLE_SECONDS = 0.25         # ... or that takes longer than this to find its first rows
-FOOTER_FILES = 4               # a bare Parquet scan of at most this many files is counted from its footers
-FOOTER_SECONDS = 0.1           # ... unless that takes longer than this
 
 
 def portable_sql(rel: Any) -> tuple[str, PlanFacts | None] | None:
@@ -106,20 +104,11 @@ def _sample(name: str, rel: Any, facts: PlanFacts | None, cur: Any = None, text:
             timer.cancel()
 
 
-def _footer_count(text: str, estimate: int | None) -> tuple[int | None, bool]:
-    """(rows, estimated) of a bare Parquet scan: DuckDB counts it from the footers alone when it reads at most
-    FOOTER_FILES files (each footer costs ~5-10 ms here), else the plan's estimate stands, marked as one: so
-    describing costs the same for 4 files or 4,000."""
-    files = scan_files(text)
-    if files is None or files > FOOTER_FILES:
-        return estimate, True
-    cur = duck.cursor()
-    try:
-        cur.execute(f"SET file_search_path = {duck.literal(os.getcwd())}")
-        counted = bounded_count(cur, text, FOOTER_SECONDS)
-    finally:
-        cur.close()
-    return (counted, False) if counted is not None else (estimate, True)
+def _exact_if_one_file(text: str, estimate: int | None) -> tuple[int | None, bool]:
+    """(rows, estimated) of a bare Parquet scan. DuckDB's plan takes the first file's footer count times the
+    number of files: exact for one file, an estimate (marked) for more, whose footers are not read, so
+    describing costs the same for one file or 4,000 (a file table, `Path(folder)`, sums every footer)."""
+    return (estimate, False) if scan_files(text) == 1 else (estimate, True)
 
 
 def _rows_note(facts: PlanFacts | None) -> str:
@@ -165,8 +154,8 @@ def _describe(name: str, rel: Any, config: RLMConfig) -> Field:
     if head is None:
         head = pa.schema([pa.field(c, pa.null()) for c in columns]).empty_table()
     rows, estimated = (facts.rows, facts.estimated) if facts is not None else (None, False)
-    if estimated and text is not None:  # a bare Parquet scan: its footers give the exact count, if quickly
-        rows, estimated = _footer_count(text, rows)
+    if estimated and text is not None:  # a bare Parquet scan
+        rows, estimated = _exact_if_one_file(text, rows)
     detail = f"lazy DuckDB query; {_rows_note(facts)}{sample_note}{how}"
     info = lazy_table_info(name, "relation", PYTHON_TYPE, columns, types, head, config, rows=rows,
                            estimated=estimated, detail=detail)
