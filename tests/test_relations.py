@@ -153,3 +153,33 @@ def test_a_filtered_dataset_samples_through_its_filter_and_does_not_count(tmp_pa
     assert "1500" in field.info.preview and "\n    0" not in field.info.preview
     union = describe("u", ds.dataset([ds.dataset(folder, format="parquet"), ds.dataset(pa.table({"id": [1]}))]), CFG)
     assert union.plan is None and "one Arrow IPC copy" in union.info.detail  # a part lives in memory
+
+
+def test_the_kernel_side_attach_says_what_went_wrong(tmp_path: Path) -> None:
+    from rlmnb.errors import InputError
+    from rlmnb.inputs import duck
+    from rlmnb.inputs.duckfiles import open_attached
+
+    first, second = _database(tmp_path / "a.duckdb"), _database(tmp_path / "b.duckdb")
+    plan = {"sql": "SELECT * FROM t", "attach": [["same", str(first)]], "use": ["same", "main"]}
+    try:
+        assert open_attached(plan).sql("SELECT count(*) FROM t").fetchall() == [(100,)]
+        assert open_attached(plan).sql("SELECT count(*) FROM t").fetchall() == [(100,)]  # attached once, reused
+        with pytest.raises(InputError, match="another input's database already uses that name"):
+            open_attached({**plan, "attach": [["same", str(second)]]})
+    finally:
+        duck.cursor().execute("DETACH DATABASE IF EXISTS same")
+    writer = duckdb.connect(str(second))  # holds the file: no other instance may open it
+    with pytest.raises(InputError, match=r"b\.duckdb cannot be opened read-only here .*close other connections"):
+        open_attached({**plan, "attach": [["other", str(second)]], "use": ["other", "main"]})
+    writer.close()
+
+
+def test_a_dataset_over_another_filesystem_is_copied_once(tmp_path: Path) -> None:
+    import pyarrow.fs as pafs
+
+    folder = _parquet_folder(tmp_path / "p", files=2, rows=10)
+    subtree = pafs.SubTreeFileSystem(str(folder), pafs.LocalFileSystem())
+    field = describe("d", ds.dataset("", filesystem=subtree, format="parquet"), CFG)
+    assert field.plan is None and "one Arrow IPC copy" in field.info.detail and "rows unknown" in field.info.detail
+    assert field.info.preview.count("\n") >= 3  # a sample all the same, read through its filesystem
