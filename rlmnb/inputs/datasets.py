@@ -110,7 +110,7 @@ def _head(dataset: Any) -> Any:
     fragment = next(iter(dataset.get_fragments()), None)
     if fragment is None:
         return schema.empty_table()
-    local = type(dataset.filesystem).__name__ == "LocalFileSystem"
+    local = type(getattr(dataset, "filesystem", None)).__name__ == "LocalFileSystem"
     if local and type(fragment).__name__ == "ParquetFileFragment":  # pyarrow's scanners read the whole file first
         head = duck.cursor().sql(f"SELECT * FROM read_parquet({duck.literal(fragment.path)}) "
                                  f"LIMIT {SAMPLE_ROWS}").to_arrow_table()
