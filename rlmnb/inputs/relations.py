@@ -7,16 +7,17 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
   file search path), so nothing is copied and model code never uses the user's connection;
 - it reads tables of database files its connection has open read-only (duckfiles.py): the kernel
   attaches those files read-only and runs the SQL there, nothing copied; the local sandbox (the same
-  process, where DuckDB refuses a second attach of a file) reads through the user's relation;
-- otherwise (in-memory tables, Python objects, a database file open for writing, which DuckDB locks
-  against other processes): the local sandbox reads through the user's relation and a kernel
-  sandbox receives its result once as Arrow IPC; the summary says so and why.
+  process, where DuckDB refuses a second instance of a file) runs the SQL on cursors of its own of the
+  user's database instance, so sql() streams it and model code never holds the user's connection;
+- otherwise (in-memory tables, Python objects, query parameters, a database file open for writing,
+  which DuckDB locks against other processes): the local sandbox reads through a projection of the
+  user's relation and a kernel sandbox receives its result once as Arrow IPC; the summary says why.
 
-Model code gets a projection of the user's relation, never the relation itself, so `insert` and
-`update` (which DuckDB allows only on table relations) are refused. Describing never runs the query
-over all rows: the row count is what the plan knows (duckplan.py: exact for a table or one Parquet
-file, an estimate for several files, unknown after a filter or a join) and the sample is `LIMIT 5`,
-skipped when a step of the plan would first consume more than SAMPLE_INPUT_ROWS rows.
+What model code gets is never a table relation, so `insert` and `update` (which DuckDB allows only on
+table relations) are refused. Describing never runs the query over all rows: the row count is what
+the plan knows (duckplan.py: exact for a table or one Parquet file, an estimate for several files,
+unknown after a filter or a join) and the sample is `LIMIT 5`, skipped when a step of the plan would
+first consume more than SAMPLE_INPUT_ROWS rows or (on a cursor of ours) after SAMPLE_SECONDS.
 """
 
 from __future__ import annotations
