@@ -8,7 +8,6 @@ turns those into one FieldInfo, so the summary reads the same whatever library h
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +18,6 @@ from .records import FieldInfo
 
 if TYPE_CHECKING:
     from ..config import RLMConfig
-
-COUNT_SECONDS = 0.15  # how long a relation's row count may run at bind time before it is given up
 
 
 def lazy_table_info(name: str, kind: str, python_type: str, columns: Sequence[str], types: Sequence[str],
@@ -41,19 +38,3 @@ def lazy_table_info(name: str, kind: str, python_type: str, columns: Sequence[st
     return FieldInfo(name, kind, python_type, size_bytes=size_bytes, rows=rows, columns=ncols, est_tokens=tokens,
                      dtypes=dtypes, more_columns=ncols - shown, preview=preview, truncated=truncated, path=path,
                      detail=detail, estimated=estimated)
-
-
-def bounded_count(cur: Any, sql: str, seconds: float = COUNT_SECONDS) -> int | None:
-    """`SELECT count(*)` of a query on DuckDB cursor `cur`, or None when it takes longer than `seconds`."""
-    timer = threading.Timer(seconds, cur.interrupt)
-    timer.start()
-    try:
-        return int(cur.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
-    except Exception as exc:
-        from .duck import is_error
-
-        if not is_error(exc):
-            raise
-        return None
-    finally:
-        timer.cancel()
