@@ -135,9 +135,7 @@ class SubCallSent(Event):
     """
 
     kind: ClassVar[str] = "sub_call_sent"
-    call_id: str
-    batch_id: str | None = None
-    turn: int
+    call_id: str  # its batch and turn are on its SubCallStarted (one event a call: kept small)
 
 
 @dataclass(frozen=True, kw_only=True)

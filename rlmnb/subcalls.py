@@ -172,7 +172,7 @@ class SubCaller:
         def on_sent() -> None:
             if not sent:  # the "asked again" call is part of the same call's running time
                 sent.append(time.perf_counter())
-                self.bus.emit(SubCallSent, self.scope, call_id=call_id, batch_id=batch_id, turn=turn)
+                self.bus.emit(SubCallSent, self.scope, call_id=call_id)
 
         messages = [{"role": "user", "content": prompt}]
         completion: Completion | None = None
