@@ -127,6 +127,18 @@ class SubCallStarted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubCallSent(Event):
+    """A sub-call got its concurrency slot and went to the provider (its queued time ends here).
+
+    Cached calls and calls served by an identical call in flight are never sent. Trajectories saved
+    before this event existed have none: views then count a started call as in flight, as they did.
+    """
+
+    kind: ClassVar[str] = "sub_call_sent"
+    call_id: str  # its batch and turn are on its SubCallStarted (one event a call: kept small)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SubCallFinished(Event):
     kind: ClassVar[str] = "sub_call_finished"
     call_id: str
@@ -135,9 +147,14 @@ class SubCallFinished(Event):
     reply: str | None = None
     error: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    # the provider's time: from the slot to the reply, retries and the "asked again" call included;
+    # 0.0 for a call never sent (cached, or served by an identical call in flight)
     latency_s: float = 0.0
     cached: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    # seconds from SubCallStarted to the slot (waiting for the concurrency limit; for a call never sent,
+    # the whole wait). None in trajectories saved before it existed: their latency_s includes the queue.
+    queued_s: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +251,7 @@ class RunFinished(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
-                SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
+                SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
                 AttemptVerified, RunFinished, MapStarted, MapFinished)
 }
 
@@ -307,6 +324,7 @@ class Trajectory:
                 "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
                 "cost_usd": usage.get("cost_usd"), "cached": f.cached if f else False,
                 "latency_s": f.latency_s if f else None,
+                "queued_s": f.queued_s if f else None,
             })
         return rows
 
@@ -325,7 +343,8 @@ class Trajectory:
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ValueError(f"trajectory schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
-        return cls([event_from_dict(e) for e in data.get("events", [])])
+        # events of a kind this version does not know (written by a newer rlmnb) are skipped, not fatal
+        return cls([event_from_dict(e) for e in data.get("events", []) if e.get("kind") in EVENT_TYPES])
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)

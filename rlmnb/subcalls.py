@@ -29,6 +29,7 @@ from .events import (
     EventBus,
     RunScope,
     SubCallFinished,
+    SubCallSent,
     SubCallStarted,
 )
 from .limits import sub_prompt_window
@@ -166,15 +167,22 @@ class SubCaller:
                       model=model_label(lm), prompt=prompt[:limit], prompt_chars=len(prompt),
                       prompt_sha=prompt_sha(prompt))
         started = time.perf_counter()
+        sent: list[float] = []  # when the call got its slot (empty: never sent, e.g. cached)
+
+        def on_sent() -> None:
+            if not sent:  # the "asked again" call is part of the same call's running time
+                sent.append(time.perf_counter())
+                self.bus.emit(SubCallSent, self.scope, call_id=call_id)
+
         messages = [{"role": "user", "content": prompt}]
         completion: Completion | None = None
         error: BaseException | None = None
         try:
-            completion = await self._complete(lm, messages)
+            completion = await self._complete(lm, messages, on_sent)
             problem = no_answer(completion)
             if problem is not None and problem.retry:
                 first = completion
-                completion = await self._complete(lm, messages)
+                completion = await self._complete(lm, messages, on_sent)
                 completion = Completion(completion.text, added(first.usage, completion.usage), completion.model,
                                         {**completion.meta, "asked_again": problem.reason},
                                         completion.finish_reason, completion.reasoning)
@@ -190,7 +198,9 @@ class SubCaller:
             error = exc
         except Exception as exc:  # a failed call is this slot's problem only
             error = exc
-        latency = round(time.perf_counter() - started, 6)
+        ended = time.perf_counter()
+        queued = round((sent[0] if sent else ended) - started, 6)
+        latency = round(ended - sent[0], 6) if sent else 0.0  # the provider's time; a call never sent had none
         usage = completion.usage if completion is not None else CallUsage(
             input_tokens=0, output_tokens=0, cost_usd=0.0)
         if isinstance(error, PromptTooLarge):
@@ -200,18 +210,20 @@ class SubCaller:
         reply = completion.text if completion is not None else ""
         self.bus.emit(SubCallFinished, self.scope, call_id=call_id, batch_id=batch_id, turn=turn,
                       reply=None if error else reply, error=format_error_slot(error) if error else None,
-                      usage=usage.to_dict(), latency_s=latency, cached=usage.cached,
+                      usage=usage.to_dict(), latency_s=latency, cached=usage.cached, queued_s=queued,
                       meta=dict(completion.meta) if completion is not None else {})
         return reply, error
 
-    async def _complete(self, lm: LM, messages: list[Message]) -> Completion:
+    async def _complete(self, lm: LM, messages: list[Message], on_sent: Callable[[], None]) -> Completion:
         """The reply from the response cache when allowed and present, else from the model under the limiter.
 
         Identical requests in flight at once are sent once; the others wait and are served as cached.
+        `on_sent` is called once the limiter gives the call its slot: the end of its queued time.
         """
         identity = cache_identity(lm) if self.config.cache else None
         if identity is None:
             async with self.limiter:
+                on_sent()
                 return await lm.acomplete(messages)
         if self.cache is None:
             self.cache = open_cache()
@@ -231,6 +243,7 @@ class SubCaller:
         completion: Completion | None = None
         try:
             async with self.limiter:
+                on_sent()
                 completion = await lm.acomplete(messages)
             if no_answer(completion) is None:  # "no answer" is not an answer to serve again
                 self.cache.put(key, completion)

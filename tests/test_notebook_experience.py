@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,11 +102,23 @@ def _big(calls: int = 2_000) -> Trajectory:
     return Trajectory(events)
 
 
+def _queued() -> tuple[Trajectory, Trajectory]:
+    """Six calls through two slots; and the same run as rlmnb saved it before slots were recorded."""
+    root = ScriptedLM([code("r = llm_query_batched([f'q{i}' for i in range(6)])"), code("submit(len(r))")])
+    run = RLM(root, ScriptedLM(lambda m: "x", name="sub", latency=0.1, count_usage=False), sandbox="local",
+              max_concurrency=2, min_concurrency=1, cache=False).run("queued", text="t")
+    data = run.trajectory.to_dict()
+    data["events"] = [{k: v for k, v in e.items() if k != "queued_s"} for e in data["events"]
+                      if e["kind"] != "sub_call_sent"]
+    return run.trajectory, Trajectory.from_dict(data)
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterator[JupyterLab]:
     root = tmp_path_factory.mktemp("nbx")
     html, text = _dry_run_html()
     interrupted = _interrupted()
+    queued, old = _queued()
     nbf: Any = nbformat
     nb = nbf.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                           "language": "python"}})
@@ -116,6 +129,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterat
             "display_data", data=mime_bundle(interrupted))]),
         nbf.v4.new_code_cell("interrupted, static", outputs=[nbf.v4.new_output(
             "display_data", data={"text/html": render_html(interrupted), "text/plain": "static"})]),
+        nbf.v4.new_code_cell("queued", outputs=[nbf.v4.new_output("display_data", data=mime_bundle(queued))]),
+        nbf.v4.new_code_cell("old", outputs=[nbf.v4.new_output("display_data", data=mime_bundle(old))]),
     ]
     nbf.write(nb, root / "saved.ipynb")
     write_run_notebook(root / "big.ipynb", mime_bundle(_big()), cell="%%rlm -m root -s sub -o big\nbig")
@@ -148,6 +163,15 @@ def test_dollars_render_literally_and_interrupted_runs_read_the_same(lab: Jupyte
             assert "(no code)" not in text and "running…" not in text
         assert outputs.nth(1).locator(".rlmnb-view").count() == 1  # the extension's view
         assert outputs.nth(2).locator(".rlmnb-view").count() == 0  # the static HTML
+        # queued time apart from running time: two calls in flight at most, four queued; a run saved before
+        # slots were recorded shows as it did (every started call in flight, no queue)
+        for n, lanes, queued in ((3, "2", "4"), (4, "6", "0")):
+            view = outputs.nth(n).locator(".rlmnb-view")
+            view.locator("button.rlmnb-timeline-toggle").click()
+            timeline = view.locator(".rlmnb-timeline-wrap")
+            expect(timeline).to_have_attribute("data-lanes", lanes)
+            expect(timeline).to_have_attribute("data-queued", queued)
+            assert ("queued p50" in view.inner_text()) == (n == 3)
 
 
 def test_a_2000_call_run_sorts_filters_and_shows_its_timeline(lab: JupyterLab) -> None:
@@ -177,7 +201,8 @@ def test_a_2000_call_run_sorts_filters_and_shows_its_timeline(lab: JupyterLab) -
         timeline = view.locator(".rlmnb-timeline-wrap")
         expect(timeline).to_have_count(1)
         assert view.locator("svg.rlmnb-timeline rect[data-call-id]").count() == 2_000
-        assert int(timeline.get_attribute("data-lanes") or 0) > 1  # concurrency can be seen
+        assert 1 < int(timeline.get_attribute("data-lanes") or 0) <= 64  # concurrency, at most the limit
+        assert int(timeline.get_attribute("data-queued") or 0) > 0  # the calls waiting for a slot, apart
         assert view.locator("svg.rlmnb-timeline rect.rlmnb-bar-error").count() == 1
         assert view.locator("svg.rlmnb-timeline rect.rlmnb-bar-slow").count() >= 1
         view.locator("svg.rlmnb-timeline rect.rlmnb-bar-error").click(force=True)
@@ -268,7 +293,8 @@ def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
         # 4. a live batch: replies in, calls in flight, budget; the batch's rate and ETA
         run_cell(page, 4)
         meter = outputs[4].locator(".rlmnb-meter[data-meter='sub-calls'] .rlmnb-meter-text")
-        expect(meter).to_contain_text("in flight) / 100", timeout=60_000)
+        # only calls holding one of the 4 slots are in flight; the rest are queued
+        expect(meter).to_contain_text(re.compile(r"\(\+[1-4] in flight, \+\d+ queued\) / 100"), timeout=60_000)
         expect(outputs[4]).to_contain_text("/s · ETA", timeout=30_000)
         expect(outputs[4]).to_contain_text("of 60 replied")
         wait_cell(page, 4)

@@ -21,9 +21,11 @@ export interface Call {
   inputTokens: number | null;
   outputTokens: number | null;
   cost: number | null;
-  latency: number | null;
+  latency: number | null; // the provider's time (retries included); null: no reply yet, or none (cached)
+  queued: number | null; // seconds waiting for a concurrency slot; null in runs saved before it was recorded
   cached: boolean;
   started: number; // event timestamps (seconds): the timeline's bars
+  sent: number | null; // when it got its slot (sub_call_sent); null: not (yet) sent, or not recorded
   finished: number | null;
   retries: number; // attempts beyond the first (429s, 5xx, timeouts), as the adapter reported them
   rateLimited: number; // of those, answered "429 rate limited"
@@ -110,6 +112,9 @@ export interface Run {
 export interface Totals {
   subCalls: number;
   subDone: number;
+  subSent: number; // calls that got a concurrency slot
+  subSentDone: number; // of those, calls that finished
+  queueRecorded: boolean; // slots were recorded (a sub_call_sent or a queued_s seen): queued can be told apart
   subErrors: number;
   inputTokens: number;
   outputTokens: number;
@@ -150,12 +155,25 @@ function num(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
+/**
+ * [in flight, queued]: calls holding a concurrency slot, and calls started but still waiting for one.
+ * A run saved before slots were recorded counts every unfinished call as in flight, as it did.
+ */
+export function outCounts(started: number, finished: number, sent: number, sentDone: number,
+  recorded: boolean): [number, number] {
+  if (!recorded) {
+    return [started - finished, 0];
+  }
+  const inFlight = sent - sentDone;
+  return [inFlight, Math.max(0, started - finished - inFlight)];
+}
+
 export function fold(payload: unknown): Tree {
   const tree: Tree = {
     rootId: null,
     runs: new Map(),
     totals: {
-      subCalls: 0, subDone: 0, subErrors: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0,
+      subCalls: 0, subDone: 0, subSent: 0, subSentDone: 0, queueRecorded: false, subErrors: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0,
       rootCalls: 0, concurrency: null
     },
     events: 0,
@@ -316,8 +334,8 @@ export function fold(payload: unknown): Tree {
         const c: Call = {
           index: g.calls.length + 1, id: e.call_id, model: e.model ?? '', prompt: e.prompt ?? '',
           promptChars: Number(e.prompt_chars ?? (e.prompt ?? '').length), done: false, reply: null, error: null,
-          inputTokens: null, outputTokens: null, cost: null, latency: null, cached: false, started: ts ?? 0,
-          finished: null, retries: 0, rateLimited: 0, runId: e.run_id, turn: Number(e.turn ?? 0)
+          inputTokens: null, outputTokens: null, cost: null, latency: null, queued: null, cached: false,
+          started: ts ?? 0, sent: null, finished: null, retries: 0, rateLimited: 0, runId: e.run_id, turn: Number(e.turn ?? 0)
         };
         g.calls.push(c);
         if (g.kind === 'single') {
@@ -327,13 +345,31 @@ export function fold(payload: unknown): Tree {
         tree.totals.subCalls += 1;
         break;
       }
+      case 'sub_call_sent': {
+        const c = calls.get(e.call_id);
+        if (c) {
+          c.sent = ts;
+          tree.totals.subSent += 1;
+          tree.totals.queueRecorded = true;
+        }
+        break;
+      }
       case 'sub_call_finished': {
         const c = calls.get(e.call_id);
         const u = e.usage ?? {};
+        const queued = num(e.queued_s);
+        if (queued !== null) {
+          tree.totals.queueRecorded = true;
+        }
         if (c) {
+          if (c.sent !== null) {
+            tree.totals.subSentDone += 1;
+          }
           Object.assign(c, {
             done: true, reply: e.reply ?? null, error: e.error ?? null, inputTokens: num(u.input_tokens),
-            outputTokens: num(u.output_tokens), cost: num(u.cost_usd), latency: num(e.latency_s), cached: !!e.cached,
+            outputTokens: num(u.output_tokens), cost: num(u.cost_usd), cached: !!e.cached, queued,
+            // never sent (cached, or served by an identical call in flight): no provider time
+            latency: queued !== null && e.cached ? null : num(e.latency_s),
             finished: ts, retries: Number(e.meta?.retries ?? 0) || 0, rateLimited: Number(e.meta?.rate_limited ?? 0) || 0
           });
         }

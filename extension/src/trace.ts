@@ -48,7 +48,7 @@ export function callTags(c: Call, slow: number | null): string[] {
     tags.push(`retried ×${c.retries}`);
   }
   if (c.cached) {
-    tags.push('cached');
+    tags.push(c.done && c.latency === null ? 'cached, no provider time' : 'cached');
   }
   if (slow !== null && c.latency !== null && c.latency > slow && !c.cached) {
     tags.push('slow');
@@ -57,9 +57,13 @@ export function callTags(c: Call, slow: number | null): string[] {
 }
 
 /** One sub-call: a line that opens to its prompt and reply, each with a copy button. */
-export function callRow(c: Call, slow: number | null = null, where?: string): HTMLElement {
+export function callRow(c: Call, slow: number | null = null, where?: string, waiting = false): HTMLElement {
   const bits = [`#${fmtInt(c.index)}`];
-  bits.push(c.done ? fmtSecs(c.latency) : 'no reply recorded');
+  bits.push(!c.done ? (c.sent === null && c.queued === null && waiting ? 'queued' : 'no reply recorded')
+    : c.latency !== null ? fmtSecs(c.latency) : 'no provider time');
+  if (c.queued !== null && c.queued >= 0.001) {
+    bits.push(`queued ${fmtSecs(c.queued)}`);
+  }
   if (c.inputTokens !== null) {
     bits.push(`${fmtCount(c.inputTokens)} → ${fmtCount(c.outputTokens)} tokens`);
   }
@@ -105,7 +109,9 @@ function whereOf(tree: Tree, hit: Hit): string {
 
 const SORTS: { [key: string]: [string, (c: Call) => number] } = {
   order: ['in order sent', c => c.started],
-  latency: ['slowest first', c => -(c.latency ?? Infinity)],
+  // latency is the provider's time: a call still out sorts first, a cached one (no provider time) last
+  latency: ['slowest first', c => -(c.latency ?? (c.done ? 0 : Infinity))],
+  queued: ['longest queued first', c => -(c.queued ?? 0)],
   tokens: ['most tokens first', c => -((c.inputTokens ?? 0) + (c.outputTokens ?? 0))],
   cost: ['costliest first', c => -(c.cost ?? 0)]
 };
@@ -174,7 +180,7 @@ export function traceView(tree: Tree): HTMLElement | null {
     let shown = 0;
     const page = () => {
       for (const hit of found.slice(shown, shown + PAGE_SIZE)) {
-        results.insertBefore(callRow(hit.call, slow, whereOf(tree, hit)), more);
+        results.insertBefore(callRow(hit.call, slow, whereOf(tree, hit), tree.totals.queueRecorded), more);
       }
       shown = Math.min(found.length, shown + PAGE_SIZE);
       const left = found.length - shown;
@@ -276,7 +282,28 @@ function pack(bars: Bar[]): Bar[][] {
   return lanes;
 }
 
-/** The run over time: root replies and code runs on the top lane, sub-calls below. */
+const QUEUE_COLUMNS = 250; // the queue band's resolution, as in rlmnb/views/timeline.py
+
+/** The most calls queued at once in each of `columns` equal slices of the run (a -1 goes first at equal times). */
+export function queueLevels(changes: [number, number][], t0: number, span: number, columns = QUEUE_COLUMNS): number[] {
+  const sorted = [...changes].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const levels: number[] = [];
+  let count = 0;
+  let i = 0;
+  for (let col = 0; col < columns; col++) {
+    const colEnd = t0 + ((col + 1) / columns) * span;
+    let peak = count;
+    while (i < sorted.length && (sorted[i][0] < colEnd || col === columns - 1)) {
+      count += sorted[i][1];
+      peak = Math.max(peak, count);
+      i++;
+    }
+    levels.push(peak);
+  }
+  return levels;
+}
+
+/** The run over time: root replies and code runs on the top lane, sub-calls below (running time), the queue between. */
 export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick: (id: string) => void): HTMLElement {
   const t0 = tree.firstTs;
   const t1 = Math.max(tree.lastTs, t0 + 1e-3);
@@ -286,23 +313,40 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
     start: s.start, end: s.end, cls: s.kind === 'reply' ? 'rlmnb-bar-root' : 'rlmnb-bar-code',
     title: `${s.kind === 'reply' ? 'root model reply' : 'code'} · turn ${s.turn} · ${fmtSecs(s.end - s.start)}`
   }));
-  const calls: Bar[] = hits.map(({ call, turn }) => {
+  // a bar is a call's running time, from its slot to its reply; the wait for a slot is the queue band
+  const recorded = tree.totals.queueRecorded;
+  const queue: [number, number][] = [];
+  const calls: Bar[] = [];
+  for (const { call, turn } of hits) {
+    const end = call.finished ?? tree.lastTs;
+    let slot: number | null = call.started; // a run saved before slots were recorded: the whole call
+    if (recorded) {
+      slot = call.sent ?? (call.done ? (call.latency !== null ? end - call.latency : end) : null);
+      queue.push([call.started, 1], [slot ?? tree.lastTs, -1]);
+    }
+    if (slot === null) {
+      continue; // still waiting for a slot when the record ends
+    }
     const tags = callTags(call, slow);
     const cls = call.error || !call.done ? 'rlmnb-bar-error' : call.rateLimited ? 'rlmnb-bar-rate'
       : call.retries ? 'rlmnb-bar-retried' : call.cached ? 'rlmnb-bar-cached' : tags.includes('slow') ? 'rlmnb-bar-slow'
       : 'rlmnb-bar-ok';
-    const end = call.finished ?? tree.lastTs;
-    return {
-      start: call.started, end, cls, id: call.id,
-      title: `sub-call #${call.index} · turn ${turn} · ${call.done ? fmtSecs(call.latency) : 'no reply'}` +
-        (tags.length ? ` · ${tags.join(', ')}` : '')
-    };
-  });
+    const took = !call.done ? 'no reply' : call.latency !== null ? fmtSecs(call.latency) : 'no provider time';
+    calls.push({
+      start: slot, end, cls, id: call.id,
+      title: `sub-call #${call.index} · turn ${turn} · ${took}` +
+        (call.queued ? ` · queued ${fmtSecs(call.queued)}` : '') + (tags.length ? ` · ${tags.join(', ')}` : '')
+    });
+  }
   const lanes = pack(calls);
+  const levels = queue.length ? queueLevels(queue, t0, span) : [];
+  const peakQueued = Math.max(0, ...levels);
   const laneHeight = lanes.length > 60 ? 3 : lanes.length > 20 ? 5 : 8;
   const gap = 1;
   const topHeight = 10;
-  const height = topHeight + 6 + lanes.length * (laneHeight + gap) + 14;
+  const bandHeight = peakQueued ? 18 : 0;
+  const base = topHeight + 6 + (bandHeight ? bandHeight + 4 : 0);
+  const height = base + lanes.length * (laneHeight + gap) + 14;
   const root = svg('svg', { viewBox: `0 0 ${TIMELINE_WIDTH} ${height}`, preserveAspectRatio: 'none', class: 'rlmnb-timeline',
     width: '100%', height });
   const draw = (bar: Bar, y: number, barHeight: number) => {
@@ -320,9 +364,20 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
   for (const bar of top) {
     draw(bar, 0, topHeight);
   }
+  if (bandHeight) { // calls waiting for a slot, as a step area: its height is the number queued
+    const bottom = topHeight + 6 + bandHeight;
+    const step = TIMELINE_WIDTH / levels.length;
+    const y = (level: number) => (bottom - (level / peakQueued) * bandHeight).toFixed(1);
+    const points = levels.map((level, i) => `L${(i * step).toFixed(1)},${y(level)} L${((i + 1) * step).toFixed(1)},${y(level)}`);
+    const band = svg('path', { d: `M0,${bottom} ${points.join(' ')} L${TIMELINE_WIDTH},${bottom} Z`, class: 'rlmnb-queue' });
+    const title = svg('title', {});
+    title.textContent = `calls queued for a concurrency slot (at most ${fmtInt(peakQueued)} at once)`;
+    band.appendChild(title);
+    root.appendChild(band);
+  }
   lanes.forEach((lane, i) => {
     for (const bar of lane) {
-      draw(bar, topHeight + 6 + i * (laneHeight + gap), laneHeight);
+      draw(bar, base + i * (laneHeight + gap), laneHeight);
     }
   });
   for (const [frac, anchor] of [[0, 'start'], [0.5, 'middle'], [1, 'end']] as [number, string][]) {
@@ -337,12 +392,15 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
     }
   });
   const legend = h('div', 'rlmnb-legend rlmnb-muted',
-    ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call'],
+    ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call (running)'],
       ['rlmnb-bar-slow', 'slow (above p95)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
-      ['rlmnb-bar-cached', 'cached'], ['rlmnb-bar-error', 'error']]
+      ['rlmnb-bar-cached', 'cached'], ['rlmnb-bar-error', 'error'],
+      ...(peakQueued ? [['rlmnb-queue', 'queued (waiting for a slot)']] : [])]
       .map(([cls, text]) => h('span', 'rlmnb-legend-item', h('span', `rlmnb-swatch ${cls}`), text)),
-    h('span', '', `peak ${plural(lanes.length, 'call')} in flight · click a bar to show its call`));
+    h('span', '', `peak ${plural(lanes.length, 'call')} in flight` +
+      (peakQueued ? ` · peak ${fmtInt(peakQueued)} queued` : '') + ' · click a bar to show its call'));
   const box = h('div', 'rlmnb-timeline-wrap', root, legend);
   box.setAttribute('data-lanes', String(lanes.length));
+  box.setAttribute('data-queued', String(peakQueued));
   return box;
 }

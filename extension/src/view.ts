@@ -4,7 +4,7 @@
  */
 
 import { Env, answerView } from './answer';
-import { Group, Run, Tree, Turn } from './fold';
+import { Group, Run, Tree, Turn, outCounts } from './fold';
 import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
   pendingTurnText, percentile, plural
@@ -97,12 +97,18 @@ function mapSummary(g: Group): string {
   return parts.join(' · ');
 }
 
+/** Whether this group's calls record their concurrency slots (runs saved before that do not). */
+function slotsRecorded(g: Group): boolean {
+  return g.calls.some(c => c.sent !== null || c.queued !== null);
+}
+
 function groupSummary(g: Group): string {
   if (g.kind === 'map' && g.map) {
     return mapSummary(g);
   }
   const name = g.kind === 'batch' ? 'llm_query_batched' : 'llm_query';
   const latencies = g.calls.map(c => c.latency).filter((x): x is number => x !== null).sort((a, b) => a - b);
+  const waits = g.calls.map(c => c.queued).filter((x): x is number => x !== null).sort((a, b) => a - b);
   const input = g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0);
   const output = g.calls.reduce((s, c) => s + (c.outputTokens ?? 0), 0);
   const cost = g.calls.reduce((s, c) => s + (c.cost ?? 0), 0);
@@ -111,6 +117,17 @@ function groupSummary(g: Group): string {
   const parts = [`${name} × ${fmtInt(g.size || g.calls.length)}`];
   if (done < g.calls.length) {
     parts.push(`${fmtInt(done)} of ${fmtInt(g.calls.length)} replied`);
+  }
+  const queueParts: string[] = [];
+  if (done < g.calls.length) {
+    const recorded = slotsRecorded(g);
+    const [inFlight, queued] = outCounts(g.calls.length, done, g.calls.filter(c => c.sent !== null).length,
+      g.calls.filter(c => c.sent !== null && c.done).length, recorded);
+    queueParts.push(`${fmtInt(inFlight)} in flight${queued ? ` · ${fmtInt(queued)} queued` : ''}`);
+  }
+  const q95 = percentile(waits, 95);
+  if (q95 !== null && q95 >= 0.001) {
+    queueParts.push(`queued p50 ${fmtSecs(percentile(waits, 50))} · p95 ${fmtSecs(q95)}`);
   }
   if (g.errors) {
     parts.push(`${fmtInt(g.errors)} failed`);
@@ -123,6 +140,7 @@ function groupSummary(g: Group): string {
   if (p50 !== null) {
     parts.push(`p50 ${fmtSecs(p50)} · p95 ${fmtSecs(percentile(latencies, 95))}`);
   }
+  parts.push(...queueParts);
   parts.push(`${fmtCount(input)} → ${fmtCount(output)} tokens`);
   parts.push(fmtCost(cost, unpriced));
   const cached = g.calls.filter(c => c.cached).length;
@@ -146,7 +164,7 @@ export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
     const page = () => {
       const next = g.calls.slice(shown, shown + pageSize);
       for (const c of next) {
-        list.appendChild(callRow(c));
+        list.appendChild(callRow(c, null, undefined, slotsRecorded(g)));
       }
       shown += next.length;
       const left = g.calls.length - shown;
@@ -310,12 +328,14 @@ export function metersView(tree: Tree): HTMLElement {
   const maxTime = num(cfg.max_time);
   const tokens = t.inputTokens + t.outputTokens;
   const elapsed = runElapsed(tree, root);
-  const inFlight = t.subCalls - t.subDone;
-  const calls = `${fmtInt(t.subDone)}${inFlight > 0 ? ` (+${fmtInt(inFlight)} in flight)` : ''}` +
+  const [inFlight, queued] = outCounts(t.subCalls, t.subDone, t.subSent, t.subSentDone, t.queueRecorded);
+  const out = [[inFlight, 'in flight'], [queued, 'queued']].filter(([n]) => (n as number) > 0)
+    .map(([n, word]) => `+${fmtInt(n as number)} ${word}`);
+  const calls = `${fmtInt(t.subDone)}${out.length ? ` (${out.join(', ')})` : ''}` +
     `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}`;
   return h('div', 'rlmnb-meters',
     meter('turns', `${turns}${limitText(maxTurns, fmtInt)}`, turns, maxTurns),
-    meter('sub-calls', calls, t.subDone, maxCalls, inFlight),
+    meter('sub-calls', calls, t.subDone, maxCalls, inFlight + queued),
     meter('tokens', `${fmtCount(t.inputTokens)} in · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`,
       tokens, maxTokens),
     meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`, t.cost, maxCost),

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..events import Event, Trajectory
-from .format import percentile, quote_notes
+from .format import percentile, quote_notes, running_time
 from .nodes import GroupNode, RunNode, Totals, TurnNode
 
 __all__ = ["RunTree", "as_tree"]
@@ -33,7 +33,8 @@ class RunTree:
         self.runs: dict[str, RunNode] = {}
         self.root_id: str | None = None
         self.groups: dict[str, GroupNode] = {}
-        self.calls: dict[str, list[Any]] = {}  # call_id -> [SubCallStarted, SubCallFinished | None, GroupNode]
+        # call_id -> [SubCallStarted, SubCallFinished | None, GroupNode, SubCallSent | None]
+        self.calls: dict[str, list[Any]] = {}
         self.totals = Totals()
         self.events: list[Event] = []  # every event added, in order (what the trajectory JSON is made of)
         # when the user's cell started (set by the live widget): the root run's time is the time the user
@@ -45,6 +46,7 @@ class RunTree:
             "model_reply": self._model_reply, "code_executed": self._code_executed,
             "batch_started": self._batch_started, "batch_finished": self._batch_finished,
             "sub_call_started": self._sub_started, "sub_call_finished": self._sub_finished,
+            "sub_call_sent": self._sub_sent,
             "guard_rejected": self._guard_rejected, "submitted": self._submitted,
             "turns_trimmed": self._trimmed, "fallback": self._fallback,
             "attempt_verified": self._verified, "run_finished": self._run_finished,
@@ -194,8 +196,22 @@ class RunTree:
             group.size += 1
             if not group.model:
                 group.model = e.model
-        self.calls[e.call_id] = [e, None, group]
+        self.calls[e.call_id] = [e, None, group, None]
         self.totals.sub_started += 1
+        changes = self._changes
+        changes.add(group.change)
+        changes.add(_METERS)
+
+    def _sub_sent(self, e: Any) -> None:
+        record = self.calls.get(e.call_id)
+        if record is None:
+            return
+        record[3] = e
+        group: GroupNode = record[2]
+        group.sent += 1
+        totals = self.totals
+        totals.sub_sent += 1
+        totals.queue_recorded = True
         changes = self._changes
         changes.add(group.change)
         changes.add(_METERS)
@@ -207,6 +223,13 @@ class RunTree:
         record[1] = e
         group: GroupNode = record[2]
         group.finished += 1
+        if record[3] is not None:
+            group.sent_finished += 1
+            self.totals.sub_sent_finished += 1
+        queued = getattr(e, "queued_s", None)
+        if queued is not None:
+            group.queued_times.append(queued)
+            self.totals.queue_recorded = True
         usage = e.usage
         totals = self.totals
         tokens_in = usage.get("input_tokens") or 0
@@ -229,7 +252,9 @@ class RunTree:
             group.retried += 1
             if meta.get("rate_limited"):
                 group.rate_limited += 1
-        group.latencies.append(e.latency_s)
+        running = running_time(e.latency_s, queued, e.cached)
+        if running is not None:
+            group.latencies.append(running)
         totals.sub_finished += 1
         if e.error is not None:
             group.errors += 1
@@ -322,6 +347,9 @@ class RunTree:
                 max_turns = root.turns[max(root.turns)].max_turns or max_turns
             return {"turns": turns, "max_turns": max_turns,
                     "sub_calls": t.sub_started, "sub_calls_done": t.sub_finished, "sub_errors": t.sub_errors,
+                    **dict(zip(("sub_calls_in_flight", "sub_calls_queued"),
+                               _out(t.sub_started, t.sub_finished, t.sub_sent, t.sub_sent_finished,
+                                    t.queue_recorded), strict=True)),
                     "max_llm_calls": limits.get("max_llm_calls"), "root_calls": t.root_calls,
                     "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                     "max_tokens": limits.get("max_tokens"), "cost": t.cost, "unpriced": t.unpriced,
@@ -360,6 +388,9 @@ class RunTree:
                     "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None,
                     "retried": g.retried, "rate_limited": g.rate_limited,
                     "rate": None, "eta": None}
+            view["in_flight"], view["queued"] = _out(len(g.call_ids), g.finished, g.sent, g.sent_finished,
+                                                     self.totals.queue_recorded)
+            queued_times = sorted(g.queued_times)
             running = not g.done and g.finished < max(g.size, len(g.call_ids)) and \
                 self.runs.get(g.run_id) is not None and self.runs[g.run_id].status == "running"
             if running and g.finished:
@@ -369,6 +400,7 @@ class RunTree:
                     view["rate"], view["eta"] = rate, (max(g.size, len(g.call_ids)) - g.finished) / rate
         latencies.sort()
         view["p50"], view["p95"] = percentile(latencies, 50), percentile(latencies, 95)
+        view["queued_p50"], view["queued_p95"] = percentile(queued_times, 50), percentile(queued_times, 95)
         return view
 
     def call_views(self, key: str, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
@@ -376,14 +408,21 @@ class RunTree:
         with self.lock:
             ids = self.groups[key].call_ids[start:stop]
             records = [self.calls[i] for i in ids]
+            recorded = self.totals.queue_recorded
         out = []
-        for index, (s, f, _group) in enumerate(records, start=start + 1):
+        for index, (s, f, _group, sent) in enumerate(records, start=start + 1):
             usage = f.usage if f is not None else {}
+            queued = getattr(f, "queued_s", None) if f is not None else None
             out.append({"index": index, "call_id": s.call_id, "model": s.model, "prompt": s.prompt,
                         "prompt_chars": s.prompt_chars, "done": f is not None,
                         "reply": f.reply if f is not None else None, "error": f.error if f is not None else None,
                         "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
-                        "cost": usage.get("cost_usd"), "latency": f.latency_s if f is not None else None,
+                        "cost": usage.get("cost_usd"),
+                        # latency: the provider's time (None: it had none, or no reply yet); queued: the wait
+                        # for a slot (None: not recorded, in runs saved before it was)
+                        "latency": running_time(f.latency_s, queued, bool(f.cached)) if f is not None else None,
+                        "queued": queued, "sent": sent is not None,
+                        "waiting": recorded and f is None and sent is None,  # queued for a slot right now
                         "cached": bool(f.cached) if f is not None else False,
                         "retries": int((f.meta or {}).get("retries") or 0) if f is not None else 0,
                         "rate_limited": int((f.meta or {}).get("rate_limited") or 0) if f is not None else 0,
@@ -401,6 +440,15 @@ class RunTree:
         for key in keys:
             out.extend(self.call_views(key))
         return out
+
+
+def _out(started: int, finished: int, sent: int, sent_finished: int, recorded: bool) -> tuple[int, int]:
+    """(in flight, queued): calls holding a concurrency slot, and calls started but still waiting for one.
+    A trajectory saved before slots were recorded counts every unfinished call as in flight, as it did."""
+    if not recorded:
+        return started - finished, 0
+    in_flight = sent - sent_finished
+    return in_flight, max(0, started - finished - in_flight)
 
 
 def as_tree(source: Trajectory | RunTree) -> RunTree:

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 __all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
-           "map_figures", "pending_turn_text", "percentile", "quote_notes"]
+           "map_figures", "pending_turn_text", "percentile", "queue_text", "quote_notes", "running_time"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
@@ -88,6 +88,26 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
         return None
     rank = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
     return sorted_values[rank]
+
+
+def running_time(latency_s: float | None, queued_s: float | None, cached: bool) -> float | None:
+    """A finished sub-call's provider time, or None when it had none (served from the cache, or by an
+    identical call in flight). Trajectories saved before `queued_s` existed keep their latency as recorded
+    (queued time included), so they show as they did."""
+    if latency_s is None or (queued_s is not None and cached):
+        return None
+    return float(latency_s)
+
+
+def queue_text(g: dict[str, Any], sep: str = " · ") -> str:
+    """A group's queue, apart from its latency: "4 in flight · 44 queued" while it runs, then
+    "queued p50 1.0 s · p95 1.9 s" when calls waited for a slot ("" when nothing waited)."""
+    parts = []
+    if g["finished"] < g["started"]:
+        parts.append(f"{g['in_flight']:,} in flight" + (f"{sep}{g['queued']:,} queued" if g["queued"] else ""))
+    if g.get("queued_p95") is not None and g["queued_p95"] >= 0.001:
+        parts.append(f"queued p50 {fmt_secs(g['queued_p50'])}{sep}p95 {fmt_secs(g['queued_p95'])}")
+    return sep.join(parts)
 
 
 def answer_text(answer: Any) -> str:

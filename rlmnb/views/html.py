@@ -23,6 +23,7 @@ from .format import (
     fmt_secs,
     map_figures,
     pending_turn_text,
+    queue_text,
 )
 from .meters import meters_html
 
@@ -218,6 +219,9 @@ def group_summary_html(g: dict[str, Any]) -> str:
         parts.append(f'<span style="color:{ORANGE}">{g["retried"]:,} retried{rate}</span>')
     if g["p50"] is not None:
         parts.append(f'p50 {fmt_secs(g["p50"])} · p95 {fmt_secs(g["p95"])}')
+    queue = queue_text(g)
+    if queue:
+        parts.append(queue)
     parts.append(f'{fmt_count(g["input_tokens"])} → {fmt_count(g["output_tokens"])} tokens')
     parts.append(fmt_cost(g["cost"], g["unpriced"]))
     if g["cached"]:
@@ -240,8 +244,14 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
     reply = c["error"] if c["error"] else (c["reply"] or "")
     preview = reply.strip().replace("\n", " ")[:80]
     bits = [f"#{c['index']:,}", state]
+    if c.get("waiting"):
+        bits[1] = f'<span style="{MUTED}">queued</span>'  # still waiting for a concurrency slot
     if c["latency"] is not None:
         bits.append(fmt_secs(c["latency"]))
+    elif c["done"] and c["cached"]:
+        bits.append("no provider time")
+    if c.get("queued") and c["queued"] >= 0.001:
+        bits.append(f"queued {fmt_secs(c['queued'])}")
     if c["input_tokens"] is not None:
         bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
     if c["done"]:

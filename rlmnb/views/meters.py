@@ -40,10 +40,12 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
 
 
 def sub_calls_text(m: dict[str, Any]) -> str:
-    """"58 (+2 in flight) / 100 · 1 failed": replies in, calls still out, the budget, failures."""
-    done, sent = int(m["sub_calls_done"]), int(m["sub_calls"])
+    """"58 (+4 in flight, +38 queued) / 100 · 1 failed": replies in, calls at the provider, calls waiting
+    for a concurrency slot, the budget, failures."""
+    done, flying, queued = int(m["sub_calls_done"]), int(m["sub_calls_in_flight"]), int(m["sub_calls_queued"])
     limit = _limit(m["max_llm_calls"])
-    text = f"{done:,}" + (f" (+{sent - done:,} in flight)" if sent > done else "")
+    out = [f"+{n:,} {word}" for n, word in ((flying, "in flight"), (queued, "queued")) if n > 0]
+    text = f"{done:,}" + (f" ({', '.join(out)})" if out else "")
     text += f" / {int(limit):,}" if limit else ""
     if m["sub_errors"]:
         text += f" · {m['sub_errors']:,} failed"

@@ -54,7 +54,10 @@ class GroupNode:
     cost: float = 0.0
     unpriced: int = 0
     cached: int = 0
-    latencies: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # provider (running) time of each call that had one
+    queued_times: list[float] = field(default_factory=list)  # time each call waited for its slot (when recorded)
+    sent: int = 0  # calls that got a concurrency slot (SubCallSent)
+    sent_finished: int = 0  # of those, calls that finished
     done: bool = False
     wall: float | None = None
     refused: str | None = None
@@ -102,6 +105,9 @@ class Totals:
     sub_started: int = 0
     sub_finished: int = 0
     sub_errors: int = 0
+    sub_sent: int = 0  # calls that got a concurrency slot (SubCallSent)
+    sub_sent_finished: int = 0  # of those, calls that finished
+    queue_recorded: bool = False  # a SubCallSent or a queued_s was seen: in flight and queued can be told apart
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0

@@ -10,7 +10,17 @@ from typing import Any
 
 from ..events import Trajectory
 from .fold import RunTree, as_tree
-from .format import QUOTE_NOTE, STATUS_LABELS, answer_text, clip, fmt_cost, fmt_count, fmt_secs, map_figures
+from .format import (
+    QUOTE_NOTE,
+    STATUS_LABELS,
+    answer_text,
+    clip,
+    fmt_cost,
+    fmt_count,
+    fmt_secs,
+    map_figures,
+    queue_text,
+)
 
 __all__ = ["render_text", "summary_line"]
 
@@ -131,6 +141,9 @@ def _group_text(g: dict[str, Any]) -> str:
         text += f", {g['errors']:,} failed"
     if g["p50"] is not None:
         text += f", p50 {fmt_secs(g['p50'])} / p95 {fmt_secs(g['p95'])}"
+    queue = queue_text(g, " / ")
+    if queue:
+        text += f", {queue}"
     text += f", {fmt_count(g['input_tokens'])} in / {fmt_count(g['output_tokens'])} out tokens"
     text += f", {fmt_cost(g['cost'], g['unpriced'])}"
     if g["refused"]:

@@ -17,7 +17,10 @@ Call = dict[str, Any]
 
 SORTS: dict[str, tuple[str, Callable[[Call], float]]] = {
     "order": ("in order sent", lambda c: float(c["started"])),
-    "latency": ("slowest first", lambda c: -(c["latency"] if c["latency"] is not None else float("inf"))),
+    # latency is the provider's time: a call still out sorts first, a cached one (no provider time) last
+    "latency": ("slowest first", lambda c: -(c["latency"] if c["latency"] is not None
+                                             else 0.0 if c["done"] else float("inf"))),
+    "queued": ("longest queued first", lambda c: -float(c.get("queued") or 0.0)),
     "tokens": ("most tokens first", lambda c: -float((c["input_tokens"] or 0) + (c["output_tokens"] or 0))),
     "cost": ("costliest first", lambda c: -float(c["cost"] or 0.0)),
 }
@@ -55,7 +58,7 @@ def call_tags(c: Call, slow: float | None) -> list[str]:
     if c["retries"]:
         tags.append(f"retried ×{c['retries']}")
     if c["cached"]:
-        tags.append("cached")
+        tags.append("cached, no provider time" if c["done"] and c["latency"] is None else "cached")
     if _slow(c, slow):
         tags.append("slow")
     return tags
