@@ -23,6 +23,7 @@ from typing import Any
 
 from .events import Event, Trajectory
 from .views.fold import RunTree
+from .views.format import more_label
 from .views.html import (
     FONT,
     MATH_SAFE,
@@ -113,8 +114,7 @@ class _GroupPanel:
                 self.more = owner._w.Button(layout=owner._button_layout, tooltip="the kernel lists them once the "
                                             "cell has finished")
                 self.more.on_click(lambda _button: self.show_more())
-            self.more.description = f"show {min(owner.page_size, total - self.shown):,} more of " \
-                                    f"{total - self.shown:,}"
+            self.more.description = more_label(owner.page_size, total - self.shown)
             children.append(self.more)
         if tuple(children) != tuple(self.box.children):
             self.box.children = children

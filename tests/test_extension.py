@@ -105,7 +105,7 @@ def test_a_saved_run_output_shows_the_extensions_tree(lab: JupyterLab, name: str
         group.locator("summary").first.click()
         calls = group.locator("details.rlmnb-call")
         expect(calls).to_have_count(50)
-        group.locator("button.rlmnb-more", has_text="show 10 more of 10").click()
+        group.locator("button.rlmnb-more", has_text="show the last 10").click()
         expect(calls).to_have_count(60)
 
         failed = calls.nth(13)  # q13, whose sub-call raised

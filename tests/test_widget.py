@@ -106,10 +106,10 @@ def test_rows_are_listed_a_page_at_a_time() -> None:
     summary, page, more = group.box.children
     assert page.value.count("<details") == 11 and "#10 ·" in page.value and "#11 ·" not in page.value
     assert "the first 10 of 25 calls" in page.value and " open" not in page.value.split(">", 1)[0]
-    assert "ok:q0" in page.value and more.description == "show 10 more of 15"
+    assert "ok:q0" in page.value and more.description == "show 10 more (15 left)"
     more.click()  # what a click in the front end does once the cell has finished
     assert page.value.count("<details") == 21 and page.value.startswith("<details data-rlmnb-key=\"calls\" open")
-    assert more.description == "show 5 more of 5"
+    assert more.description == "show the last 5"
     more.click()
     assert group.box.children == (summary, page) and page.value.count("<details") == 26
     assert "25 calls</summary>" in page.value

@@ -6,7 +6,9 @@
  */
 
 import { Call, Group, Run, Tree } from './fold';
-import { copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, percentile, plural } from './format';
+import {
+  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, moreLabel, percentile, plural
+} from './format';
 
 export const PAGE_SIZE = 50; // calls listed before a "show more" button
 const TIMELINE_WIDTH = 1000; // viewBox units; the SVG scales to the output's width
@@ -184,7 +186,7 @@ export function traceView(tree: Tree): HTMLElement | null {
       }
       shown = Math.min(found.length, shown + PAGE_SIZE);
       const left = found.length - shown;
-      more.textContent = `show ${Math.min(left, PAGE_SIZE)} more of ${fmtInt(left)}`;
+      more.textContent = moreLabel(PAGE_SIZE, left);
       more.style.display = left > 0 ? '' : 'none';
     };
     more.addEventListener('click', page);

@@ -7,7 +7,7 @@ import { Env, answerView } from './answer';
 import { Group, Run, Tree, Turn, outCounts } from './fold';
 import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
-  pendingTurnText, percentile, plural
+  moreLabel, pendingTurnText, percentile, plural
 } from './format';
 import { PAGE_SIZE, callRow, traceView } from './trace';
 
@@ -168,7 +168,7 @@ export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
       }
       shown += next.length;
       const left = g.calls.length - shown;
-      more.textContent = `show ${Math.min(left, pageSize)} more of ${fmtInt(left)}`;
+      more.textContent = moreLabel(pageSize, left);
       more.style.display = left > 0 ? '' : 'none';
     };
     more.addEventListener('click', page);

@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs", "more_label",
            "map_figures", "pending_turn_text", "percentile", "queue_text", "quote_notes", "running_time"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
@@ -71,6 +71,11 @@ def fmt_secs(s: float | None) -> str:
         return f"{s:.1f} s"
     minutes, secs = divmod(int(round(s)), 60)
     return f"{minutes} min {secs:02d} s"
+
+
+def more_label(page: int, left: int) -> str:
+    """The label of a "show more" button: the next page of `left` items not shown yet."""
+    return f"show the last {left:,}" if left <= page else f"show {page:,} more ({left:,} left)"
 
 
 def clip(text: str, limit: int, *, left_out: str = "not shown") -> str:
