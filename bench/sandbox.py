@@ -7,7 +7,7 @@ within its timeout plus a short grace. "bind" is Sandbox.bind (shipping the fram
 kernel); "+ first use" adds the first snippet touching it (memory-mapping and building the DataFrame).
 Issue 16's goal: the confined kernel within 10 % of the unconfined one (the ratio column), measured in
 the same run: kinds take turns (alternating order) so load on a shared machine hits them alike; the
-broker's ratio is the median of per-round ratios, and quartiles show the spread.
+broker's and the warm start's ratios are medians of per-round (paired) ratios, and quartiles show the spread.
 
     .venv/bin/python bench/sandbox.py [--quick]
 """
@@ -312,11 +312,13 @@ async def main(quick: bool) -> None:
         print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; "
               f"frame built in {made:.1f} s)")
         del df, results
-    repeats = 5 if quick else 11
+    repeats = 5 if quick else 15
     starts = await warm_starts(repeats)
+    low, mid, high = paired(starts)
     row("run start, warm kernel (ms, median)", {k: f"{statistics.median(v):.1f}" for k, v in starts.items()},
-        "< 150 ms")
-    print(f"  ({repeats} runs per kind, kinds alternating, each on a spare that said it was warm; quartiles (ms): "
+        "< 150 ms", ratio=f"{mid:.2f}")
+    print(f"  ({repeats} runs per kind, kinds alternating, each on a spare that said it was warm; confined/off "
+          f"ratio of each pair: median {mid:.2f}, quartiles {low:.2f}-{high:.2f}; quartiles (ms): "
           + ", ".join(f"{k} {quartiles(v)[0]:.0f}-{quartiles(v)[2]:.0f}" for k, v in starts.items()) + ")")
     row("run start, cold kernel (ms, median)", {k: f"{v:.0f}" for k, v in (await cold_starts(5)).items()},
         "(for reference)")
