@@ -307,10 +307,14 @@ async def main(quick: bool) -> None:
         results = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in runs.items()}
         goal = "< 150 ms" if rows == 1_000_000 else "< 1500 ms"
         label = f"{rows // 1_000_000} M x 5"
-        row(f"bind {label} DataFrame (ms)", {k: f"{v[1]:.0f}" for k, v in results.items()}, goal)
-        row(f"bind {label} + first use (ms)", {k: f"{v[2]:.0f}" for k, v in results.items()}, "")
-        print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; "
-              f"frame built in {made:.1f} s)")
+        spreads = []
+        for i, (what, goal_text) in enumerate((("DataFrame", goal), ("+ first use", "")), start=1):
+            low, mid, high = paired({k: [x[i] for x in v] for k, v in runs.items()})
+            row(f"bind {label} {what} (ms)", {k: f"{v[i]:.0f}" for k, v in results.items()}, goal_text,
+                ratio=f"{mid:.2f}")
+            spreads.append(f"{what}: {low:.2f}-{high:.2f}")
+        print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; frame built in "
+              f"{made:.1f} s; ratios are medians of {len(runs['kernel'])} pairs, quartiles {'; '.join(spreads)})")
         del df, results
     repeats = 5 if quick else 15
     starts = await warm_starts(repeats)
