@@ -6,7 +6,8 @@ warm kernel < 150 ms; a kernel that dies noticed within a second; a snippet over
 within its timeout plus a short grace. "bind" is Sandbox.bind (shipping the frame as Arrow IPC and binding it in the
 kernel); "+ first use" adds the first snippet touching it (memory-mapping and building the DataFrame).
 Issue 16's goal: the confined kernel within 10 % of the unconfined one (the ratio column), measured in
-the same run.
+the same run: kinds take turns (alternating order) so load on a shared machine hits them alike; the
+broker's and the warm start's ratios are medians of per-round (paired) ratios, and quartiles show the spread.
 
     .venv/bin/python bench/sandbox.py [--quick]
 """
@@ -94,25 +95,45 @@ async def round_trips(n: int) -> dict[str, float]:
             await sandbox.close()
 
 
-async def broker_overheads(n: int, repeats: int = 5) -> dict[str, float]:
-    """Per llm_query: snippet time minus the same loop without the call, minus time inside the model (µs);
-    best of `repeats`, kinds measured in turn."""
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """(25th percentile, median, 75th percentile)."""
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [values[0]] * 3
+    return q[0], q[1], q[2]
+
+
+async def broker_overheads(n: int, rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per llm_query: snippet time minus the same loop without the call, minus time inside the model (µs),
+    and the kernel process's own CPU time per call (where confinement acts; the broker is host code).
+
+    Every kind's sandbox is open at once; each round runs `n` calls in each kind, in an order that
+    alternates from round to round, so a burst of load on the shared machine hits the kinds alike.
+    Returns every round's figures per kind: (wall, kernel CPU).
+    """
     opened = {k: await started(k) for k in KINDS}
-    body = f"import time\n_t = time.perf_counter()\nfor _ in range({n}):\n    {{call}}\nprint(time.perf_counter() - _t)"
-    best_call = dict.fromkeys(KINDS, float("inf"))
-    best_empty = dict.fromkeys(KINDS, float("inf"))
+    body = (f"import time\n_t, _c = time.perf_counter(), time.process_time()\nfor _ in range({n}):\n    {{call}}\n"
+            "print(time.perf_counter() - _t, time.process_time() - _c)")
+    wall: dict[str, list[float]] = {k: [] for k in KINDS}
+    cpu: dict[str, list[float]] = {k: [] for k in KINDS}
     try:
-        for _ in range(repeats):
-            for kind, (sandbox, host) in opened.items():
+        for sandbox, _ in opened.values():  # first calls (connection set-up, imports) are not measured
+            await sandbox.execute(body.format(call="llm_query('p')"), 60)
+        for r in range(rounds):
+            for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
+                sandbox, host = opened[kind]
+                empty = [float(x) for x in (await sandbox.execute(body.format(call="pass"), 60)).stdout.split()]
                 host.model_s = 0.0
-                res = await sandbox.execute(body.format(call="llm_query('p')"), 60)
-                best_call[kind] = min(best_call[kind], float(res.stdout) - host.model_s)
-                res = await sandbox.execute(body.format(call="pass"), 60)
-                best_empty[kind] = min(best_empty[kind], float(res.stdout))
-        return {k: (best_call[k] - best_empty[k]) / n * 1e6 for k in KINDS}
+                calls = [float(x) for x in (await sandbox.execute(body.format(call="llm_query('p')"), 60)).stdout.split()]
+                wall[kind].append((calls[0] - host.model_s - empty[0]) / n * 1e6)
+                cpu[kind].append((calls[1] - empty[1]) / n * 1e6)
+        return wall, cpu
     finally:
         for sandbox, _ in opened.values():
             await sandbox.close()
+
+
+def paired(samples: dict[str, list[float]]) -> tuple[float, float, float]:
+    """Quartiles of the confined/off ratio of each round (samples taken side by side)."""
+    return quartiles([a / b for a, b in zip(samples["kernel"], samples["kernel-off"], strict=True)])
 
 
 def frame(rows: int) -> pd.DataFrame:
@@ -153,7 +174,10 @@ def spare_booted(timeout: float = 60.0) -> None:
     spare = pool.spare()
     if spare is None or spare.pid is None:
         return
-    proc = psutil.Process(spare.pid)
+    deadline = time.monotonic() + timeout
+    while not spare.warmed() and spare.alive() and time.monotonic() < deadline:  # its start-up work is done
+        time.sleep(0.02)
+    proc = psutil.Process(spare.pid)  # and then nothing else of ipykernel's is still running
     deadline, quiet, last = time.monotonic() + timeout, 0, sum(proc.cpu_times()[:2])
     while quiet < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -162,8 +186,8 @@ def spare_booted(timeout: float = 60.0) -> None:
         last = now
 
 
-async def warm_starts(repeats: int) -> dict[str, float]:
-    """Sandbox created -> started -> a small input bound -> first snippet done (ms, median).
+async def warm_starts(repeats: int) -> dict[str, list[float]]:
+    """Sandbox created -> started -> a small input bound -> first snippet done (ms, every sample).
 
     Kinds take turns; each measured run follows an unmeasured one of its kind, which leaves the spare
     it takes (the pool keeps one, for one configuration), and the spare is given time to warm up
@@ -185,26 +209,28 @@ async def warm_starts(repeats: int) -> dict[str, float]:
         await sandbox.close()
         return took
 
-    for _ in range(repeats):
-        for kind in KINDS:
+    for r in range(repeats):
+        for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
             await one(kind)
-            samples[kind].append(await one(kind))
-    return {k: statistics.median(v) * 1000 for k, v in samples.items()}
+            samples[kind].append(await one(kind) * 1000)
+    return samples
 
 
-async def cold_start(kind: str, repeats: int) -> float:
+async def cold_starts(repeats: int) -> dict[str, float]:
+    """Run start with no spare (ms, median per kernel kind; kinds alternating)."""
     fields, _ = bind_inputs({"text": "hello"}, RLMConfig())
-    samples = []
-    for _ in range(repeats):
-        pool.wait_idle(60)
-        t = time.perf_counter()
-        sandbox = create(kind, warm=False)
-        await sandbox.start(NullHost(asyncio.get_running_loop()))
-        await sandbox.bind(fields)
-        await sandbox.execute("print(inputs['text'])", 30)
-        samples.append(time.perf_counter() - t)
-        await sandbox.close()
-    return statistics.median(samples) * 1000
+    samples: dict[str, list[float]] = {k: [] for k in KINDS[1:]}
+    for r in range(repeats):
+        for kind in (KINDS[1:] if r % 2 == 0 else KINDS[:0:-1]):
+            pool.wait_idle(60)
+            t = time.perf_counter()
+            sandbox = create(kind, warm=False)
+            await sandbox.start(NullHost(asyncio.get_running_loop()))
+            await sandbox.bind(fields)
+            await sandbox.execute("print(inputs['text'])", 30)
+            samples[kind].append(time.perf_counter() - t)
+            await sandbox.close()
+    return {k: statistics.median(v) * 1000 for k, v in samples.items()}
 
 
 async def setup_cost(repeats: int) -> tuple[float, float]:
@@ -239,17 +265,18 @@ async def faults(repeats: int) -> tuple[float, float]:
     return statistics.median(died) * 1000, statistics.median(over) * 1000
 
 
-def row(label: str, values: dict[str, str], goal: str) -> None:
-    ratio = "-"
-    with contextlib.suppress(KeyError, ValueError, ZeroDivisionError):
-        ratio = f"{float(values['kernel']) / float(values['kernel-off']):.2f}"
+def row(label: str, values: dict[str, str], goal: str, ratio: str | None = None) -> None:
+    if ratio is None:
+        ratio = "-"
+        with contextlib.suppress(KeyError, ValueError, ZeroDivisionError):
+            ratio = f"{float(values['kernel']) / float(values['kernel-off']):.2f}"
     print(f"{label:<44} {values.get('local', '-'):>10} {values.get('kernel', '-'):>10} "
           f"{values.get('kernel-off', '-'):>10} {ratio:>8}   {goal}")
 
 
 async def main(quick: bool) -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}, "
-          f"/dev/shm {'yes' if os.path.isdir('/dev/shm') else 'no'}")
+          f"/dev/shm {'yes' if os.path.isdir('/dev/shm') else 'no'}; load average {load()}")
     await (await started("kernel"))[0].close()  # warm-up: the first kernel and the spare
     bind_inputs({"t": frame(10)}, RLMConfig())  # warm-up: the tokenizer and pandas' first-call costs
     if confinement.support()[1]:
@@ -258,30 +285,46 @@ async def main(quick: bool) -> None:
     n = 50 if quick else 200
     row("trivial snippet round trip (ms, median)", {k: f"{v:.2f}" for k, v in (await round_trips(n)).items()},
         "< 10 ms")
-    n = 200 if quick else 1000
-    row("broker overhead per llm_query (µs)", {k: f"{v:.0f}" for k, v in (await broker_overheads(n)).items()},
-        "< 1000 µs")
+    rounds = 10 if quick else 40
+    wall, cpu = await broker_overheads(200, rounds)
+    for label, samples in (("broker overhead per llm_query (µs, median)", wall),
+                           ("  of which the sandbox process's CPU (µs)", cpu)):
+        low, mid, high = paired(samples)
+        row(label, {k: f"{statistics.median(v):.0f}" for k, v in samples.items()}, "< 1000 µs" if samples is wall
+            else "", ratio=f"{mid:.2f}")
+        print(f"  ({rounds} rounds of 200 calls per kind, kinds alternating; confined/off ratio of each round: "
+              f"median {mid:.2f}, quartiles {low:.2f}-{high:.2f}; per call µs, quartiles: "
+              + ", ".join(f"{k} {quartiles(v)[0]:.0f}-{quartiles(v)[2]:.0f}" for k, v in samples.items()) + ")")
     sizes = (1_000_000,) if quick else (1_000_000, 10_000_000)
     for rows in sizes:
         t = time.perf_counter()
         df = frame(rows)
         made = time.perf_counter() - t
         runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in KINDS}
-        for _ in range(2 if quick else 3):  # kinds take turns; medians
-            for k in KINDS:
+        for r in range(2 if quick else 5):  # kinds take turns, in alternating order; medians
+            for k in (KINDS if r % 2 == 0 else KINDS[::-1]):
                 runs[k].append(await bind_frame(k, df))
         results = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in runs.items()}
         goal = "< 150 ms" if rows == 1_000_000 else "< 1500 ms"
         label = f"{rows // 1_000_000} M x 5"
-        row(f"bind {label} DataFrame (ms)", {k: f"{v[1]:.0f}" for k, v in results.items()}, goal)
-        row(f"bind {label} + first use (ms)", {k: f"{v[2]:.0f}" for k, v in results.items()}, "")
-        print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; "
-              f"frame built in {made:.1f} s)")
+        spreads = []
+        for i, (what, goal_text) in enumerate((("DataFrame", goal), ("+ first use", "")), start=1):
+            low, mid, high = paired({k: [x[i] for x in v] for k, v in runs.items()})
+            row(f"bind {label} {what} (ms)", {k: f"{v[i]:.0f}" for k, v in results.items()}, goal_text,
+                ratio=f"{mid:.2f}")
+            spreads.append(f"{what}: {low:.2f}-{high:.2f}")
+        print(f"  (describing it for the summary, same for both: {results['local'][0]:.0f} ms; frame built in "
+              f"{made:.1f} s; ratios are medians of {len(runs['kernel'])} pairs, quartiles {'; '.join(spreads)})")
         del df, results
-    repeats = 3 if quick else 5
-    row("run start, warm kernel (ms, median)", {k: f"{v:.1f}" for k, v in (await warm_starts(repeats)).items()},
-        "< 150 ms")
-    row("run start, cold kernel (ms, median)", {k: f"{await cold_start(k, 3):.0f}" for k in KINDS[1:]},
+    repeats = 5 if quick else 15
+    starts = await warm_starts(repeats)
+    low, mid, high = paired(starts)
+    row("run start, warm kernel (ms, median)", {k: f"{statistics.median(v):.1f}" for k, v in starts.items()},
+        "< 150 ms", ratio=f"{mid:.2f}")
+    print(f"  ({repeats} runs per kind, kinds alternating, each on a spare that said it was warm; confined/off "
+          f"ratio of each pair: median {mid:.2f}, quartiles {low:.2f}-{high:.2f}; quartiles (ms): "
+          + ", ".join(f"{k} {quartiles(v)[0]:.0f}-{quartiles(v)[2]:.0f}" for k, v in starts.items()) + ")")
+    row("run start, cold kernel (ms, median)", {k: f"{v:.0f}" for k, v in (await cold_starts(5)).items()},
         "(for reference)")
     if not confinement.support()[1]:
         landlock_ms, seccomp_ms = await setup_cost(5)
@@ -290,7 +333,13 @@ async def main(quick: bool) -> None:
     died, over = await faults(3)
     row("kernel death noticed + restarted (ms, median)", {"kernel": f"{died:.0f}"}, "< 1000 ms")
     row("runaway snippet back, past a 0.5 s timeout (ms)", {"kernel": f"{over:.0f}"}, "< 1000 ms")
+    print(f"load average at the end: {load()}")
     pool.shutdown()
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (a shared machine's figures mean little without them)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
 if __name__ == "__main__":

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .setting_flags import CONFINEMENT_SETTINGS, add_flags, flags_for, setting_docs, values_of
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+_CONFINEMENT_FLAGS = flags_for(CONFINEMENT_SETTINGS)  # --confinement, --allow-path, --allow-network: as in %%rlm
+_SHELL_HELP = {"; replaces RLMMagics.allow_paths for this cell": "", "; replaces RLMMagics.allow_network for this cell": ""}
 
 
 class CLIError(Exception):
@@ -23,6 +27,7 @@ class CLIError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rlmnb", description="Recursive Language Models over inputs of any size.")
+    docs = setting_docs()
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the offline demo (generated data, scripted models)")
@@ -30,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--html", default="rlmnb-demo.html", help="where to write the HTML view")
     demo.add_argument("--sandbox", choices=("local", "kernel"), default="local")
     demo.add_argument("--seed", type=int, default=0)
+    add_flags(demo, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
 
     run = sub.add_parser("run", help="answer a question over files with a real model")
     run.add_argument("question")
@@ -44,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=float)
     run.add_argument("--max-time", type=float)
     run.add_argument("--sandbox", choices=("local", "kernel"))
+    add_flags(run, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
     run.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run.add_argument("--save", metavar="PATH", help="write the trajectory JSON here")
@@ -59,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
 
     from .evaluate.command import add_arguments as add_eval_arguments
 
-    add_eval_arguments(sub.add_parser("eval", help="score methods (rlm, direct, ...) on the long-context task suite"))
+    evaluate = sub.add_parser("eval", help="score methods (rlm, direct, ...) on the long-context task suite")
+    add_eval_arguments(evaluate)
+    add_flags(evaluate, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
     return p
 
 
@@ -92,7 +101,8 @@ def _demo(args: argparse.Namespace) -> int:
         raise CLIError("--size must be at least 1000 characters.")
     print(f"Generating {args.size:,} characters of text with one hidden fact (seed {args.seed})...")
     scenario = needle_scenario(args.size, seed=args.seed)
-    rlm = RLM(scenario.root, scenario.sub, sandbox=args.sandbox, **scenario.settings)
+    rlm = RLM(scenario.root, scenario.sub, sandbox=args.sandbox,
+              **{**scenario.settings, **values_of(args, _CONFINEMENT_FLAGS)})
     started = time.perf_counter()
     result = rlm.run(scenario.question, **scenario.inputs)
     elapsed = time.perf_counter() - started
@@ -141,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
         settings["cache"] = False
     if args.sandbox:
         settings["sandbox"] = args.sandbox
+    settings.update(values_of(args, _CONFINEMENT_FLAGS))  # checked by RLM(...) below, before any model call
     model: Any = args.model
     sub_model: Any = args.sub_model
     if args.api_base:

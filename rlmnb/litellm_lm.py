@@ -24,6 +24,7 @@ Secrets: `repr`, `cache_identity()`, errors and `Completion.meta` never contain 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import gc
 import os
@@ -107,6 +108,7 @@ def load_litellm() -> Any:
         if os.environ.get("RLMNB_GC_FREEZE", "1") != "0":
             gc.collect()
             gc.freeze()
+            atexit.register(gc.unfreeze)  # collected as usual at exit (DuckDB's bindings report leaks otherwise)
         _litellm = litellm
         return litellm
 

@@ -12,7 +12,6 @@ import inspect
 import keyword
 import string
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -20,63 +19,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .config import SANDBOXES
 from .magic_settings import setting_docs
+from .setting_flags import SETTING_FLAGS, SettingFlag, argparse_options, values_of
 
 __all__ = ["MAX_QUESTION_CHARS", "SETTING_FLAGS", "SettingFlag", "check_out_name", "declare_arguments",
            "fill_question", "parse_line", "setting_values", "split_binding", "unquote", "verify_guard"]
 
 MAX_QUESTION_CHARS = 20_000  # an interpolated question longer than this carries data, not a question
-
-
-# ==================================================================================================
-# options that map to RLM keywords: adding a flag is one line here
-
-
-@dataclass(frozen=True)
-class SettingFlag:
-    """A command-line flag that sets one RLM keyword (an RLMConfig setting).
-
-    `type` converts the value (int, float, str); None makes a switch that stores `const`.
-    The help text defaults to the setting's documentation in config.py.
-    """
-
-    flag: str
-    setting: str
-    type: Callable[[str], Any] | None = None
-    const: Any = True
-    metavar: str | None = None
-    help: str | None = None
-    many: bool = False  # repeatable: the values form a tuple
-
-    @property
-    def dest(self) -> str:
-        return "setting_" + self.setting
-
-
-SETTING_FLAGS: tuple[SettingFlag, ...] = (
-    SettingFlag("--max-iterations", "max_iterations", int, metavar="N"),
-    SettingFlag("--max-llm-calls", "max_llm_calls", int, metavar="N"),
-    SettingFlag("--timeout", "timeout", float, metavar="SECONDS"),
-    SettingFlag("--max-cost", "max_cost", float, metavar="USD"),
-    SettingFlag("--max-time", "max_time", float, metavar="SECONDS"),
-    SettingFlag("--no-cache", "cache", None, const=False,
-                help="Send every sub-call to the model (do not serve repeats from the response cache)."),
-    SettingFlag("--depth", "max_depth", int, metavar="N",
-                help="Recursion depth: rlm_query starts child runs while their depth is below N (default 1: "
-                     "rlm_query is a plain sub-call)."),
-    SettingFlag("--strict-depth", "strict_depth", None, const=True,
-                help="At the depth cap, fail rlm_query with DepthLimitReached instead of a plain sub-call."),
-    SettingFlag("--min-confidence", "min_confidence", float, metavar="X"),
-    SettingFlag("--max-revisions", "max_revisions", int, metavar="N"),
-    SettingFlag("--refine", "refine", int, metavar="N"),
-    SettingFlag("--rounds", "rounds", int, metavar="K"),
-    SettingFlag("--confinement", "confinement", str, metavar="auto|required|off"),
-    SettingFlag("--allow-path", "allow_paths", str, metavar="PATH[:rw]", many=True,
-                help="Let a confined kernel sandbox read PATH (PATH:rw: also write) (repeatable; replaces "
-                     "RLMMagics.allow_paths for this cell)."),
-    SettingFlag("--allow-network", "allow_network", str, metavar="HOST:PORT", many=True,
-                help="Let a confined kernel sandbox connect to HOST:PORT over TCP (repeatable; replaces "
-                     "RLMMagics.allow_network for this cell)."),
-)
 
 
 # ==================================================================================================
@@ -124,16 +72,8 @@ def declare_arguments(func: Any) -> Any:
     """Apply the argument declarations (ours, then SETTING_FLAGS) in the order they are listed."""
     docs = setting_docs()
     specs = list(_ARGUMENTS)
-    for flag in SETTING_FLAGS:
-        options: dict[str, Any] = {"dest": flag.dest, "default": None,
-                                   "help": flag.help or docs.get(flag.setting, flag.setting)}
-        if flag.type is None:
-            options.update(action="store_const", const=flag.const)
-        else:
-            options.update(type=flag.type, metavar=flag.metavar or flag.setting.upper())
-        if flag.many:
-            options["action"] = "append"
-        specs.append(((flag.flag,), options))
+    for flag in SETTING_FLAGS:  # options that map to RLM keywords (setting_flags.py, shared with the CLI)
+        specs.append(((flag.flag,), argparse_options(flag, docs)))
     description = inspect.cleandoc(func.__doc__ or "")
     func.__doc__ = description
     for names, options in reversed(specs):
@@ -164,8 +104,7 @@ def parse_line(magic: Any, line: str) -> Any:
 
 def setting_values(args: Any) -> dict[str, Any]:
     """The RLM keywords the SETTING_FLAGS options given on the line set."""
-    return {f.setting: tuple(getattr(args, f.dest)) if f.many else getattr(args, f.dest)
-            for f in SETTING_FLAGS if getattr(args, f.dest) is not None}
+    return values_of(args, SETTING_FLAGS)
 
 
 def fill_question(cell: str, interpolate: bool, namespace: Mapping[str, Any]) -> str:

@@ -7,10 +7,8 @@ sandbox, widget...). `RLMMagics` (magic.py) inherits them all; this module knows
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import types
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -21,29 +19,9 @@ from traitlets.config import Configurable
 from .config import SANDBOXES, RLMConfig
 from .errors import RLMError
 from .magic_report import ENV_MODEL, ENV_SUB_MODEL
+from .setting_flags import setting_docs
 
 __all__ = ["ENV_MODEL", "ENV_SUB_MODEL", "SETTING_TRAITS", "MagicDefaults", "RLMSettings", "setting_docs"]
-
-
-def setting_docs() -> dict[str, str]:
-    """RLMConfig's field docs (the string literal under each field), read from config.py's source."""
-    from . import config as config_module
-
-    try:
-        tree = ast.parse(Path(config_module.__file__).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
-        return {}
-    docs: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "RLMConfig":
-            body = node.body
-            for stmt, after in zip(body, body[1:], strict=False):
-                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                        and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                        and isinstance(after.value.value, str)):
-                    docs[stmt.target.id] = " ".join(after.value.value.split())
-    return docs
-
 
 _SIMPLE_TRAITS: dict[str, type[TraitType[Any, Any]]] = {"int": Int, "float": Float, "str": Unicode, "bool": Bool}
 

@@ -88,11 +88,26 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     tasks = list(TASK_NAMES) if args.tasks.strip().lower() == "all" else _split(args.tasks)
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
+    settings.update(_confinement(args))
     model = _model(args.model, args, prices)
     sub = _model(args.sub_model, args, prices) if args.sub_model else None
     setup = Setup(model=model, sub_model=sub, settings=settings, context_window=args.context_window)
     return EvalSpec(tasks=tasks, sizes=_split(args.sizes), methods=_split(args.methods), setup=setup, n=args.n,
                     seed=args.seed, out=args.out, max_cost=args.max_cost).checked()
+
+
+def _confinement(args: argparse.Namespace) -> dict[str, Any]:
+    """--confinement, --allow-path and --allow-network (declared by cli.py as in %%rlm), checked now as
+    RLM(...) checks them, so a mistake stops the evaluation before its first run."""
+    from ..sandbox.confinement import resolve
+    from ..setting_flags import CONFINEMENT_SETTINGS, flags_for, values_of
+
+    values = values_of(args, flags_for(CONFINEMENT_SETTINGS))
+    if values:
+        sandbox = args.sandbox or "kernel"
+        resolve(values.get("confinement", "auto"), values.get("allow_paths", ()), values.get("allow_network", ()),
+                sandbox=sandbox)
+    return values
 
 
 def run(args: argparse.Namespace) -> int:

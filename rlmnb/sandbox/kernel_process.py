@@ -52,9 +52,11 @@ _BOOT = ("import sys as _s\n"
          "import rlmnb.sandbox.kernel_side as __rlmnb__\n"
          "del _s\n")
 _SEAL = "import rlmnb.sandbox.launch as _l\n_l.seal()\ndel _l\n"  # seccomp on every thread, before model code
-# a spare seals itself while it waits, and formats one reply under the seal (the first one costs ~0.3 s)
-_EARLY_SEAL = ("; import rlmnb.sandbox.launch as _l; _l.seal(); del _l; "
-               "get_ipython().display_formatter.format(__rlmnb__.reply())")
+# a confined spare seals itself while it waits (seccomp on every thread costs nothing later)
+_EARLY_SEAL = "; import rlmnb.sandbox.launch as _l; _l.seal(); del _l"
+# every spare formats one reply while it waits (IPython's first format builds its formatters), then says it
+# is warm (see KernelProcess.warmed)
+_WARMED = "; get_ipython().display_formatter.format(__rlmnb__.reply()); __rlmnb__.mark_warm({path!r})"
 
 
 class Home:
@@ -88,6 +90,7 @@ class KernelProcess:
         `home`: the transfer directory and listener made for this kernel when it is a warm spare."""
         self.runtime_dir = private_temp_dir("kernel")
         self.log_path = os.path.join(self.runtime_dir, "kernel.log")  # the kernel's fd 1 and 2 (see trim_log)
+        self.warm_marker = os.path.join(self.runtime_dir, "warm")  # written when a spare's warm-up is done
         self.own_cwd = cwd is None
         self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
         self.marker = secrets.token_hex(8)
@@ -119,6 +122,8 @@ class KernelProcess:
         startup = _STARTUP.format(root=_PACKAGE_ROOT) + ("; __rlmnb__.warm_up()" if warm else "")
         if self.policy is not None and warm:
             startup += _EARLY_SEAL
+        if warm:
+            startup += _WARMED.format(path=self.warm_marker)
         import zmq
         import zmq.asyncio
 
@@ -217,6 +222,11 @@ class KernelProcess:
         if context is not None:
             with contextlib.suppress(Exception):
                 context.destroy(linger=0)
+
+    def warmed(self) -> bool:
+        """True once a spare launched with `warm` has done all its waiting-time work (imports, heap settled,
+        sealed when confined, first reply formatted): a run that takes it now pays none of that."""
+        return os.path.exists(self.warm_marker)
 
     def alive(self) -> bool:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
