@@ -1,1 +1,1 @@
-pytest_plugins = ["rlmnb.testing.fixtures"]
+pytest_plugins = ["rlmnb.testing.fixtures", "sandbox_support"]

@@ -1,4 +1,9 @@
-"""Helpers shared by the sandbox contract tests and the kernel fault tests (not a test module)."""
+"""Helpers and fixtures shared by the sandbox tests (not a test module; conftest.py loads it as a plugin).
+
+`kind` runs a test in both sandboxes (the kernel one as an integration test) and checks that the
+kernel left nothing behind; a module that starts kernels marks itself
+`pytestmark = pytest.mark.usefixtures("stop_the_spare")` so the warm spare is stopped when it ends.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,32 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import psutil
+import pytest
 
 from rlmnb.sandbox.transfer import transfer_root
 from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
+
+KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The sandbox kind a test runs in; a kernel must leave no process or file behind."""
+    yield request.param
+    if request.param == "kernel":
+        assert leftovers() == {}
+
+
+@pytest.fixture(scope="module")
+def stop_the_spare() -> Iterator[None]:
+    """Stop the warm spare kernel when the module ends (the next module starts from a fresh pool)."""
+    yield
+    pool.shutdown(reopen=True)
 
 
 def code(body: str) -> str:

@@ -23,22 +23,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
-from sandbox_support import code, run_bound
+from sandbox_support import KINDS, code, run_bound
 
 from rlmnb import RLM, InputError
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import bind_inputs, dask_frames
-from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
-KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("stop_the_spare")]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from rlmnb.sandbox.kernel import KernelSandbox
 from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("stop_the_spare")]
 
 
 @pytest.fixture(autouse=True)
@@ -40,10 +40,6 @@ def no_leftovers() -> Iterator[None]:
     assert leftovers() == {}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
 
 
 def run(replies: list[str], *, inputs: dict[str, Any] | None = None, **kw: Any) -> tuple[Any, ScriptedLM]:

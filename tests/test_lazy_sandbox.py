@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +15,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-from sandbox_support import code, leftovers, observations
+from sandbox_support import code, observations
 
 from rlmnb import RLM
-from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
-KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield request.param
-    if request.param == "kernel":
-        assert leftovers() == {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
+pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
 
 @pytest.fixture(scope="module")

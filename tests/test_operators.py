@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -21,15 +20,10 @@ from rlmnb import RLM
 from rlmnb.events import BatchStarted, MapFinished, MapStarted, SubCallStarted
 from rlmnb.operators.outputs import output_spec
 from rlmnb.operators.packing import parse_reply, plan_packs, render_pack
-from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.packed import PackedResponder, packed_items
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
+pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
 
 def upper(text: str) -> str:

@@ -10,27 +10,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from sandbox_support import code, run_bound
+from sandbox_support import KINDS, code, run_bound
 
 from rlmnb import RLM, InputError
 from rlmnb.config import RLMConfig
 from rlmnb.inputs import bind_inputs
-from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
-KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
+pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import decimal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from sandbox_support import EchoHost, code, leftovers, observations
+from sandbox_support import EchoHost, code, observations
 
 from rlmnb import RLM, ConfigError
 from rlmnb.events import CodeExecuted, GuardRejected, SubCallStarted
@@ -29,20 +28,7 @@ from rlmnb.sandbox import create_sandbox
 from rlmnb.sandbox.warm import pool
 from rlmnb.testing import ScriptedLM
 
-KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield request.param
-    if request.param == "kernel":
-        assert leftovers() == {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_the_spare() -> Iterator[None]:
-    yield
-    pool.shutdown(reopen=True)
+pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
 
 def run(kind: str, replies: list[str], *, sub: Any = None, question: str = "What is it?",
