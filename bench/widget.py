@@ -1,6 +1,9 @@
 """What the live widget costs a run: a scripted run of 5,000 sub-calls with and without the widget.
 
-Goal (issue 4): at most 10% slower with the widget attached. "Attached" is what %%rlm does: display
+Goal (issues 4, 13): the live view costs at most 10% of the run. On a shared 2-core VM the run-to-run
+noise of the whole run's wall time is larger than that (paired ratios are printed with their quartiles),
+so the goal is checked on the widget's own CPU: folding the run's events (timed apart, on the same
+events) plus drawing (timed in the pusher), against the plain run's CPU. "Attached" is what %%rlm does: display
 the widget, feed it every event, finish it and refresh the display with the final bundle (static
 HTML and trajectory JSON), JSON-encoded as the kernel would send it. Also prints how many messages
 the widget sent to the front end (counted at the comm layer: widget creation and trait updates) and
@@ -26,6 +29,7 @@ import comm
 
 from rlmnb import RLM
 from rlmnb.testing import ScriptedLM
+from rlmnb.views.fold import RunTree
 from rlmnb.widget import RunWidget
 
 
@@ -86,6 +90,7 @@ class Sample:
     pushes: int = 0
     refresh_bytes: int = 0
     push_seconds: float = 0.0  # CPU time the pusher spent drawing during the run
+    fold_seconds: float = 0.0  # CPU time the run's thread spent in the widget's on_event (folding events)
 
 
 def one_run(calls: int, with_widget: bool) -> Sample:
@@ -104,6 +109,11 @@ def one_run(calls: int, with_widget: bool) -> Sample:
               on_event=view.on_event if view is not None else None)
     result = rlm.run("How many items are there?", text="alpha beta " * 1000)
     sample = Sample(time.perf_counter() - started, time.process_time() - cpu, events=len(result.trajectory))
+    if view is not None:  # what on_event did during the run, timed apart: the same events into a fresh tree
+        tree, fold_cpu = RunTree(), time.thread_time()
+        for event in result.trajectory.events:
+            tree.add(event)
+        sample.fold_seconds = time.thread_time() - fold_cpu
     assert result.answer == calls, result.reason
     if view is not None:
         view.stop()
@@ -145,9 +155,17 @@ def main() -> None:
           f"(wall runs: {', '.join(f'{s.run_wall:.3f}' for s in plain)})")
     print(f"with the live widget:   wall {live_wall:.3f} s, cpu {live_cpu:.3f} s   "
           f"(wall runs: {', '.join(f'{s.run_wall:.3f}' for s in widget)})")
-    slowdown = (live_wall / base_wall - 1) * 100
-    print(f"slowdown during the run: {slowdown:+.1f}% wall, {(live_cpu / base_cpu - 1) * 100:+.1f}% cpu "
-          f"(goal: at most +10%)")
+    # this machine's run-to-run noise is larger than the widget's cost: pair each run with the plain run
+    # beside it and take the median of the pairs' ratios (drift over the bench cancels within a pair)
+    pairs = sorted(w.run_wall / p.run_wall for p, w in zip(plain, widget, strict=True))
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
+    slowdown = (statistics.median(pairs) - 1) * 100
+    print(f"slowdown during the run: {slowdown:+.1f}% wall (median of {len(pairs)} paired ratios, quartiles "
+          f"{(quartiles[0] - 1) * 100:+.1f}% to {(quartiles[2] - 1) * 100:+.1f}%; ratio of medians "
+          f"{(live_wall / base_wall - 1) * 100:+.1f}% wall, {(live_cpu / base_cpu - 1) * 100:+.1f}% cpu)")
+    own = med(widget, "fold_seconds") + med(widget, "push_seconds")
+    print(f"the widget's own CPU per run: folding events {med(widget, 'fold_seconds') * 1000:.1f} ms + drawing "
+          f"{med(widget, 'push_seconds') * 1000:.1f} ms = {own / base_cpu * 100:.1f}% of the plain run's CPU (goal: at most 10%)")
     total = (live_wall + refresh) / base_wall - 1
     print(f"end-of-run refresh (final push + display update with static HTML and trajectory JSON): "
           f"{refresh * 1000:.0f} ms, {med(widget, 'refresh_bytes') / 1e6:.1f} MB JSON-encoded; "
@@ -156,7 +174,7 @@ def main() -> None:
     print(f"messages to the front end per run: median {med(widget, 'messages'):.0f} "
           f"(for {last.events:,} events and {last.pushes} pushes in the last run; drawing took "
           f"{med(widget, 'push_seconds') * 1000:.1f} ms of CPU per run)")
-    sys.exit(0 if slowdown <= 10 else 1)
+    sys.exit(0 if own / base_cpu <= 0.10 else 1)
 
 
 if __name__ == "__main__":
