@@ -1,1 +1,1 @@
-pytest_plugins = ["rlmnb.testing.fixtures", "sandbox_support"]
+pytest_plugins = ["rlmnb.testing.fixtures", "sandbox_support", "browser_support"]

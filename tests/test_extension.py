@@ -8,9 +8,7 @@ exported `*.rlmnb.json` file must open in the extension's viewer with no kernel 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,23 +17,12 @@ from sandbox_support import code
 
 from rlmnb import RLM
 from rlmnb.testing import ScriptedLM
-from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, write_run_notebook
+from rlmnb.testing.lab import JupyterLab, chromium_page, write_run_notebook
 from rlmnb.views import mime_bundle
 
 pytestmark = pytest.mark.integration
 
-LABEXTENSION = Path(__file__).resolve().parent.parent / "rlmnb" / "labextension" / "package.json"
 HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=1</script>'
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    missing = browser_missing() or (None if LABEXTENSION.exists() else
-                                    "the extension is not built (pip install -e . builds it with npm)")
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the browser tests: {missing}")
-        pytest.skip(missing)
 
 
 def sub_reply(messages: list[dict[str, Any]]) -> str:

@@ -11,11 +11,9 @@ seconds, and the progress meters of a live batch.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -28,7 +26,6 @@ from rlmnb.events import SubCallFinished
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.lab import (
     JupyterLab,
-    browser_missing,
     chromium_page,
     run_cell,
     wait_cell,
@@ -38,17 +35,7 @@ from rlmnb.views import mime_bundle, render_html
 
 pytestmark = pytest.mark.integration
 
-LABEXTENSION = Path(__file__).resolve().parent.parent / "rlmnb" / "labextension" / "package.json"
 MONEY = "What costs $0.25/$2 per million? Between $0.6400–$0.7441."
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    missing = browser_missing() or (None if LABEXTENSION.exists() else "the extension is not built")
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the browser tests: {missing}")
-        pytest.skip(missing)
 
 
 def _dry_run_html() -> tuple[str, str]:

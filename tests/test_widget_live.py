@@ -8,7 +8,6 @@ without the extension the copy buttons still copy (the browser's clipboard API) 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,10 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from rlmnb.testing.lab import JupyterLab, browser_missing, chromium_page, run_cell, wait_cell
+from rlmnb.testing.lab import JupyterLab, chromium_page, run_cell, wait_cell
 
 pytestmark = pytest.mark.integration
 
-LABEXTENSION = Path(__file__).resolve().parent.parent / "rlmnb" / "labextension" / "package.json"
 
 SETUP = '''import asyncio, os
 %load_ext rlmnb
@@ -55,15 +53,6 @@ LUMINANCE = """root => {
   }
   return { background: lum(bg(root)), text: lum(getComputedStyle(root).color), light };
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    missing = browser_missing() or (None if LABEXTENSION.exists() else "the extension is not built")
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the browser tests: {missing}")
-        pytest.skip(missing)
 
 
 def _notebook(root: Path) -> Path:

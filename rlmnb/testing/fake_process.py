@@ -14,10 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .fake_server import lm_for
+from .fake_server import Address, lm_for
 
 
-class FakeServerProcess:
+class FakeServerProcess(Address):
     """`python -m rlmnb.testing.fake_cli` in a child process (its own interpreter and core).
 
     Takes the command-line knobs as keywords: `FakeServerProcess(latency=0.1, faults={"429": 0.1})`.
@@ -30,14 +30,6 @@ class FakeServerProcess:
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self._stderr: Any = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> FakeServerProcess:
         import tempfile

@@ -48,7 +48,23 @@ __all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "FakeServer", "Latency", "Respon
            "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens"]
 
 
-class FakeServer:
+class Address:
+    """Where a fake server listens (`host`, `port`), as the URLs a client is given."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (pass as litellm's api_base)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class FakeServer(Address):
     """An OpenAI-compatible server on its own thread and event loop. See the module docs for knobs.
 
     Args:
@@ -99,14 +115,6 @@ class FakeServer:
         self._stopping: asyncio.Event | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        """The OpenAI base URL (pass as litellm's api_base)."""
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def lm(self, name: str = "fake-sub", **kwargs: Any) -> Any:
         """A `LiteLLM` for `name` on this server (provider "openai/", a dummy key); kwargs go to LiteLLM."""
