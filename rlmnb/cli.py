@@ -94,15 +94,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from .api import RLM
+    from .config import RLMConfig
+    from .sandbox.confinement import check_settings
     from .testing.scenarios import needle_scenario
     from .views import render_html, render_text
 
     if args.size < 1000:
         raise CLIError("--size must be at least 1000 characters.")
+    confinement = values_of(args, _CONFINEMENT_FLAGS)
+    checked = RLMConfig(**confinement).validate()  # a mistyped flag is said before the text is generated
+    check_settings(checked.confinement, checked.allow_paths, checked.allow_network)
     print(f"Generating {args.size:,} characters of text with one hidden fact (seed {args.seed})...")
     scenario = needle_scenario(args.size, seed=args.seed)
     rlm = RLM(scenario.root, scenario.sub, sandbox=args.sandbox,
-              **{**scenario.settings, **values_of(args, _CONFINEMENT_FLAGS)})
+              **{**scenario.settings, **confinement})
     started = time.perf_counter()
     result = rlm.run(scenario.question, **scenario.inputs)
     elapsed = time.perf_counter() - started
