@@ -10,12 +10,13 @@ STAMP  := $(VENV)/.installed-stamp
 LABEXT := $(VENV)/share/jupyter/labextensions/rlmnb-jupyterlab
 EXT_SRC := $(wildcard extension/src/*.ts extension/style/*) extension/package.json extension/tsconfig.json
 
-.PHONY: demo test bench lint clean extension
+.PHONY: demo test bench lint clean extension lock upgrade-check
 
-$(STAMP): pyproject.toml extension/package.json
+# constraints.txt pins every dependency to the versions the suite passed with; pyproject.toml keeps ranges for users
+$(STAMP): pyproject.toml extension/package.json constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	rm -rf $(LABEXT) && ln -s $(CURDIR)/rlmnb/labextension $(LABEXT)
 	touch $(STAMP)
 
@@ -39,5 +40,18 @@ lint: $(STAMP)
 	$(BIN)/mypy rlmnb
 	$(BIN)/lint-imports
 
+# the newest versions pyproject.toml allows, in a venv of their own: the suite against next week's releases
+upgrade-check:
+	rm -rf .venv-latest && $(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade pip
+	.venv-latest/bin/python -m pip install --quiet --upgrade -e ".[dev]"
+	rm -rf .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab && ln -s $(CURDIR)/rlmnb/labextension .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab
+	.venv-latest/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q
+
+# refresh constraints.txt on purpose: what upgrade-check installed, once its suite passed
+lock: upgrade-check
+	( sed -n '1,3p' constraints.txt; .venv-latest/bin/pip freeze --exclude-editable | grep -v '^rlmnb' ) > constraints.new
+	mv constraints.new constraints.txt
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info rlmnb-demo.html rlmnb/labextension extension/lib extension/node_modules extension/tsconfig.tsbuildinfo
+	rm -rf $(VENV) .venv-latest build dist *.egg-info rlmnb-demo.html rlmnb/labextension extension/lib extension/node_modules extension/tsconfig.tsbuildinfo

@@ -103,16 +103,19 @@ def test_retry_after_is_honoured_and_counted(fake_server_factory: Any) -> None:
 
 
 def test_retries_then_success_report_their_count(fake_server_factory: Any) -> None:
-    server = fake_server_factory(faults={"429": 0.5, "500": 0.3}, retry_after=0.01, seed=11)
+    # scripted, in arrival order: request 1 answered, 2-3 refused (429, 500), 4 answered, 5-7 refused, ...
+    sequence = [None, "429", "500", None, "500", "429", "429", None, None, "429", None, None, None]
+    server = fake_server_factory(fault_sequence=sequence, retry_after=0.01)
     lm = server.lm("fake-sub", max_retries=10, backoff=0.01)
-    total_retries = 0
+    retries = []
     for i in range(8):
         done = ask(lm, [{"role": "user", "content": f"magic number is 100000{i}"}])
         assert done.text == f"100000{i}"
-        total_retries += done.meta["retries"]
+        retries.append(done.meta["retries"])
+    assert retries == [0, 2, 3, 0, 1, 0, 0, 0]
     stats = server.stats()
-    assert total_retries > 0 and stats["requests"] == 8 + total_retries
-    assert stats["replies"] == 8
+    assert stats["requests"] == 8 + 6 and stats["replies"] == 8
+    assert stats["faults"] == {"429": 4, "500": 2}
 
 
 def test_no_retry_when_turned_off_or_pointless(fake_server_factory: Any) -> None:
@@ -169,7 +172,7 @@ def test_a_providers_context_window_error_is_prompt_too_large(fake_server_factor
 
 
 def test_rate_limits_inside_the_adapter_reach_the_limiter(fake_server_factory: Any) -> None:
-    server = fake_server_factory(faults={"429": 0.3}, seed=5)
+    server = fake_server_factory(fault_sequence=["429", None, "429", "429"] * 8)
     lm = server.lm("fake-sub", max_retries=20)
     limiter = AdaptiveLimiter(32, 2)
 
@@ -182,7 +185,7 @@ def test_rate_limits_inside_the_adapter_reach_the_limiter(fake_server_factory: A
 
     answers = asyncio.run(fan_out())
     assert answers == [str(2000000 + i) for i in range(100)]
-    assert limiter.rate_limits == server.stats()["faults"]["429"] > 0
+    assert limiter.rate_limits == server.stats()["faults"]["429"] == 24
     assert limiter.decreases >= 1 and limiter.limit < 32
 
 

@@ -23,7 +23,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,10 @@ class FakeServer(Address):
         faults: {kind: rate} with kinds 429, 500, drop, timeout, malformed, no_choices, no_content and
             content_filter (see fake_behaviours); default none.
         fault_models: models the faults apply to; default all.
+        fault_sequence: faults in the order requests arrive (for `fault_models`): the n-th request gets
+            the n-th entry (a kind, or None for an answer), requests past its end are answered. Tests
+            use it so that their outcome never depends on a random stream; `faults` and it exclude
+            each other.
         retry_after: the Retry-After seconds sent with injected 429s; default 0.
         hang_s: how long a "timeout" fault waits before answering; default 30.
         api_key: the only accepted bearer key; default: any key.
@@ -86,7 +90,7 @@ class FakeServer(Address):
     def __init__(self, *, script: str | Path | Mapping[str, Any] | None = None,
                  responder: str | Responder = "needle", latency: float | str = 0.0,
                  faults: Mapping[str, float] | None = None, fault_models: set[str] | None = None,
-                 retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
+                 fault_sequence: Sequence[str | None] | None = None, retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
                  context_window: int | None = None, report_usage: bool = True, seed: int = 0,
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = load_script(script)
@@ -97,6 +101,12 @@ class FakeServer(Address):
         if unknown or sum(self.faults.values()) > 1 or any(r < 0 for r in self.faults.values()):
             raise ValueError(f"faults are rates (summing to at most 1) for {', '.join(FAULT_KINDS)}; "
                              f"got {self.faults!r}.")
+        self.fault_sequence = list(fault_sequence or ())
+        bad = [kind for kind in self.fault_sequence if kind is not None and kind not in FAULT_KINDS]
+        if bad or (self.faults and self.fault_sequence):
+            raise ValueError(f"fault_sequence holds kinds of {', '.join(FAULT_KINDS)} or None, and excludes "
+                             f"faults=; got {self.fault_sequence!r}.")
+        self._fault_turn = 0
         self.fault_models = set(fault_models) if fault_models else None
         self.retry_after = retry_after
         self.hang_s = hang_s
@@ -338,9 +348,13 @@ class FakeServer(Address):
         return random.Random(f"{self.seed}:{digest}:{nth}")
 
     def _draw_fault(self, rng: random.Random, model: str) -> str | None:
-        if not self.faults or (self.fault_models is not None and model not in self.fault_models):
+        if self.fault_models is not None and model not in self.fault_models:
             return None
-        return draw_fault(rng, self.faults)
+        if self.fault_sequence:
+            with self._lock:
+                turn, self._fault_turn = self._fault_turn, self._fault_turn + 1
+            return self.fault_sequence[turn] if turn < len(self.fault_sequence) else None
+        return draw_fault(rng, self.faults) if self.faults else None
 
     def __repr__(self) -> str:
         state = "running" if self._thread is not None else "stopped"
