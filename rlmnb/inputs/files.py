@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..tokens import CHARS_PER_TOKEN
-from . import duck, tablefiles
+from . import documents, duck, tablefiles
 from .brief import _clip_end, _clip_start, _one_line
 from .disk import SNIFF_BYTES, _decode_tail, _sniff, _walk, decode_file
 from .records import Field, FieldInfo
@@ -47,6 +47,9 @@ def _describe_path(name: str, path: Path, config: RLMConfig, source: Any) -> Fie
             table = tablefiles.for_file(name, where)
             if table is not None:
                 return describe_table(name, table, config, source)
+            document = documents.for_file(name, where, st.st_size, source)
+            if document is not None:
+                return document
             return _describe_file(name, where, st.st_size, config, source)
     except OSError as e:
         raise InputError(f"Input {name!r}: cannot read {where} ({e.strerror or e}).") from None
@@ -116,6 +119,9 @@ def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -
         table = tablefiles.for_folder(name, where, [rel for rel, _ in _walk(where, None, with_sizes=False).files])
     if table is not None:
         return describe_table(name, table, config, source)
+    folder = documents.for_folder(name, where, walk.files, source, truncated=walk.truncated)
+    if folder is not None:
+        return folder
     total = sum(size for _, size in walk.files)
     by_ext: dict[str, int] = {}
     for rel, _ in walk.files:
@@ -204,6 +210,11 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
         table = tablefiles.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
         if table is not None:
             return describe_table(name, table, config, value)
+        root = os.path.abspath(value.root)
+        folder = documents.for_folder(name, root, [(os.path.relpath(p, root), os.path.getsize(p))
+                                                   for p in value.paths], value, read_paths=value.paths)
+        if folder is not None:
+            return folder
 
         field = _describe_mapping(name, value, config)
         field.read_paths = value.paths

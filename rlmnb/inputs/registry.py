@@ -31,6 +31,7 @@ FAMILY_MODULES = (
     "containers",   # scalars, Mappings, Sequences
     "polars_frames",  # polars DataFrame, LazyFrame
     "dask_frames",  # dask DataFrame (a distributed cluster's collections too)
+    "documents",    # PDF, Office, HTML, Markdown and mail files, folders and globs (reached through files)
 )
 
 
