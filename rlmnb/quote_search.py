@@ -46,17 +46,23 @@ class Search:
         return self.timed_out
 
     def hit(self, quote: str, name: str, *, offset: int | None = None, row: int | None = None,
-            column: str | None = None, detail: str = "") -> None:
+            column: str | None = None, detail: str = "", source: str | None = None, page: int | None = None,
+            label: str | None = None) -> None:
         if quote in self.found:
             return
         parts = [f"input {name!r}"] + ([detail] if detail else [])
+        if source is not None and source != name:
+            parts.append(f"document {source!r}")
+        if page is not None:
+            parts.append(f"page {page:,}" + (f" ({label!r})" if label else ""))
         if row is not None:
             parts.append(f"row {row:,}")
         if column is not None:
             parts.append(f"column {column!r}")
         if offset is not None:
             parts.append(f"offset {offset:,}")
-        self.found[quote] = Finding(quote, True, ", ".join(parts), input=name, row=row, offset=offset, column=column)
+        self.found[quote] = Finding(quote, True, ", ".join(parts), input=name, row=row, offset=offset, column=column,
+                                    source=source, page=page, label=label or None)
 
     def findings(self) -> list[Finding]:
         out = []
@@ -222,12 +228,18 @@ def _pandas_batches(frame: Any) -> Iterator[Any]:
             pa.RecordBatch.from_pydict({})
 
 
+DOCUMENT_KINDS = ("document", "documents")  # searched page by page by quote_pages, not here
+
+
 def search_inputs(quotes: list[str], fields: Iterable[Any], *, time_limit: float) -> Search:
-    """Look every quote up in every input (text, files, folders, tables, containers) until all are found."""
+    """Look every quote up in every input (text, files, folders, tables, containers) until all are found.
+    Document inputs are skipped (their text is searched in a confined helper: quote_pages)."""
     search = Search(quotes, time.monotonic() + time_limit)
     for field in fields:
         if not search.missing or search.late():
             break
+        if getattr(getattr(field, "info", None), "kind", None) in DOCUMENT_KINDS:
+            continue
         name = str(getattr(field, "name", "?"))
         value = getattr(field, "source", field)
         _search_value(search, name, value)

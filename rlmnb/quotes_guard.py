@@ -3,6 +3,9 @@
 Used as `RLM(..., verify=QuotesFound())` or `%%rlm --verify quotes`. Quotes are found with
 `quotes.extract_quotes` and looked up in the run's inputs with `quote_search.search_inputs`; the
 per-quote findings (found where / not found / not checked) go into the attempt's event for the views.
+Document inputs are searched page by page in a confined helper (`quote_pages`), so a finding names the
+document and page; a citation `{"text": ..., "source": "contract.pdf", "page": 12}` must be on that page
+of that document, or the attempt fails saying where the text is.
 A hostile answer cannot hold the run: at most `max_quotes` quotes are checked, within `time_limit`
 seconds, and anything left unchecked fails the attempt with a request to quote less.
 """
@@ -12,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConfigError
+from .quote_pages import check_documents
 from .quote_search import search_inputs
-from .quotes import extract_quotes
+from .quotes import Finding, extract_citations, extract_quotes
 
 SHOWN_MISSING = 10  # missing quotes listed in the revision request
+_FOUND = Finding("", True)
 
 
 class QuotesFound:
@@ -41,15 +46,22 @@ class QuotesFound:
     def __call__(self, answer: Any, context: dict[str, Any]) -> tuple[float, str]:
         quotes = extract_quotes(answer, min_chars=self.min_chars)
         checked, skipped = quotes[: self.max_quotes], quotes[self.max_quotes:]
-        search = search_inputs(checked, context.get("inputs") or (), time_limit=self.time_limit)
+        inputs = tuple(context.get("inputs") or ())
+        search = search_inputs(checked, inputs, time_limit=self.time_limit)
+        citations = [c for c in extract_citations(answer) if c.text in checked]
+        misplaced, unread = check_documents(search, citations, inputs)  # document inputs: pages, citations
         findings = search.findings()
         context["details"] = {"quotes": [f.to_dict() for f in findings], "skipped": len(skipped),
-                              "timed_out": search.timed_out}
+                              "timed_out": search.timed_out, "unread": unread}
         if not quotes:
             return 1.0, "the answer quotes nothing"
-        missing = [f.quote for f in findings if not f.found and f.checked]
+        wrong = {c.text for c in citations if not search.found.get(c.text, _FOUND).found}
+        missing = [f.quote for f in findings if not f.found and f.checked and f.quote not in wrong]
         unchecked = [f.quote for f in findings if not f.checked]
-        problems = []
+        problems = [f"{len(misplaced)} cited quote{'s are' if len(misplaced) > 1 else ' is'} not where the answer "
+                    f"says: {'; '.join(misplaced[:SHOWN_MISSING])}. Cite the page the text is on"] if misplaced else []
+        if unread and missing:
+            problems.append("some documents could not be searched: " + "; ".join(list(unread.values())[:5]))
         if missing:
             shown = "; ".join(f'"{q[:200]}"' for q in missing[:SHOWN_MISSING])
             more = f" and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else ""

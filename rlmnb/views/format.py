@@ -135,7 +135,8 @@ def quote_notes(details: dict[str, Any]) -> list[str]:
         if q.get("found"):
             out.append(f'  quote found: "{text}" ({q.get("where")})')
         else:
-            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)"))
+            where = f" ({q['where']})" if q.get("where") else ""
+            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)") + where)
     if details.get("skipped"):
         out.append(f"  more quotes not checked: {details['skipped']:,}")
     return out
