@@ -23,7 +23,7 @@ _EXPORTS = {
     "RLMError": "errors", "ConfigError": "errors", "InputError": "errors", "ModelError": "errors",
     "MissingAPIKey": "errors", "BudgetExhausted": "errors", "PromptTooLarge": "errors",
     "SandboxError": "errors", "ReplayDivergence": "errors", "DepthLimitReached": "errors",
-    "ScriptExhausted": "errors",
+    "ScriptExhausted": "errors", "ImagesRefused": "errors",
     "QuotesFound": "quotes_guard",
 }
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         BudgetExhausted,
         ConfigError,
         DepthLimitReached,
+        ImagesRefused,
         InputError,
         MissingAPIKey,
         ModelError,

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from .images import Image
 from .maps import MapHost
 from .subcalls import SubCaller
 
@@ -30,11 +31,12 @@ class RunHost:
         self.children = children
         self.maps = MapHost(sub)
 
-    async def llm_query(self, prompt: str, model: str | None = None) -> str:
-        return await self.sub.query(prompt, model)
+    async def llm_query(self, prompt: str, model: str | None = None, *, images: Sequence[Image] | None = None) -> str:
+        return await self.sub.query(prompt, model, images=images)
 
-    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        return await self.sub.query_batched(list(prompts), model)
+    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None, *,
+                                images: Sequence[Sequence[Image]] | None = None) -> list[str]:
+        return await self.sub.query_batched(list(prompts), model, images=images)
 
     async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
         return await self.children.run_child(prompt, inputs or {})

@@ -21,7 +21,7 @@ from .budget import Budget, Reservation
 from .cache import ResponseCache, cache_identity, open_cache, request_key
 from .concurrency import AdaptiveLimiter
 from .config import RLMConfig
-from .errors import EmptyAnswer, ModelError, PromptTooLarge, format_error_slot
+from .errors import EmptyAnswer, ImagesRefused, ModelError, PromptTooLarge, format_error_slot
 from .events import (
     BatchFinished,
     BatchStarted,
@@ -32,6 +32,7 @@ from .events import (
     SubCallSent,
     SubCallStarted,
 )
+from .images import Image, image_tokens
 from .limits import sub_prompt_window
 from .lm_factory import resolve_model
 from .models import LM, Completion, Message, model_label
@@ -42,6 +43,28 @@ from .usage import CallUsage
 
 def prompt_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _messages(prompt: str, images: Sequence[Image] = ()) -> list[Message]:
+    """The one user message of a sub-call: the prompt, then its images as OpenAI-style image parts.
+    The response cache keys on these messages, so an image's bytes are part of the key."""
+    if not images:
+        return [{"role": "user", "content": prompt}]
+    return [{"role": "user", "content": [{"type": "text", "text": prompt}, *(i.part() for i in images)]}]
+
+
+def check_vision(lm: LM) -> None:
+    """ImagesRefused (nothing sent) unless the model reads images: `lm.supports_images()` (LiteLLM: `vision=`
+    or litellm's model info), else an LM's `vision` attribute; a model that says neither is refused."""
+    method = getattr(lm, "supports_images", None)
+    verdict = method() if callable(method) else getattr(lm, "vision", None)
+    if verdict is True:
+        return
+    name = model_label(lm)
+    why = ("litellm's model info says it does not read images" if verdict is False else
+           "litellm does not know whether it reads images")
+    raise ImagesRefused(f"{name} cannot be sent images ({why}); nothing was sent. Pass model= a vision model "
+                        f"(e.g. 'openai/gpt-4o-mini'), or LiteLLM({name!r}, vision=True) if it does read images.")
 
 
 class SubCaller:
@@ -67,23 +90,35 @@ class SubCaller:
         self._batches = 0
 
     # ---- public ----------------------------------------------------------------------------------
-    async def query(self, prompt: str, model: Any = None) -> str:
-        """One sub-call; errors are raised so the model sees them in its snippet's traceback."""
+    async def query(self, prompt: str, model: Any = None, *, images: Sequence[Image] | None = None) -> str:
+        """One sub-call; errors are raised so the model sees them in its snippet's traceback.
+
+        `images` go to the model as image parts after the prompt (a vision model only: ImagesRefused otherwise).
+        """
         lm = self._lm_for(model)
-        est = self._check_size(prompt, lm)
+        pictures = tuple(images or ())
+        if pictures:
+            check_vision(lm)
+        est = self._check_size(prompt, lm) + sum(image_tokens(i.width, i.height) for i in pictures)
         reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=est)
-        reply, error = await self._call(lm, prompt, reservation, batch_id=None)
+        reply, error = await self._call(lm, prompt, reservation, batch_id=None, images=pictures)
         if error is not None:
             raise error
         return reply
 
     async def query_batched(self, prompts: Sequence[str], model: str | None = None,
-                            group: str | None = None) -> list[str]:
+                            group: str | None = None, *, images: Sequence[Sequence[Image]] | None = None) -> list[str]:
         """Many sub-calls at once: all-or-nothing budget, order kept, failures as '[error]' slots.
 
         `group` names the llm_map the batch belongs to, so views show its batches as one map.
+        `images[i]` are the images of `prompts[i]` (see `query`).
         """
         lm = self._lm_for(model)
+        pictures = [tuple(x) for x in images] if images is not None else [()] * len(prompts)
+        if len(pictures) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(pictures)} image lists.")
+        if any(pictures):
+            check_vision(lm)
         self._batches += 1
         batch_id = f"{self.scope.run_id}-b{self._batches}"
         turn = self.turn()
@@ -91,7 +126,8 @@ class SubCaller:
         sendable: list[tuple[int, int]] = []
         for i, prompt in enumerate(prompts):
             try:
-                sendable.append((i, self._check_size(prompt, lm)))
+                sendable.append((i, self._check_size(prompt, lm)
+                                 + sum(image_tokens(p.width, p.height) for p in pictures[i])))
             except PromptTooLarge as exc:
                 results[i] = format_error_slot(exc)
         self.bus.emit(BatchStarted, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
@@ -107,11 +143,12 @@ class SubCaller:
                               errors=len(prompts), latency_s=0.0, refused=str(exc))
                 raise
 
-        prefetched = await self._prefetch(lm, [prompts[i] for i, _ in sendable]) if sendable else []
+        prefetched = await self._prefetch(lm, [_messages(prompts[i], pictures[i]) for i, _ in sendable]) \
+            if sendable else []
 
         async def slot(i: int) -> None:
             assert reservation is not None
-            reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id)
+            reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id, images=pictures[i])
             results[i] = format_error_slot(error) if error is not None else reply
 
         try:
@@ -158,14 +195,14 @@ class SubCaller:
         return tokens
 
     async def _call(self, lm: LM, prompt: str, reservation: Reservation,
-                    batch_id: str | None) -> tuple[str, BaseException | None]:
+                    batch_id: str | None, images: Sequence[Image] = ()) -> tuple[str, BaseException | None]:
         self._ids += 1
         call_id = f"{self.scope.run_id}-c{self._ids}"
         turn = self.turn()
         limit = self.config.max_event_chars
         self.bus.emit(SubCallStarted, self.scope, call_id=call_id, batch_id=batch_id, turn=turn,
                       model=model_label(lm), prompt=prompt[:limit], prompt_chars=len(prompt),
-                      prompt_sha=prompt_sha(prompt))
+                      prompt_sha=prompt_sha(prompt), images=[i.describe() for i in images])
         started = time.perf_counter()
         sent: list[float] = []  # when the call got its slot (empty: never sent, e.g. cached)
 
@@ -174,7 +211,7 @@ class SubCaller:
                 sent.append(time.perf_counter())
                 self.bus.emit(SubCallSent, self.scope, call_id=call_id)
 
-        messages = [{"role": "user", "content": prompt}]
+        messages = _messages(prompt, images)
         completion: Completion | None = None
         error: BaseException | None = None
         try:
@@ -253,14 +290,14 @@ class SubCaller:
                 del self._inflight[key]
             future.set_result(completion)
 
-    async def _prefetch(self, lm: LM, prompts: list[str]) -> list[str]:
+    async def _prefetch(self, lm: LM, requests: list[list[Message]]) -> list[str]:
         """Look a whole batch up in the response cache at once, in a worker thread; returns the keys."""
         identity = cache_identity(lm) if self.config.cache else None
         if identity is None:
             return []
         if self.cache is None:
             self.cache = open_cache()
-        keys = [request_key(identity, [{"role": "user", "content": p}]) for p in prompts]
+        keys = [request_key(identity, messages) for messages in requests]
         hits = await asyncio.to_thread(self.cache.get_many, keys)
         for key in keys:
             self._prefetched[key] = hits.get(key)

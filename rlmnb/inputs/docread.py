@@ -39,7 +39,7 @@ import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from rlmnb.errors import InputError
 
@@ -56,6 +56,7 @@ MAX_PIXELS = 40_000_000
 CACHE_VERSION = 1
 INSTALL = "pip install 'rlmnb[documents]'"
 
+_Item = TypeVar("_Item")
 extractions = {"count": 0}  # documents parsed in this process (the disk cache spares the rest); for tests
 
 
@@ -218,29 +219,39 @@ class Document(Sequence[Page]):
             pdf.close()
 
 
-class DocumentFolder(Mapping[str, Document]):
-    """Relative path -> `Document`, each made (and read) on first access; read-only."""
+class LazyFolder(Mapping[str, _Item]):
+    """Relative path -> an item made by `_make(path, key)` on first access and kept; read-only."""
 
     def __init__(self, root: str, files: Sequence[str], name: str = "") -> None:
         self.root, self.name = root, name
         self._files = tuple(files)
         self._index = frozenset(self._files)
-        self._docs: dict[str, Document] = {}
+        self._made: dict[str, _Item] = {}
 
-    def __getitem__(self, key: str) -> Document:
+    def _make(self, path: str, key: str) -> _Item:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> _Item:
         if key not in self._index:
             raise KeyError(key)
-        doc = self._docs.get(key)
-        if doc is None:
+        item = self._made.get(key)
+        if item is None:
             path = key if os.path.isabs(key) else os.path.join(self.root, *key.split("/"))
-            doc = self._docs.setdefault(key, Document(path, self.name, key))
-        return doc
+            item = self._made.setdefault(key, self._make(path, key))
+        return item
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._files)
 
     def __len__(self) -> int:
         return len(self._files)
+
+
+class DocumentFolder(LazyFolder[Document]):
+    """Relative path -> `Document`, each made (and read) on first access; read-only."""
+
+    def _make(self, path: str, key: str) -> Document:
+        return Document(path, self.name, key)
 
     def __repr__(self) -> str:
         return f"<DocumentFolder {os.path.basename(self.root.rstrip('/')) or self.root}: {len(self):,} documents>"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..tokens import CHARS_PER_TOKEN
-from . import documents, duck, tablefiles
+from . import documents, duck, imagefolder, tablefiles
 from .brief import _clip_end, _clip_start, _one_line
 from .disk import SNIFF_BYTES, _decode_tail, _sniff, _walk, decode_file
 from .records import Field, FieldInfo
@@ -119,7 +119,8 @@ def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -
         table = tablefiles.for_folder(name, where, [rel for rel, _ in _walk(where, None, with_sizes=False).files])
     if table is not None:
         return describe_table(name, table, config, source)
-    folder = documents.for_folder(name, where, walk.files, source, truncated=walk.truncated)
+    folder = documents.for_folder(name, where, walk.files, source, truncated=walk.truncated) \
+        or imagefolder.for_folder(name, where, walk.files, source, truncated=walk.truncated)
     if folder is not None:
         return folder
     total = sum(size for _, size in walk.files)
@@ -211,8 +212,9 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
         if table is not None:
             return describe_table(name, table, config, value)
         root = os.path.abspath(value.root)
-        folder = documents.for_folder(name, root, [(os.path.relpath(p, root), os.path.getsize(p))
-                                                   for p in value.paths], value, read_paths=value.paths)
+        listed = [(os.path.relpath(p, root), os.path.getsize(p)) for p in value.paths]
+        folder = documents.for_folder(name, root, listed, value, read_paths=value.paths) \
+            or imagefolder.for_folder(name, root, listed, value, read_paths=value.paths)
         if folder is not None:
             return folder
 

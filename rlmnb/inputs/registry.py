@@ -32,6 +32,7 @@ FAMILY_MODULES = (
     "polars_frames",  # polars DataFrame, LazyFrame
     "dask_frames",  # dask DataFrame (a distributed cluster's collections too)
     "documents",    # PDF, Office, HTML, Markdown and mail files, folders and globs (reached through files)
+    "imagefolder",  # folders and globs of PNG, JPEG, GIF, WebP images (reached through files)
 )
 
 

@@ -175,6 +175,9 @@ def _header(info: FieldInfo) -> str:
         what = f"read-only mapping of relative path -> str, or bytes for binary files; from {_shown_path(info)}"
         files = f"{info.rows or 0:,}{'+' if info.truncated else ''} file{'' if info.rows == 1 else 's'}"
         sizes = [files, size or "", f"{tokens} if all read"]
+    elif kind == "images":
+        what = f"read-only mapping of relative path -> ImageFile (.width, .height, .data); from {_shown_path(info)}"
+        sizes = [size or "", f"~{_human_count(info.est_tokens)} tokens if all sent as images"]
     elif kind in ("document", "documents"):
         what = (f"{info.python_type}: .text, .pages, .meta, len(), slicing; read from {_shown_path(info)}"
                 if kind == "document" else
@@ -234,7 +237,7 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
             return [f"  head: {_clip_end(lines[0], cap_of(lines[0]))}",
                     f"  tail: {_clip_start(lines[1], cap_of(lines[1]))}"]
         return [f"  value: {_clip_mid(lines[0], cap_of(lines[0]))}"]
-    if info.kind in ("directory", "documents"):
+    if info.kind in ("directory", "documents", "images"):
         keep = lines[: max(1, math.ceil(len(lines) * scale))]
         more = ", ..." if len(keep) < (info.rows or 0) else ""
         return ["  files: " + ", ".join(keep) + more]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from ..images import Image
     from ..inputs import Field
 
 RESERVED_NAMES = frozenset({
@@ -52,9 +53,12 @@ class SandboxHost(Protocol):
     @property
     def tools(self) -> Mapping[str, Callable[..., Any]]: ...
 
-    async def llm_query(self, prompt: str, model: str | None = None) -> str: ...
+    # images (vision sub-calls) are passed by keyword, only when the call has some
+    async def llm_query(self, prompt: str, model: str | None = None, *, images: Sequence[Image] | None = None) -> str:
+        ...
 
-    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]: ...
+    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None, *,
+                                images: Sequence[Sequence[Image]] | None = None) -> list[str]: ...
 
     async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any: ...
 

@@ -26,8 +26,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ..images import MAX_BYTES as MAX_IMAGE_BYTES
+from ..images import MAX_IMAGES, Image, from_wire
 from .base import SandboxHost
-from .transfer import decode_value, encode_value
+from .transfer import decode_value, encode_value, read_image
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 256 << 20  # a request or reply larger than 256 MiB is refused
@@ -214,9 +216,18 @@ class Broker:
         if model is not None and not isinstance(model, str):
             raise TypeError("model must be a str or None")
         if op == "llm_query":
-            return await host.llm_query(_str(req.get("prompt")), model)
+            if req.get("images") is None:
+                return await host.llm_query(_str(req.get("prompt")), model)
+            images = self._images(req["images"])
+            return await host.llm_query(_str(req.get("prompt")), model, images=images)
         if op == "llm_query_batched":
-            return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
+            if req.get("images") is None:
+                return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
+            per = req["images"]
+            if not isinstance(per, list):
+                raise TypeError("the images must be a list of lists of files")
+            batches = [self._images(files) for files in per]
+            return list(await host.llm_query_batched(_strs(req.get("prompts")), model, images=batches))
         if op in ("map_begin", "map_batch", "map_end"):
             return await _map_op(host, op, req)
         if op == "rlm_query":
@@ -247,6 +258,13 @@ class Broker:
 
     def _decode(self, data: Any) -> Any:
         return decode_value(data, self.transfer_dir, allow_pickle=False)
+
+    def _images(self, files: Any) -> list[Image]:
+        """Images the kernel wrote as files in the transfer directory, checked by their headers (never decoded)."""
+        if not isinstance(files, list) or len(files) > MAX_IMAGES:
+            raise TypeError(f"the images must be a list of at most {MAX_IMAGES} files")
+        return [from_wire(read_image(path, self.transfer_dir, MAX_IMAGE_BYTES), f"image {i}")
+                for i, path in enumerate(files)]
 
     def _encode(self, value: Any) -> Any:
         return encode_value(value, self.transfer_dir, allow_pickle=True)

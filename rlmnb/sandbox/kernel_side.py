@@ -26,12 +26,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import errors as rlm_errors
+from ..images import Image
 from .bridge import MIME, pack, recv_frame
 from .kernel_output import MirroredBuffer, OutputRouter
 from .local import LazyInputs, _sandbox_builtins
 from .primitives import install, user_variables
 from .runner import BoundedBuffer, run_snippet, snippet_filename
-from .transfer import decode_value, encode_value, load_spec
+from .transfer import decode_value, encode_value, load_spec, write_image
 
 
 class Reply:
@@ -81,11 +82,21 @@ class SocketBridge:
             raise rebuild_error(reply.get("error") or {})
         return reply.get("value")
 
-    def llm_query(self, prompt: str, model: str | None = None) -> str:
-        return str(self.call("llm_query", prompt=prompt, model=model))
+    def llm_query(self, prompt: str, model: str | None = None, images: list[Image] | None = None) -> str:
+        if images is None:
+            return str(self.call("llm_query", prompt=prompt, model=model))
+        return str(self.call("llm_query", prompt=prompt, model=model, images=self._images(images)))
 
-    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]:
-        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model)]
+    def llm_query_batched(self, prompts: list[str], model: str | None = None,
+                          images: list[list[Image]] | None = None) -> list[str]:
+        if images is None:
+            return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model)]
+        files = [self._images(x) for x in images]
+        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model, images=files)]
+
+    def _images(self, images: list[Image]) -> list[str]:
+        """Each image as a file in the transfer directory (never inline in the frame); the host deletes them."""
+        return [write_image(image.data, self.settings["transfer_dir"]) for image in images]
 
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._decode(self.call("rlm_query", prompt=prompt, inputs=self._encode(inputs)))
