@@ -165,6 +165,8 @@ def prepare(value: Any, what: str = "the image") -> Image:
         what = value.key
     elif isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
+    elif callable(getattr(value, "image", None)):  # before str: a document page is a str with .image()
+        data = value.image()
     elif isinstance(value, str | os.PathLike):
         path = os.fspath(value)
         what = os.path.basename(path) or path
@@ -175,8 +177,6 @@ def prepare(value: Any, what: str = "the image") -> Image:
             raise ImageError(f"cannot read the image {path} ({e.strerror}).") from None
     elif type(value).__module__.split(".")[0] == "PIL":
         return _shrink(value, what)
-    elif callable(getattr(value, "image", None)):
-        data = value.image()
     else:
         raise ImageError(f"{what} is a {type(value).__name__}; pass bytes, a path, a PIL image or a PDF page "
                          "(doc.pages[i]).")

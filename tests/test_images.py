@@ -70,11 +70,11 @@ def test_images_are_prepared_from_bytes_paths_pil_and_pdf_pages_and_resized(tmp_
     data = invoice(path, "12")
     assert prepare(path).data == data == prepare(str(path)).data == prepare(data).data
 
-    class Page:
+    class Page(str):  # like docread.Page: a str with .image()
         def image(self) -> bytes:
             return data
 
-    assert prepare_all([Page(), data], "x")[0].sha == prepare(data).sha
+    assert prepare_all([Page('text of the page'), data], "x")[0].sha == prepare(data).sha
     with pytest.raises(ValueError, match="not a PNG, JPEG, GIF or WebP"):
         prepare(b"hello")
     with pytest.raises(ValueError, match="pass bytes, a path, a PIL image or a PDF page"):
@@ -163,3 +163,24 @@ def test_scripted_models_see_the_image_parts(scans: Path) -> None:
     text, part = seen[0]
     assert text == {"type": "text", "text": "Look"}
     assert part["image_url"]["url"].startswith("data:image/jpeg;base64,/9j/")
+
+
+def test_a_pdf_page_rendered_in_the_kernel_goes_to_a_vision_sub_call(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlmnb.testing import documents as make
+    from rlmnb.views import render_html, render_text
+
+    monkeypatch.setenv("RLMNB_DOCUMENT_CACHE", str(tmp_path / "docs-cache"))
+    make.pdf(tmp_path / "scan.pdf", 3, scanned=[1])
+    with FakeServer(responder=image_text_responder) as server:
+        root = ScriptedLM([code("page = inputs['scan'].pages[1]\n"
+                                "print(page.has_text, llm_query('Read this scanned page.', images=[page]))"),
+                           code("submit('read')")], name="root")
+        result = RLM(root, server.lm("gpt-4o-mini"), sandbox="kernel").run("Read the scan", scan=tmp_path / "scan.pdf")
+        stats = server.stats()
+    assert "False NONE" in observations(root)[0], observations(root)  # a scan: no text layer; the model saw pixels
+    (started,) = result.trajectory.of(SubCallStarted)
+    assert (started.images[0]["width"], started.images[0]["height"]) == (1241, 1754)  # A4 (595.3 x 841.9 pt) at 150 dpi
+    assert stats["images"] == 1 and stats["prompt_tokens"] >= image_tokens(1241, 1754)
+    assert "'Read this scanned page.' + 1 image (1241x1754 PNG) -> 'NONE'" in render_text(result.trajectory)
+    assert "1 image (1241x1754 PNG)" in render_html(result.trajectory)

@@ -21,6 +21,7 @@ from .format import (
     fmt_count,
     fmt_rate,
     fmt_secs,
+    images_note,
     map_figures,
     pending_turn_text,
     queue_text,
@@ -252,6 +253,8 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
         bits.append("no provider time")
     if c.get("queued") and c["queued"] >= 0.001:
         bits.append(f"queued {fmt_secs(c['queued'])}")
+    if c.get("images"):
+        bits.append(_esc(images_note(c["images"])))
     if c["input_tokens"] is not None:
         bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
     if c["done"]:
