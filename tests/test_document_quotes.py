@@ -141,3 +141,21 @@ def test_a_run_revises_a_wrong_page_and_the_views_show_the_page(kind: str, folde
     assert "quote NOT found: \"The tenant pays 1,250 EUR per month.\" (not on page 7 of lease.pdf: it is on page 8)" \
         in text
     assert "quote found: \"The tenant pays 1,250 EUR per month.\" (input 'docs', document 'lease.pdf', page 8)" in text
+
+
+@pytest.mark.parametrize("kind", ["local", "kernel"])
+def test_the_documents_tutorial_run_in_both_sandboxes(kind: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlmnb.testing.documents import contracts_folder
+    from rlmnb.testing.scenarios import documents_models
+
+    monkeypatch.setenv("RLMNB_DOCUMENT_CACHE", str(tmp_path / "cache"))
+    truth: Any = contracts_folder(tmp_path)
+    root, sub = documents_models()
+    result = RLM(root, sub, sandbox=kind, verify=QuotesFound()).run(
+        "Notice periods and invoice totals?", contracts=tmp_path / "contracts", invoices=tmp_path / "invoices")
+    assert result.verified, result.reason
+    cited = {c["source"]: (c["page"], c["text"]) for c in result.answer["notice_periods"]}
+    assert cited == truth["notice"] and result.answer["invoice_totals"] == truth["totals"]
+    first, second = result.trajectory.of(AttemptVerified)
+    assert "is not on page 6 of lease-harbour.pdf: it is on page 7" in first.reason and second.accepted

@@ -172,3 +172,54 @@ def mbox(path: str | Path, subjects: Sequence[str] = ("Kick-off", "Budget", "Fol
     finally:
         box.close()
     return _stamp(path)
+
+
+NOTICE_CLAUSE = "Either party may terminate this agreement with {days} days' written notice."
+
+
+def invoice_image(path: str | Path, total: str, *, number: int = 1, size: tuple[int, int] = (800, 1000)) -> Path:
+    """A PNG 'scanned invoice' that shows `total` in drawn text, and says so in its PNG text ("shows").
+
+    Vision models read the pixels; the scripted sub-model (fake_behaviours.image_text_responder) reads
+    the "shows" text instead, so tests and tutorials stay deterministic and offline.
+    """
+    from PIL import Image, ImageDraw, PngImagePlugin
+
+    path = Path(path)
+    image = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(image)
+    draw.text((60, 60), f"INVOICE No. {number:04d}", fill="black")
+    for k in range(6):
+        draw.text((60, 140 + 30 * k), _sentence(number * 10 + k, 6), fill="gray")
+    draw.rectangle((50, size[1] - 160, size[0] - 50, size[1] - 90), outline="black")
+    draw.text((70, size[1] - 135), f"TOTAL DUE: {total}", fill="black")
+    meta = PngImagePlugin.PngInfo()
+    meta.add_text("shows", total)
+    image.save(path, format="PNG", pnginfo=meta)
+    return _stamp(path)
+
+
+def contracts_folder(root: str | Path) -> dict[str, object]:
+    """Contracts (3 PDFs, 2 DOCX) in root/contracts, three of them with a notice clause, and invoice
+    images in root/invoices. Returns the truth: {"notice": {file: (page, sentence)}, "totals": {file: total}}."""
+    root = Path(root)
+    contracts, invoices = root / "contracts", root / "invoices"
+    contracts.mkdir(parents=True, exist_ok=True)
+    invoices.mkdir(parents=True, exist_ok=True)
+    notice: dict[str, tuple[int, str]] = {}
+    for name, pages, at, days in (("lease-harbour.pdf", 9, 6, 90), ("supply-northwind.pdf", 6, None, 0),
+                                  ("services-acme.pdf", 12, 10, 60)):
+        clause = NOTICE_CLAUSE.format(days=days)
+        pdf(contracts / name, pages, title=name.removesuffix(".pdf").replace("-", " ").title(),
+            extra={at: clause} if at is not None else None)
+        if at is not None:
+            notice[name] = (at + 1, clause)
+    sections = ("Introduction", "Terms", "Termination", "Signatures")
+    clause = NOTICE_CLAUSE.format(days=30)
+    docx(contracts / "nda-bluebird.docx", sections, title="NDA Bluebird", extra={2: clause})
+    notice["nda-bluebird.docx"] = (4, clause)  # section 1 is the text before the first heading (the title)
+    docx(contracts / "licence-kestrel.docx", sections, title="Licence Kestrel")
+    totals = {"invoice-0001.png": "1,250.00 EUR", "invoice-0002.png": "980.40 EUR", "invoice-0003.png": "77.10 EUR"}
+    for i, (name, total) in enumerate(totals.items()):
+        invoice_image(invoices / name, total, number=i + 1)
+    return {"notice": notice, "totals": totals}
