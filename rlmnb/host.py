@@ -48,8 +48,9 @@ class RunHost:
     async def map_begin(self, info: Mapping[str, Any]) -> dict[str, Any]:
         return self.maps.begin(info)
 
-    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        return await self.maps.batch(map_id, list(prompts), model)
+    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None, *,
+                        images: Sequence[Sequence[Image]] | None = None) -> list[str]:
+        return await self.maps.batch(map_id, list(prompts), model, images=images)
 
     async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None:
         self.maps.end(map_id, figures)

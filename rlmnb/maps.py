@@ -10,10 +10,11 @@ tagged with the map's id, and closes the map with its figures (`MapFinished`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .events import MapFinished, MapStarted
+from .images import Image
 from .models import model_label
 from .subcalls import SubCaller
 
@@ -62,11 +63,12 @@ class MapHost:
         self._open[map_id] = (turn, time.perf_counter())
         return {"map_id": map_id, "model": model_label(self.sub.lm), **limits}
 
-    async def batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
+    async def batch(self, map_id: str, prompts: list[str], model: str | None = None, *,
+                    images: Sequence[Sequence[Image]] | None = None) -> list[str]:
         """One round of packed prompts: exactly llm_query_batched, grouped under the map."""
         if map_id not in self._open:
             raise ValueError(f"no open map {map_id!r}; llm_map opens one itself")
-        return await self.sub.query_batched(prompts, model, group=map_id)
+        return await self.sub.query_batched(prompts, model, group=map_id, images=images)
 
     def end(self, map_id: str, figures: Mapping[str, Any]) -> None:
         """Emit MapFinished with the map's figures (items, packs, re-asks, failures)."""

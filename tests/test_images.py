@@ -184,3 +184,25 @@ def test_a_pdf_page_rendered_in_the_kernel_goes_to_a_vision_sub_call(tmp_path: P
     assert stats["images"] == 1 and stats["prompt_tokens"] >= image_tokens(1241, 1754)
     assert "'Read this scanned page.' + 1 image (1241x1754 PNG) -> 'NONE'" in render_text(result.trajectory)
     assert "1 image (1241x1754 PNG)" in render_html(result.trajectory)
+
+
+@pytest.mark.parametrize("kind", ["local", "kernel"])
+def test_llm_map_sends_each_item_alone_with_its_images(kind: str, scans: Path) -> None:
+    from rlmnb.events import MapFinished
+
+    with FakeServer(responder=image_text_responder) as server:
+        root = ScriptedLM([
+            code("files = sorted(k for k in inputs['scans'] if k.endswith('.png'))\n"
+                 "totals = llm_map(files, 'Read the total due on this invoice.', "
+                 "images=[inputs['scans'][f] for f in files])\n"
+                 "print(dict(zip(files, totals)))\n"
+                 "try:\n    llm_map(files, 'x', images=[None] * len(files), pack_items=5)\n"
+                 "except ValueError as e:\n    print(e)"),
+            code("submit(totals)")], name="root")
+        result = RLM(root, server.lm("gpt-4o-mini"), sandbox=kind).run("Totals?", scans=scans)
+        stats = server.stats()
+    assert result.answer == ["1,250.00 EUR", "980.40 EUR", "77.10 EUR"], result.reason
+    assert "llm_map() with images sends one item per call; leave pack_items out." in observations(root)[0]
+    (m,) = result.trajectory.of(MapFinished)
+    assert (m.items, m.packs, m.calls) == (3, 3, 3) and stats["images"] == 3
+    assert [len(e.images) for e in result.trajectory.of(SubCallStarted)] == [1, 1, 1]

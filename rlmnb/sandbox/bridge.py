@@ -223,12 +223,12 @@ class Broker:
         if op == "llm_query_batched":
             if req.get("images") is None:
                 return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
-            per = req["images"]
-            if not isinstance(per, list):
-                raise TypeError("the images must be a list of lists of files")
-            batches = [self._images(files) for files in per]
+            batches = self._image_lists(req["images"])
             return list(await host.llm_query_batched(_strs(req.get("prompts")), model, images=batches))
         if op in ("map_begin", "map_batch", "map_end"):
+            if op == "map_batch" and req.get("images") is not None:
+                return list(await host.map_batch(_str(req.get("map_id")), _strs(req.get("prompts")), model,
+                                                 images=self._image_lists(req["images"])))
             return await _map_op(host, op, req)
         if op == "rlm_query":
             inputs = self._decode(req.get("inputs") or {})
@@ -265,6 +265,11 @@ class Broker:
             raise TypeError(f"the images must be a list of at most {MAX_IMAGES} files")
         return [from_wire(read_image(path, self.transfer_dir, MAX_IMAGE_BYTES), f"image {i}")
                 for i, path in enumerate(files)]
+
+    def _image_lists(self, per: Any) -> list[list[Image]]:
+        if not isinstance(per, list):
+            raise TypeError("the images must be a list of lists of files")
+        return [self._images(files) for files in per]
 
     def _encode(self, value: Any) -> Any:
         return encode_value(value, self.transfer_dir, allow_pickle=True)

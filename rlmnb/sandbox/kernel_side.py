@@ -91,8 +91,8 @@ class SocketBridge:
                           images: list[list[Image]] | None = None) -> list[str]:
         if images is None:
             return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model)]
-        files = [self._images(x) for x in images]
-        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model, images=files)]
+        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model,
+                                          images=[self._images(x) for x in images])]
 
     def _images(self, images: list[Image]) -> list[str]:
         """Each image as a file in the transfer directory (never inline in the frame); the host deletes them."""
@@ -104,8 +104,10 @@ class SocketBridge:
     def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
         return dict(self.call("map_begin", info=info))
 
-    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
-        return [str(r) for r in self.call("map_batch", map_id=map_id, prompts=prompts, model=model)]
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None,
+                  images: list[list[Image]] | None = None) -> list[str]:
+        files = None if images is None else [self._images(x) for x in images]
+        return [str(r) for r in self.call("map_batch", map_id=map_id, prompts=prompts, model=model, images=files)]
 
     def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
         self.call("map_end", map_id=map_id, figures=figures)

@@ -186,8 +186,11 @@ class _LoopBridge:
     def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
         return dict(self._wait(self.host.map_begin(info)))
 
-    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
-        return list(self._wait(self.host.map_batch(map_id, prompts, model)))
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None,
+                  images: list[list[Image]] | None = None) -> list[str]:
+        if images is None:
+            return list(self._wait(self.host.map_batch(map_id, prompts, model)))
+        return list(self._wait(self.host.map_batch(map_id, prompts, model, images=images)))
 
     def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
         self._wait(self.host.map_end(map_id, figures))
