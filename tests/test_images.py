@@ -91,6 +91,15 @@ def test_a_folder_of_images_binds_from_headers_with_sizes(scans: Path) -> None:
 
 
 # ---- over HTTP, in both sandboxes ------------------------------------------------------------------------------
+def vision_run(kind: str, scans: Path, snippet: str, answer: str, sub: str = "gpt-4o-mini",
+               ) -> tuple[Any, dict[str, Any], ScriptedLM]:
+    """A run whose root runs `snippet` then submits `answer` (code), its sub-model `sub` on a fake server."""
+    with FakeServer(responder=image_text_responder) as server:
+        root = ScriptedLM([code(snippet), code(answer)], name="root")
+        result = RLM(root, server.lm(sub), sandbox=kind).run("Totals?", scans=scans)
+        return result, server.stats(), root
+
+
 @pytest.mark.parametrize("kind", ["local", "kernel"])
 def test_vision_sub_calls_over_http_count_image_tokens_and_are_cached(kind: str, scans: Path) -> None:
     with FakeServer(responder=image_text_responder) as server:
@@ -119,15 +128,12 @@ def test_vision_sub_calls_over_http_count_image_tokens_and_are_cached(kind: str,
 
 @pytest.mark.parametrize("kind", ["local", "kernel"])
 def test_a_model_that_does_not_read_images_is_refused_before_any_call(kind: str, scans: Path) -> None:
-    with FakeServer(responder=image_text_responder) as server:
-        root = ScriptedLM([
-            code("try:\n    llm_query('Total?', images=[inputs['scans']['invoice-1.png']])\n"
-                 "except Exception as e:\n    print(type(e).__name__, e)\n"
-                 "try:\n    llm_query('Total?', model='openai/fake-unknown', images=[b'\\x89PNG'])\n"
-                 "except Exception as e:\n    print(type(e).__name__, e)"),
-            code("submit('done')")], name="root")
-        RLM(root, server.lm("gpt-3.5-turbo"), sandbox=kind).run("Totals?", scans=scans)
-        requests = server.stats()["requests"]
+    _, stats, root = vision_run(kind, scans, "try:\n    llm_query('Total?', images=[inputs['scans']['invoice-1.png']])\n"
+                                "except Exception as e:\n    print(type(e).__name__, e)\n"
+                                "try:\n    llm_query('Total?', model='openai/fake-unknown', images=[b'\\x89PNG'])\n"
+                                "except Exception as e:\n    print(type(e).__name__, e)", "submit('done')",
+                                sub="gpt-3.5-turbo")
+    requests = stats["requests"]
     seen = observations(root)[0]
     assert ("ImagesRefused openai/gpt-3.5-turbo cannot be sent images (litellm's model info says it does not read "
             "images); nothing was sent.") in seen
@@ -190,17 +196,12 @@ def test_a_pdf_page_rendered_in_the_kernel_goes_to_a_vision_sub_call(tmp_path: P
 def test_llm_map_sends_each_item_alone_with_its_images(kind: str, scans: Path) -> None:
     from rlmnb.events import MapFinished
 
-    with FakeServer(responder=image_text_responder) as server:
-        root = ScriptedLM([
-            code("files = sorted(k for k in inputs['scans'] if k.endswith('.png'))\n"
-                 "totals = llm_map(files, 'Read the total due on this invoice.', "
-                 "images=[inputs['scans'][f] for f in files])\n"
-                 "print(dict(zip(files, totals)))\n"
-                 "try:\n    llm_map(files, 'x', images=[None] * len(files), pack_items=5)\n"
-                 "except ValueError as e:\n    print(e)"),
-            code("submit(totals)")], name="root")
-        result = RLM(root, server.lm("gpt-4o-mini"), sandbox=kind).run("Totals?", scans=scans)
-        stats = server.stats()
+    result, stats, root = vision_run(kind, scans, "files = sorted(k for k in inputs['scans'] if k.endswith('.png'))\n"
+                                     "totals = llm_map(files, 'Read the total due on this invoice.', "
+                                     "images=[inputs['scans'][f] for f in files])\n"
+                                     "print(dict(zip(files, totals)))\n"
+                                     "try:\n    llm_map(files, 'x', images=[None] * len(files), pack_items=5)\n"
+                                     "except ValueError as e:\n    print(e)", "submit(totals)")
     assert result.answer == ["1,250.00 EUR", "980.40 EUR", "77.10 EUR"], result.reason
     assert "llm_map() with images sends one item per call; leave pack_items out." in observations(root)[0]
     (m,) = result.trajectory.of(MapFinished)
