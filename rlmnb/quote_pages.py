@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,15 +60,19 @@ class Pages:
     timed_out: bool = False
 
 
-def search_documents(quotes: Sequence[str], documents: Sequence[tuple[str, str]], *, deadline: float) -> Pages:
-    """Look each quote up in each document ((shown name, path) pairs) in a confined helper, by the deadline
-    (a time.monotonic() value)."""
+def search_documents(quotes: Sequence[str], documents: Sequence[tuple[str, str]], *, deadline: float,
+                     every: Mapping[str, Sequence[str] | None] | None = None) -> Pages:
+    """Look each quote up in each document ((shown name, path) pairs, read in that order) in a confined
+    helper, by the deadline (a time.monotonic() value). The helper stops once every quote has a hit and
+    every quote in `every` has been looked for in the documents listed for it (None: in all of them)."""
     if not quotes or not documents:
         return Pages(reached=frozenset())
     from rlmnb.sandbox.confinement import support
 
     confined = not support()[1]
-    request = {"quotes": list(quotes), "documents": [[s, os.path.abspath(p)] for s, p in documents],
+    cache = pages_cache_dir()
+    request = {"cache": cache,"quotes": list(quotes), "documents": [[s, os.path.abspath(p)] for s, p in documents],
+               "every": {q: list(d) if d is not None else None for q, d in (every or {}).items()},
                "confine": confined, "cpu_seconds": max(1, int(deadline - time.monotonic()) + 1)}
     root = str(Path(__file__).resolve().parents[1])
     code = (f"import sys; sys.path.insert(0, {root!r}); from rlmnb.quote_pages import helper; helper()")
@@ -111,26 +115,36 @@ def helper() -> None:
     request = json.loads(sys.stdin.read())
     paths = [p for _, p in request["documents"]]
     _limit(int(request.get("cpu_seconds", 60)))
+    cache = request.get("cache")
     if request.get("confine"):
-        _confine(paths)
+        _confine(paths, cache)
+    os.environ["RLMNB_DOCUMENT_CACHE"] = cache or os.devnull  # the guard's own cache, never the sandbox's
     from rlmnb.errors import InputError
     from rlmnb.inputs import docread
     from rlmnb.quotes import quote_pattern
 
     patterns = {q: quote_pattern(q) for q in request["quotes"]}
+    every: dict[str, list[str] | None] = request.get("every") or {}
+    found: set[str] = set()
+    read: set[str] = set()
     for shown, path in request["documents"]:
+        if found >= set(patterns) and all(d is not None and read >= set(d) for d in every.values()):
+            break  # every quote is placed, and every cited one looked for where it was cited
         fmt = docread.format_of(path)
         try:
             if fmt is None:
                 raise InputError(f"{shown} is not a document")
-            pages, _ = docread._EXTRACTORS[fmt](path, shown)
+            pages = [{"text": str(p), "label": p.label} for p in docread.Document(path, shown=shown).pages]
         except InputError as exc:
             _emit({"source": shown, "error": str(exc)})
             continue
         except Exception as exc:  # a hostile file may make a parser raise anything
             _emit({"source": shown, "error": f"{shown} could not be read ({type(exc).__name__})"})
             continue
-        _emit({"source": shown, "hits": _find(pages, patterns)})
+        hits = _find(pages, patterns)
+        found.update(hits)
+        read.add(shown)
+        _emit({"source": shown, "hits": hits})
 
 
 def _find(pages: list[dict[str, Any]], patterns: dict[str, Any]) -> dict[str, list[tuple[int, str, int]]]:
@@ -165,18 +179,29 @@ def _limit(cpu_seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
 
 
-def _confine(paths: Sequence[str]) -> None:
+def pages_cache_dir() -> str:
+    """The helper's cache of extracted documents (docread's format, keyed by path, mtime and size): a folder
+    of this user's, mode 0700, that a confined sandbox kernel cannot write; so a revision's check is fast."""
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"rlmnb-guard-pages-{os.getuid()}")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return folder
+
+
+def _confine(paths: Sequence[str], cache: str | None = None) -> None:
     from rlmnb.sandbox import confinement, landlock, seccomp
 
     policy = confinement.Policy(read=tuple(paths) + tuple(os.path.join("/etc", n) for n in confinement._ETC)
                                 + confinement._SHARED_FILES + ("/proc/self",),
                                 read_exec=tuple(dict.fromkeys([*confinement._SYSTEM_CODE,
-                                                               *confinement.python_paths()])))
+                                                               *confinement.python_paths()])),
+                                write=(cache,) if cache else ())
     landlock.restrict_self(paths=policy.rules(), connect_ports=())
     seccomp.apply()
 
 
-__all__ = ["Hit", "Pages", "helper", "search_documents"]
+__all__ = ["Hit", "Pages", "helper", "pages_cache_dir", "search_documents"]
 
 
 # ---- the guard's side: document inputs, findings with pages, citations ------------------------------------
@@ -213,7 +238,16 @@ def check_documents(search: Any, citations: Sequence[Any], fields: Sequence[Any]
         return [], {}
     cited = {c.text for c in citations if c.source is not None or c.page is not None}
     wanted = [q for q in search.quotes if q in cited or q not in search.found]
-    pages = search_documents(wanted, [(shown, path) for _, shown, path in docs], deadline=search.deadline)
+    every: dict[str, list[str] | None] = {}  # where each cited quote must be looked for: its source, or everywhere
+    for c in citations:
+        if c.text in wanted:
+            named = [shown for name, shown, _ in docs if c.source is not None and _same(c.source, shown, name)]
+            before = every.get(c.text, [])
+            every[c.text] = None if not named or before is None else [*before, *named]
+    first = {s for d in every.values() for s in d or ()}  # the cited documents are read first
+    order = sorted(docs, key=lambda d: d[1] not in first)
+    pages = search_documents(wanted, [(shown, path) for _, shown, path in order], deadline=search.deadline,
+                             every=every)
     if pages.timed_out:
         search.timed_out = True
     input_of = {shown: name for name, shown, _ in docs}

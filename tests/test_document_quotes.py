@@ -159,3 +159,13 @@ def test_the_documents_tutorial_run_in_both_sandboxes(kind: str, tmp_path: Path,
     assert cited == truth["notice"] and result.answer["invoice_totals"] == truth["totals"]
     first, second = result.trajectory.of(AttemptVerified)
     assert "is not on page 6 of lease-harbour.pdf: it is on page 7" in first.reason and second.accepted
+
+
+def test_the_helper_stops_once_every_quote_is_placed(folder: Path) -> None:
+    docs = [("lease.pdf", str(folder / "lease.pdf")), ("agreement.docx", str(folder / "agreement.docx"))]
+    found = search_documents([RENT], docs, deadline=time.monotonic() + 20)
+    assert found.reached == {"lease.pdf"} and found.hits[RENT][0].page == 8
+    cited = search_documents([RENT], docs, deadline=time.monotonic() + 20, every={RENT: None})
+    assert cited.reached == {"lease.pdf", "agreement.docx"}  # a page-only citation is looked for everywhere
+    named = search_documents([NOTICE], docs, deadline=time.monotonic() + 20, every={NOTICE: ["lease.pdf"]})
+    assert named.reached == {"lease.pdf", "agreement.docx"}  # not in the cited one: read on to say where it is

@@ -375,14 +375,23 @@ def _office(path: str, shown: str, module: str) -> tuple[dict[str, Any], Any]:
 def _docx(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
     meta, docx = _office(path, shown, "docx")
     d = docx.Document(path)
+    names: dict[str | None, str] = {None: ""}  # style id -> name, looked up once per id (paragraph.style is slow)
+
+    def style_name(sid: str | None) -> str:
+        if sid not in names:
+            found = d.styles.element.get_by_id(sid)
+            names[sid] = str(found.name_val or "") if found is not None else ""
+        return names[sid]
+
     sections: Pages = []
     label, lines = "", list[str]()
     for block in d.iter_inner_content():
         if hasattr(block, "rows"):
             lines.extend("\t".join(c.text for c in row.cells) for row in block.rows)
             continue
-        style = (block.style.name if block.style is not None else "") or ""
-        if style.startswith("Heading") or style == "Title":
+        ppr = block._p.pPr
+        style = style_name(ppr.style if ppr is not None else None).lower()  # "heading 1" in the XML
+        if style.startswith("heading") or style == "title":
             if label or any(s.strip() for s in lines):
                 sections.append({"text": "\n".join([label, *lines]).strip(), "label": label})
             label, lines = block.text.strip(), []
