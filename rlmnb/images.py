@@ -29,6 +29,8 @@ MAX_SIDE = 2048
 MAX_BYTES = 20 * 2**20
 MAX_PIXELS = 100_000_000
 MAX_IMAGES = 50  # per call
+THUMB_SIDE = 96  # px, the widget's thumbnail (made in the sandbox, where images may be decoded)
+MAX_THUMB_BYTES = 64 * 2**10
 FORMATS = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
            ".webp": "image/webp"}
 
@@ -45,6 +47,7 @@ class Image:
     mime: str
     width: int
     height: int
+    thumb: bytes = b""  # a small PNG for the views, made in the sandbox ("" without Pillow)
 
     @property
     def sha(self) -> str:
@@ -56,9 +59,12 @@ class Image:
         return {"type": "image_url", "image_url": {"url": url}}
 
     def describe(self) -> dict[str, Any]:
-        """What events and views record of it (never the bytes)."""
-        return {"sha": self.sha, "mime": self.mime, "width": self.width, "height": self.height,
-                "bytes": len(self.data)}
+        """What events and views record of it: never the bytes; the thumbnail as a data URL when there is one."""
+        out: dict[str, Any] = {"sha": self.sha, "mime": self.mime, "width": self.width, "height": self.height,
+                               "bytes": len(self.data)}
+        if self.thumb:
+            out["thumb"] = f"data:image/png;base64,{base64.b64encode(self.thumb).decode('ascii')}"
+        return out
 
     def __repr__(self) -> str:
         return f"<Image {self.mime} {self.width}x{self.height}, {len(self.data):,} bytes>"
@@ -123,8 +129,9 @@ def image_tokens(width: int, height: int) -> int:
     return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
 
 
-def from_wire(data: bytes, what: str = "the image") -> Image:
-    """An Image from untrusted bytes, checked by its header only (the host never decodes images)."""
+def from_wire(data: bytes, what: str = "the image", thumb: bytes = b"") -> Image:
+    """An Image from untrusted bytes, checked by its header only (the host never decodes images); a
+    thumbnail that is not a small PNG is dropped."""
     if len(data) > MAX_BYTES:
         raise ImageError(f"{what} is {len(data):,} bytes, over the {MAX_BYTES:,}-byte limit; resize it.")
     found = header(data)
@@ -133,7 +140,9 @@ def from_wire(data: bytes, what: str = "the image") -> Image:
     mime, w, h = found
     if w * h > MAX_PIXELS or w == 0 or h == 0:
         raise ImageError(f"{what} claims {w}x{h} pixels; that is not an image a model can read.")
-    return Image(data, mime, w, h)
+    small = header(thumb) if thumb and len(thumb) <= MAX_THUMB_BYTES else None
+    keep = small is not None and small[0] == "image/png" and max(small[1], small[2]) <= THUMB_SIDE
+    return Image(data, mime, w, h, thumb if keep else b"")
 
 
 @dataclass(frozen=True)
@@ -182,10 +191,33 @@ def prepare(value: Any, what: str = "the image") -> Image:
                          "(doc.pages[i]).")
     image = from_wire(data, what)
     if max(image.width, image.height) <= MAX_SIDE:
-        return image
+        return _thumbnailed(image)
     pil = _pil()
     with pil.open(io.BytesIO(image.data)) as opened:
         return _shrink(opened, what)
+
+
+def _thumbnailed(image: Image) -> Image:
+    """The image with a THUMB_SIDE-px PNG thumbnail, when Pillow is here (sandbox side)."""
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        return image
+    try:
+        with PILImage.open(io.BytesIO(image.data)) as opened:
+            return Image(image.data, image.mime, image.width, image.height, _thumb(opened))
+    except Exception:  # a thumbnail is a nicety; an image Pillow cannot read still goes to the model
+        return image
+
+
+def _thumb(pil_image: Any) -> bytes:
+    small = pil_image.copy()
+    small.thumbnail((THUMB_SIDE, THUMB_SIDE))
+    if small.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+        small = small.convert("RGB")
+    out = io.BytesIO()
+    small.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def prepare_all(images: Any, what: str) -> list[Image]:
@@ -216,7 +248,7 @@ def _shrink(pil_image: Any, what: str) -> Image:
         pil_image = pil_image.convert("RGB")
     out = io.BytesIO()
     pil_image.save(out, format="PNG")
-    return from_wire(out.getvalue(), what)
+    return from_wire(out.getvalue(), what, _thumb(pil_image))
 
 
 __all__ = ["FORMATS", "MAX_SIDE", "Image", "ImageError", "ImageFile", "from_wire", "header", "image_tokens",

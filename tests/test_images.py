@@ -4,6 +4,7 @@ images, resizing, headers read without decoding, and folders of images as inputs
 
 from __future__ import annotations
 
+import base64
 import io
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from sandbox_support import code, observations
 from rlmnb import RLM
 from rlmnb.config import RLMConfig
 from rlmnb.events import SubCallFinished, SubCallStarted
-from rlmnb.images import MAX_SIDE, header, image_tokens, prepare, prepare_all
+from rlmnb.images import MAX_SIDE, from_wire, header, image_tokens, prepare, prepare_all
 from rlmnb.inputs import bind_inputs
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.fake_behaviours import image_text_responder
@@ -59,6 +60,9 @@ def test_headers_give_format_and_size_without_decoding() -> None:
     for fmt, mime in (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")):
         assert header(invoice(None, "x", (321, 123), fmt)) == (mime, 321, 123)
     assert header(b"%PDF-1.4 not an image") is None
+    png = invoice(None, "x", (50, 50))
+    assert from_wire(png, thumb=png).thumb == png and from_wire(png, thumb=b"<svg/>").thumb == b""
+    assert from_wire(png, thumb=invoice(None, "x", (500, 50))).thumb == b""  # too big to be a thumbnail
     assert image_tokens(1024, 1024) == 765 and image_tokens(4096, 8192) == 1105  # OpenAI's published examples
 
 
@@ -122,6 +126,7 @@ def test_vision_sub_calls_over_http_count_image_tokens_and_are_cached(kind: str,
     started = result.trajectory.of(SubCallStarted)
     assert [len(e.images) for e in started] == [1, 1, 1, 1]
     assert started[0].images[0]["width"] == 600 and started[0].images[0]["sha"] == started[3].images[0]["sha"]
+    assert started[0].images[0]["thumb"].startswith("data:image/png;base64,")  # a thumbnail for the views
     finished = result.trajectory.of(SubCallFinished)
     assert finished[-1].cached and all(f.usage["input_tokens"] >= per_image for f in finished[:3])
 
@@ -190,6 +195,9 @@ def test_a_pdf_page_rendered_in_the_kernel_goes_to_a_vision_sub_call(tmp_path: P
     assert stats["images"] == 1 and stats["prompt_tokens"] >= image_tokens(1241, 1754)
     assert "'Read this scanned page.' + 1 image (1241x1754 PNG) -> 'NONE'" in render_text(result.trajectory)
     assert "1 image (1241x1754 PNG)" in render_html(result.trajectory)
+    thumb = started.images[0]["thumb"]  # made in the kernel, checked by its header on the host, shown as is
+    assert header(base64.b64decode(thumb.split(",", 1)[1])) == ("image/png", 68, 96)
+    assert f'<img src="{thumb}"' in render_html(result.trajectory)
 
 
 @pytest.mark.parametrize("kind", ["local", "kernel"])

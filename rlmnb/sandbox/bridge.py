@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..images import MAX_BYTES as MAX_IMAGE_BYTES
-from ..images import MAX_IMAGES, Image, from_wire
+from ..images import MAX_IMAGES, MAX_THUMB_BYTES, Image, from_wire
 from .base import SandboxHost
 from .transfer import decode_value, encode_value, read_image
 
@@ -263,8 +263,14 @@ class Broker:
         """Images the kernel wrote as files in the transfer directory, checked by their headers (never decoded)."""
         if not isinstance(files, list) or len(files) > MAX_IMAGES:
             raise TypeError(f"the images must be a list of at most {MAX_IMAGES} files")
-        return [from_wire(read_image(path, self.transfer_dir, MAX_IMAGE_BYTES), f"image {i}")
-                for i, path in enumerate(files)]
+        out = []
+        for i, entry in enumerate(files):
+            if not isinstance(entry, dict):
+                raise TypeError("each image must be {'image': path, 'thumb': path or None}")
+            thumb = read_image(entry["thumb"], self.transfer_dir, MAX_THUMB_BYTES) if entry.get("thumb") else b""
+            out.append(from_wire(read_image(entry.get("image"), self.transfer_dir, MAX_IMAGE_BYTES), f"image {i}",
+                                 thumb))
+        return out
 
     def _image_lists(self, per: Any) -> list[list[Image]]:
         if not isinstance(per, list):

@@ -94,9 +94,12 @@ class SocketBridge:
         return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model,
                                           images=[self._images(x) for x in images])]
 
-    def _images(self, images: list[Image]) -> list[str]:
-        """Each image as a file in the transfer directory (never inline in the frame); the host deletes them."""
-        return [write_image(image.data, self.settings["transfer_dir"]) for image in images]
+    def _images(self, images: list[Image]) -> list[dict[str, str | None]]:
+        """Each image (and its thumbnail) as files in the transfer directory, never inline in the frame;
+        the host deletes them."""
+        folder = self.settings["transfer_dir"]
+        return [{"image": write_image(i.data, folder), "thumb": write_image(i.thumb, folder) if i.thumb else None}
+                for i in images]
 
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._decode(self.call("rlm_query", prompt=prompt, inputs=self._encode(inputs)))
