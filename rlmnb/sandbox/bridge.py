@@ -193,7 +193,7 @@ class Broker:
         try:
             try:
                 token = await asyncio.wait_for(reader.readexactly(TOKEN_SIZE), AUTH_TIMEOUT_S)
-            except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+            except (TimeoutError, asyncio.IncompleteReadError):
                 token = b""
             if not hmac.compare_digest(token, self.secret.encode("ascii")):
                 self.refused += 1

@@ -361,7 +361,7 @@ def decode_value(data: Any, directory: str, *, allow_pickle: bool) -> Any:
     raise ValueError(f"unexpected value tag {tag!r}")
 
 
-_REFUSED = "a value file that is not a plain file of the sandbox's transfer directory was refused"
+_REFUSED = "a value file outside the sandbox's transfer directory, or not a plain file in it, was refused"
 
 
 def _open_inside(path: str, directory: str) -> int:
