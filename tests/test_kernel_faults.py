@@ -25,7 +25,7 @@ from sandbox_support import EchoHost, code, leftovers, observations
 from rlmnb import RLM
 from rlmnb.events import CodeExecuted
 from rlmnb.sandbox import transfer
-from rlmnb.sandbox.bridge import pack, recv_frame
+from rlmnb.sandbox.bridge import TOKEN_SIZE, pack, recv_frame
 from rlmnb.sandbox.environment import looks_secret, scrubbed_env
 from rlmnb.sandbox.kernel import KernelSandbox
 from rlmnb.sandbox.warm import pool
@@ -286,8 +286,9 @@ async def test_the_broker_answers_only_requests_with_the_runs_secret() -> None:
 
         def ask(secret: str) -> Any:
             with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as sock:
-                sock.sendall(pack({"secret": secret, "run": broker.run, "turn": 1, "step": 1, "id": 1,
-                                   "op": "llm_query", "prompt": "hi"}))
+                sock.sendall(secret.encode("ascii").ljust(TOKEN_SIZE, b"-")[:TOKEN_SIZE]
+                             + pack({"run": broker.run, "turn": 1, "step": 1, "id": 1, "op": "llm_query",
+                                     "prompt": "hi"}))
                 try:
                     return recv_frame(sock)
                 except Exception as exc:

@@ -71,9 +71,11 @@ def test_a_plan_whose_files_are_missing_fails_at_binding(tmp_path: Path) -> None
         bind_inputs({"gone": pl.scan_parquet(tmp_path / "missing.parquet")}, RLMConfig())
 
 
-def test_a_plan_names_the_folders_it_reads(parquet: Path) -> None:
+def test_a_plan_names_what_it_reads_and_nothing_around_it(parquet: Path) -> None:
     fields, _ = bind_inputs({"sales": pl.scan_parquet(parquet)}, RLMConfig())
-    assert fields[0].read_paths == (str(parquet.parent),)
+    assert fields[0].read_paths == (str(parquet),)  # one file: that file, not its folder
+    glob, _ = bind_inputs({"g": pl.scan_parquet(f"{parquet.parent}/**/*.parquet")}, RLMConfig())
+    assert glob[0].read_paths == (str(parquet.parent),)  # a glob: the folder it lists, not its parent
 
 
 # ---- what each sandbox sees -----------------------------------------------------------------------------

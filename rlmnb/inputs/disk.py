@@ -8,6 +8,23 @@ import os
 from dataclasses import dataclass
 
 SNIFF_BYTES = 8192         # head of a file that decides text or binary
+_WILDCARDS = "*?[{"
+
+def readable_root(path: str) -> str | None:
+    """What a confined kernel must be allowed to read for a lazy input that names `path`: an existing
+    file or folder itself, or for a glob (`data/**/*.parquet`, `data/year=202?/x.csv`) the longest
+    leading folder without a wildcard, which the reader lists (`data`, not its parent). None for a URL
+    or a path that names nothing here."""
+    if "://" in path:
+        return None
+    where = os.path.abspath(path)
+    if any(c in where for c in _WILDCARDS):
+        parts = where.split(os.sep)
+        plain = list(itertools.takewhile(lambda part: not any(c in part for c in _WILDCARDS), parts))
+        where = os.sep.join(plain) or os.sep
+        return where if os.path.isdir(where) else None
+    return where if os.path.exists(where) else None
+
 
 def _sniff(head: bytes, complete: bool) -> str | None:
     """Why the head of a file is binary, or None for UTF-8 text."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import duck
+from .disk import readable_root
 from .duckplan import PlanFacts
 
 _PROBE = "_rlmnb_probe"
@@ -188,11 +189,9 @@ def paths_in(texts: Sequence[str]) -> tuple[str, ...]:
     found: list[str] = []
     for text in texts:
         for m in _QUOTED.finditer(text):
-            path = os.path.abspath(m.group(1).replace("''", "'"))
-            if os.path.exists(path):
-                found.append(path)
-            elif any(c in path for c in "*?[") and os.path.isdir(os.path.dirname(path.split("*")[0])):
-                found.append(os.path.dirname(path.split("*")[0]))
+            root = readable_root(m.group(1).replace("''", "'"))
+            if root is not None:
+                found.append(root)
     return tuple(dict.fromkeys(found))
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from .arrow import arrow_tokens
 from .brief import SAMPLE_ROWS, _sample_positions
+from .disk import readable_root
 from .lazytable import lazy_table_info
 from .records import Field, _type_name
 from .registry import Family
@@ -31,7 +32,7 @@ from .registry import Family
 if TYPE_CHECKING:
     from ..config import RLMConfig
 
-MAX_READ_PATHS = 16   # above this many scanned folders, their common parent is named instead
+MAX_READ_PATHS = 16   # above this many scanned paths, their common parent is named instead
 
 _ONE_LINE_ERROR = 300
 
@@ -109,16 +110,43 @@ _BLOCKING_STEPS = (("SORT", "it sorts"), ("AGGREGATE", "it aggregates"), ("JOIN"
 
 
 def scanned_paths(lf: Any) -> tuple[str, ...]:
-    """The folders holding the files a plan scans (a confined kernel must be able to read them)."""
-    folders: list[str] = []
-    for path in _sources(lf):
-        if "://" not in path:
-            folder = os.path.dirname(os.path.abspath(path))
-            if folder not in folders:
-                folders.append(folder)
-    if len(folders) > MAX_READ_PATHS:
-        folders = [os.path.commonpath(folders)]
-    return tuple(folders)
+    """What a confined kernel must read to run the plan: each scanned file, each scanned folder, and for
+    a glob the longest folder before its first wildcard (Polars lists it again in the kernel: a Hive
+    folder, `data/**/*.parquet`), never the folder around them."""
+    roots: list[str] = []
+    for path in _plan_paths(lf) or _sources(lf):
+        root = readable_root(path)
+        if root is not None and root not in roots:
+            roots.append(root)
+    if len(roots) > MAX_READ_PATHS:
+        roots = [os.path.commonpath(roots)]
+    return tuple(roots)
+
+
+def _plan_paths(lf: Any) -> list[str]:
+    """The paths and globs the plan's scans were given, as written (the JSON plan's "Paths"); [] when
+    the plan cannot be written as JSON (then `explain`'s expanded file list is used)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = json.loads(lf.serialize(format="json"))
+    except Exception:
+        return []
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "Paths" and isinstance(value, list):
+                    found.extend(e["inner"] for e in value if isinstance(e, dict) and isinstance(e.get("inner"), str))
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(plan)
+    return found
 
 
 def _sources(lf: Any) -> list[str]:

@@ -1,9 +1,12 @@
 """The loopback broker: how `llm_query`, tools and `rlm_query` in a kernel sandbox reach the host.
 
-Each call from the kernel opens one TCP connection to 127.0.0.1, sends one length-prefixed JSON
-request and reads one reply. Connections are never shared, so replies cannot cross between the
-kernel's threads. Every request carries the run's secret (other local processes are refused), the
-run id, the turn and the step (one per executed snippet, unique within the sandbox); when a step times
+Each call from the kernel opens one TCP connection to 127.0.0.1, sends the run's secret token
+(`TOKEN_SIZE` bytes) and one length-prefixed JSON request, and reads one reply. The broker reads the
+token first and compares it in constant time before it reads anything else: a connection from another
+local process is closed after at most `TOKEN_SIZE` bytes were read by the broker (and at most
+`STREAM_LIMIT`-sized buffers were filled by the event loop), so no one without the secret can make the
+notebook allocate a large frame. Connections are never shared, so replies cannot cross between the
+kernel's threads. Every request carries the run id, the turn and the step (one per executed snippet, unique within the sandbox); when a step times
 out, its calls still in flight are cancelled and nothing is sent back for them, so a late answer can
 never land in a later snippet.
 
@@ -30,7 +33,10 @@ from .base import SandboxHost
 from .transfer import decode_value, encode_value
 
 HEADER = struct.Struct(">I")
-MAX_FRAME = 256 << 20  # a request or reply larger than 256 MiB is refused
+MAX_FRAME = 256 << 20  # a request or reply larger than 256 MiB is refused (after the token was checked)
+TOKEN_SIZE = 32  # the secret token that opens every connection: 32 hex characters (128 bits)
+AUTH_TIMEOUT_S = 10.0  # a connection that has not sent its token by then is closed
+STREAM_LIMIT = 64 << 10  # the event loop stops reading a connection whose unread buffer exceeds twice this
 MIME = "application/x-rlmnb+json"  # the kernel side's replies, read from the execute reply's user expressions
 
 
@@ -45,6 +51,19 @@ def pack(obj: Any) -> bytes:
         raise ProtocolError(f"the call carries {len(data):,} bytes, more than the {MAX_FRAME:,} bytes one call may "
                             f"carry; send fewer or smaller prompts per call")
     return HEADER.pack(len(data)) + data
+
+
+def new_secret() -> str:
+    """A fresh secret token (TOKEN_SIZE ASCII characters)."""
+    return secrets.token_hex(TOKEN_SIZE // 2)
+
+
+def opening(secret: str) -> bytes:
+    """The bytes that open a connection to the broker: the secret token, before any frame."""
+    token = secret.encode("ascii")
+    if len(token) != TOKEN_SIZE:
+        raise ProtocolError("the broker's secret has the wrong size")
+    return token
 
 
 def unpack(data: bytes) -> Any:
@@ -106,6 +125,7 @@ class Broker:
         self.secret = ""
         self.port = 0
         self.calls = 0
+        self.refused = 0  # connections closed because their token was wrong or missing
         self._sock: socket.socket | None = None
         self._server: asyncio.AbstractServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -118,14 +138,14 @@ class Broker:
         await self.close()
         self.host = host
         self.run = secrets.token_hex(8)
-        self.secret = secrets.token_hex(16)
+        self.secret = new_secret()
         self._dead_steps.clear()
         sock = self.listener.dup() if self.listener is not None else listening_socket()
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
         self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(self._serve, sock=sock, limit=2**20)
+        self._server = await asyncio.start_server(self._serve, sock=sock, limit=STREAM_LIMIT)
 
     def settings(self) -> dict[str, Any]:
         """What the kernel side needs to call back (pushed to it on every attach)."""
@@ -171,10 +191,16 @@ class Broker:
         task = asyncio.current_task()
         step = None
         try:
+            try:
+                token = await asyncio.wait_for(reader.readexactly(TOKEN_SIZE), AUTH_TIMEOUT_S)
+            except (TimeoutError, asyncio.IncompleteReadError):
+                token = b""
+            if not hmac.compare_digest(token, self.secret.encode("ascii")):
+                self.refused += 1
+                return  # another process, or an old run's secret: closed before any frame is read
             req = await read_frame(reader)
-            if not isinstance(req, dict) or not hmac.compare_digest(str(req.get("secret", "")), self.secret) \
-                    or req.get("run") != self.run:
-                return  # not ours (an old run, or another process): no answer at all
+            if not isinstance(req, dict) or req.get("run") != self.run:
+                return  # not ours (an old run): no answer at all
             step, turn = req.get("step"), req.get("turn")
             if not isinstance(step, int) or step in self._dead_steps:
                 return
@@ -281,5 +307,5 @@ def _strs(value: Any) -> list[str]:
     return value
 
 
-__all__ = ["MIME", "Broker", "ProtocolError", "error_record", "listening_socket", "pack", "read_frame", "recv_frame",
-           "unpack"]
+__all__ = ["MIME", "TOKEN_SIZE", "Broker", "ProtocolError", "error_record", "listening_socket", "new_secret",
+           "opening", "pack", "read_frame", "recv_frame", "unpack"]

@@ -102,6 +102,11 @@ class KernelProcess:
         self.home = home
         self.policy: Policy | None = (build_policy(own_dirs=(self.runtime_dir, self.cwd), **confine)
                                       if confine is not None else None)
+        # what it was granted beyond its own home (transfer directory, broker port): a spare serves a run
+        # only when this equals the run's own grants (see KernelSupply._fits)
+        self.grants: dict[str, Any] | None = (
+            {k: v for k, v in confine.items() if k not in ("transfer_dir", "broker_port")} if confine is not None
+            else None)
         self.km: Any = None
         self.client: Any = None
         self.context: Any = None

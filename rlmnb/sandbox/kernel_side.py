@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import errors as rlm_errors
-from .bridge import MIME, pack, recv_frame
+from .bridge import MIME, opening, pack, recv_frame
 from .kernel_output import MirroredBuffer, OutputRouter
 from .local import LazyInputs, _sandbox_builtins
 from .primitives import install, user_variables
@@ -64,11 +64,11 @@ class SocketBridge:
     def call(self, op: str, **payload: Any) -> Any:
         s = self.settings
         turn, step = self.turn, self.step
-        req = {"secret": s["secret"], "run": s["run"], "turn": turn, "step": step, "id": next(self._ids), "op": op,
+        req = {"run": s["run"], "turn": turn, "step": step, "id": next(self._ids), "op": op,
                **payload}
         with socket.create_connection(("127.0.0.1", s["port"])) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(pack(req))
+            sock.sendall(opening(s["secret"]) + pack(req))
             try:
                 reply = recv_frame(sock)
             except (OSError, ValueError) as exc:

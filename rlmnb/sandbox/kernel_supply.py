@@ -4,7 +4,10 @@ each under the sandbox's confinement (a mixin of KernelSandbox, kept apart from 
 A confined kernel's rules name its transfer directory and broker port, so a spare is launched with a
 home of its own (see kernel_process.Home) and the sandbox that takes it adopts that home; a spare is
 also launched under the rules for the inputs of the run that made it, so a next run over the same
-files finds it warm, and a run with other files starts cold.
+files (or, after a run without files, a next run without files) finds it warm. A run takes a confined
+spare only when the spare's grants are exactly the run's own (`grants`): Landlock can only narrow a
+process's rights, so a spare that may read more than the run (an earlier run's private file) is killed
+and the run starts cold.
 """
 
 from __future__ import annotations
@@ -42,6 +45,18 @@ class KernelSupply:
     def _key(self) -> tuple[Any, ...]:
         return (sys.executable, self.cwd, self.confinement.active, self.allow_paths, self.allow_network)
 
+    def _grants(self) -> dict[str, Any]:
+        """What a kernel for this sandbox's inputs is granted beyond every kernel's base rules, in a form
+        that compares equal exactly when two kernels may read and reach the same things."""
+        paths, ports = needs(list(self._fields.values()))
+        return {"input_paths": tuple(sorted(paths)), "input_ports": tuple(sorted(ports)),
+                "allow_paths": tuple(self.allow_paths), "allow_network": tuple(self.allow_network)}
+
+    def _fits(self, kernel: KernelProcess) -> bool:
+        """Whether a spare may serve this sandbox: unconfined, or confined with exactly this run's grants
+        (a spare granted more, e.g. an earlier run's file, must never serve a run that was not given it)."""
+        return kernel.policy is None or kernel.grants == self._grants()
+
     def _covers(self, kernel: KernelProcess) -> bool:
         """Whether the kernel's confinement lets it read and reach every input bound so far."""
         return kernel.policy is None or kernel.policy.covers(*needs(list(self._fields.values())))
@@ -50,16 +65,14 @@ class KernelSupply:
         """build_policy's arguments for a kernel serving this sandbox's inputs (None: not confined)."""
         if not self.confinement.on:
             return None
-        paths, ports = needs(list(self._fields.values()))
-        return {"transfer_dir": transfer_dir, "broker_port": port, "input_paths": paths, "input_ports": ports,
-                "allow_paths": self.allow_paths, "allow_network": self.allow_network}
+        return {"transfer_dir": transfer_dir, "broker_port": port, **self._grants()}
 
     async def _obtain(self) -> KernelProcess:
         """A ready kernel no run has touched: the warm spare when it fits, else a cold start.
 
         A spare fits when it was started with no variable this run's scrubbed environment lacks (a
         variable it has cannot be taken back: /proc/self/environ keeps it) and, when confined, when its
-        rules cover the inputs; variables added or changed since are set in the kernel by `configure`.
+        grants are exactly this run's (`_fits`); variables added or changed since are set in the kernel by `configure`.
         A confined sandbox only takes the spare it adopted at its first start (the spare's rules name
         that spare's transfer directory and broker port). A spare that fails to come up is replaced by a
         cold start.
@@ -69,7 +82,7 @@ class KernelSupply:
         kernel, self._spare = self._spare, None
         if kernel is None and self.warm and not self.confinement.on:
             kernel = pool.take(key)
-        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._covers(kernel)):
+        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._fits(kernel)):
             await asyncio.to_thread(kernel.kill)
             kernel = None
         if kernel is not None:

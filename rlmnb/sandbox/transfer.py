@@ -9,6 +9,9 @@ A source object shipped once is not shipped again by the same sandbox (`--contin
 Values of sub-calls (tool arguments, `rlm_query` inputs and answers) use `encode_value`, a tagged
 JSON form whose large tables and arrays travel as files too. Kernel -> host decoding never unpickles:
 the kernel runs code we did not read, so the host accepts only JSON, Arrow IPC and pickle-free `.npy`.
+A value file is opened by its one name relative to the transfer directory's descriptor, without
+following a link, and must be a plain file with one link: the kernel may write that directory, so
+nothing is checked first and opened later (a link swapped in between could point anywhere).
 
 This module is imported on both sides; it needs only the standard library until a table or an array
 is actually moved.
@@ -24,6 +27,7 @@ import pickle
 import re
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -347,35 +351,69 @@ def decode_value(data: Any, directory: str, *, allow_pickle: bool) -> Any:
     if tag == "bytes":
         return base64.b64decode(data["v"])
     if tag in ("arrow", "npy"):
-        path = _inside(str(data["path"]), directory)
+        fd = _open_inside(str(data["path"]), directory)
         try:
-            return _read_value_file(tag, path, data, trusted=allow_pickle)
+            return _read_value_file(tag, fd, data, trusted=allow_pickle)
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            os.close(fd)
     if tag == "pickle" and allow_pickle:
         return pickle.loads(base64.b64decode(data["v"]))  # noqa: S301 - host -> kernel only
     raise ValueError(f"unexpected value tag {tag!r}")
 
 
-def _inside(path: str, directory: str) -> str:
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(directory) or not os.path.isfile(real):
-        raise ValueError("a value file outside the sandbox's transfer directory was refused")
-    return real
+_REFUSED = "a value file outside the sandbox's transfer directory, or not a plain file in it, was refused"
 
 
-def _read_value_file(tag: str, path: str, data: Mapping[str, Any], *, trusted: bool) -> Any:
+def _open_inside(path: str, directory: str) -> int:
+    """A read descriptor of the value file `path` names, unlinked from `directory` (a ValueError when
+    it is not a plain, singly linked file directly in it).
+
+    Only the last component of `path` is used, opened relative to the directory's own descriptor with
+    O_NOFOLLOW (and O_NONBLOCK: a FIFO never blocks the host), so a symlink, a swapped-in link or a
+    hard link to a file elsewhere is refused, and what is read is what was opened.
+    """
+    name = os.path.basename(path)
+    if (name in ("", ".", "..") or "\0" in name
+            or os.path.realpath(os.path.dirname(os.path.abspath(path))) != os.path.realpath(directory)):
+        raise ValueError(_REFUSED)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            raise ValueError(_REFUSED) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            raise ValueError(_REFUSED)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)  # the name only: the open descriptor stays readable
+        return fd
+    finally:
+        os.close(dir_fd)
+
+
+def _read_value_file(tag: str, fd: int, data: Mapping[str, Any], *, trusted: bool) -> Any:
     if tag == "npy":
         import numpy as np
 
-        return np.load(path, allow_pickle=False)
-    table = read_ipc(path)  # stays mapped after the file is unlinked, until the table is dropped
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return np.load(f, allow_pickle=False)
+    import mmap
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    size = os.fstat(fd).st_size
+    if size == 0:
+        raise ValueError("an empty value file was refused")
+    mapped = mmap.mmap(fd, size, access=mmap.ACCESS_READ)  # stays mapped until the table is dropped
+    table = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
     if not trusted:
         table.validate(full=True)
     if data["kind"] == "arrow":
         return table.to_batches()[0] if data.get("record_batch") and table.num_rows else table
-    df = frame_from_arrow(table).copy()  # detached from the file, which is deleted next
+    df = frame_from_arrow(table).copy()  # detached from the mapping
     return df["__series__"].rename(data.get("series_name")) if data["kind"] == "series" else df
 
 
