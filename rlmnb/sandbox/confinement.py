@@ -334,7 +334,7 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
     abi, seccomp_ok, why = probe()
     guards = plan(abi, seccomp_ok, why)
     active = "+".join(name for name, used in (("landlock", abi >= 1), ("seccomp", seccomp_ok)) if used) or "none"
-    reason = "" if active != "none" else (why or "this system has neither Landlock nor seccomp")
+    reason = "" if active != "none" else (why or "this system has neither Landlock (Linux 5.13+) nor seccomp")
     found = Confinement(mode, active, abi, reason, paths, network, guards)
     if mode == "required" and not found.complete:
         raise ConfigError(f"confinement='required' but {found.shortfall()}; use confinement='auto' to run with "
