@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -226,3 +227,37 @@ def test_the_filter_alone_in_a_real_process() -> None:
                    "tfo connect": "EACCES", "socketpair": "allowed", "signal self": "allowed",
                    "signal parent": "EPERM", "signal group": "EPERM", "signal all": "EPERM", "pidfd": "EPERM",
                    "thread": "allowed", "signal own thread": "allowed"}
+
+
+def test_a_partial_confinement_is_said_in_the_widget_and_rlm_config(fake_kernel: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from rlmnb.widget import confinement_html
+
+    _fake(fake_kernel, 3)
+    partial = resolve("auto", allow_network=["127.0.0.1:9"]).to_dict()
+    line = confinement_html({"sandbox": "kernel", "confinement": partial})
+    assert "sandbox confined (landlock+seccomp); allowed: 127.0.0.1:9; not enforced: network (Landlock ABI 3" in line
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "rlmnb")
+    try:
+        sh.run_line_magic("rlm", "config")
+        report = capsys.readouterr().out
+    finally:
+        sh.run_line_magic("unload_ext", "rlmnb")
+    assert "landlock+seccomp (Landlock ABI 3); enforced: files, signals, processes, sockets; not enforced: network" in report
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="the CI rule applies only where the machine has Landlock")
+def test_in_ci_a_skipped_confinement_test_fails_loudly(tmp_path: Path) -> None:
+    (tmp_path / "test_confinement.py").write_text(
+        "import pytest\n\n@pytest.mark.skip(reason='no Landlock here')\ndef test_gap():\n    pass\n\n"
+        "@pytest.mark.skip(reason='no SCTP (allowed in CI)')\ndef test_feature():\n    pass\n")
+    env = {"PYTHONPATH": f"{ROOT}/tests{os.pathsep}{ROOT}", "PATH": os.environ.get("PATH", "")}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "ci_confinement", "-p", "no:cacheprovider", str(tmp_path)]
+    in_ci = subprocess.run(command, cwd=tmp_path, env={**env, "CI": "1"}, capture_output=True, text=True, timeout=120)
+    assert in_ci.returncode == 1 and "1 skipped, 1 error" in in_ci.stdout, in_ci.stdout  # a skip at setup: an error
+    assert "CONFINEMENT TEST SKIPPED IN CI ON A MACHINE WITH LANDLOCK" in in_ci.stdout
+    local = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert local.returncode == 0 and "2 skipped" in local.stdout, local.stdout
