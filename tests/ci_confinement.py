@@ -8,6 +8,8 @@ unless its reason carries CI_SKIP_OK (a kernel feature that is absent, e.g. SCTP
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ CI_SKIP_OK = "(allowed in CI)"  # a skip reason that names a missing kernel feat
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if not (report.skipped and os.environ.get("CI") and item.path.name in CONFINEMENT_TESTS):

@@ -43,7 +43,7 @@ MATRIX: dict[int, tuple[set[str], set[str]]] = {
 @pytest.fixture
 def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     """Lets a test set the Landlock ABI and seccomp availability the probe sees."""
-    monkeypatch.setattr(confinement.sys, "platform", "linux")
+    monkeypatch.setattr(sys, "platform", "linux")
     confinement.probe.cache_clear()
     try:
         yield monkeypatch
@@ -52,8 +52,8 @@ def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 
 
 def _fake(patch: pytest.MonkeyPatch, abi: int, seccomp_ok: bool = True) -> None:
-    patch.setattr(confinement.landlock, "abi_version", lambda: abi)
-    patch.setattr(confinement.seccomp, "available", lambda: seccomp_ok)
+    patch.setattr(landlock, "abi_version", lambda: abi)
+    patch.setattr(seccomp, "available", lambda: seccomp_ok)
     confinement.probe.cache_clear()
 
 
