@@ -17,11 +17,12 @@ from .blocking import run_coroutine_blocking
 from .budget import Budget
 from .config import RLMConfig, field_names
 from .errors import ConfigError, ReplayDivergence
-from .events import Event, EventBus, Trajectory
+from .events import Event, EventBus, RunStarted, Trajectory
 from .jsonable import recordable
 from .lm_factory import resolve_model
 from .models import LM, model_label
 from .runs import execute_run
+from .sandbox.confinement import Confinement
 from .sandbox.primitives import check_tools
 from .schema import AnswerSchema
 from .tree import RunRecord, RunSpec, Session, Tree
@@ -49,6 +50,15 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "submitted"
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """The sandbox's confinement as the run recorded it (what was and was not enforced), or None for a
+        trajectory from before it was recorded. `result.confinement.describe()` says it in one line."""
+        started = next((e for e in self.trajectory.events if isinstance(e, RunStarted)), None)
+        if started is None or started.confinement is None:
+            return None
+        return Confinement.from_dict(started.confinement)
 
     def to_dict(self) -> dict[str, Any]:
         answer = recordable(self.answer)

@@ -102,8 +102,8 @@ class RLMConfig:
     map_retries: int = 2
     """Times an llm_map item whose answer is missing or invalid is re-asked on its own before it is None."""
     confinement: str = "auto"
-    """Kernel sandbox confinement (Linux Landlock + seccomp): 'auto' (where the system can, saying once where
-    it cannot), 'required' (refuse to run without it) or 'off'."""
+    """Kernel sandbox confinement (Linux Landlock + seccomp): 'auto' (as far as the system can, saying every run
+    what is not enforced), 'required' (refuse to run unless every guard holds) or 'off'."""
     allow_paths: tuple[str, ...] = ()
     """More paths a confined kernel sandbox may read ('/data' or '/data:ro'), or read and write ('/out:rw')."""
     allow_network: tuple[str, ...] = ()

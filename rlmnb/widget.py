@@ -42,15 +42,19 @@ from .views.text import summary_line
 
 
 def confinement_html(run: dict[str, Any]) -> str:
-    """A muted line saying whether the run's kernel sandbox is confined (live widget only)."""
+    """A muted line saying, every run, whether the run's kernel sandbox is confined and what is not enforced."""
     conf = run.get("confinement") or {}
     if not conf or run.get("sandbox") != "kernel":
         return ""
-    if conf.get("active", "none") != "none":
-        allowed = [*conf.get("allow_paths", ()), *conf.get("allow_network", ())]
-        text = "sandbox confined (" + str(conf["active"]) + ")" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    from .sandbox.confinement import Confinement
+
+    found = Confinement.from_dict(conf)
+    if found.on:
+        allowed = [*found.allow_paths, *found.allow_network]
+        text = "sandbox confined (" + found.active + ")" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+        text += f"; {found.shortfall()}" if not found.complete else ""
     else:
-        text = "sandbox not confined: " + str(conf.get("reason") or "off")
+        text = "sandbox not confined: " + (found.reason or "off")
     return f'<div style="{MUTED};font-size:90%">{html.escape(text)}</div>'
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -72,7 +73,24 @@ ATTACKS: list[tuple[str, str]] = [
                      "t.start(); t.join()\n"
                      "if not box:\n    raise PermissionError('the thread could not read it')\nprint(box)"),
     ("signal the host", "import signal\nos.kill(os.getppid(), signal.SIGTERM)"),
+    ("probe the host with signal 0", "os.kill(os.getppid(), 0)"),
+    ("signal 0 to the test process", "os.kill(@TESTPID@, 0)"),
+    ("SIGUSR1 to the test process", "import signal\nos.kill(@TESTPID@, signal.SIGUSR1)"),
+    ("kill an unrelated process", "import signal\nos.kill(@SLEEPPID@, signal.SIGKILL)"),
+    ("a pidfd on the host", "import signal\nsignal.pidfd_send_signal(os.pidfd_open(os.getppid()), signal.SIGTERM)"),
+    ("MPTCP over IPv4", "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n"
+                        "s.connect(('127.0.0.1', @PORT@))\ns.sendall(inputs['text'].encode())"),
+    ("MPTCP over IPv6", "import socket\ns = socket.socket(socket.AF_INET6, socket.SOCK_STREAM, 262)\n"
+                        "s.connect(('::1', @PORT6@))\ns.sendall(inputs['text'].encode())"),
+    ("TCP Fast Open by sendto", "import socket\n"
+                                "socket.socket().sendto(inputs['text'].encode(), socket.MSG_FASTOPEN, ('127.0.0.1', @PORT@))"),
+    ("TCP Fast Open by sendmsg", "import socket\nsocket.socket().sendmsg([inputs['text'].encode()], [], "
+                                 "socket.MSG_FASTOPEN, ('127.0.0.1', @PORT@))"),
+    ("TCP_FASTOPEN_CONNECT", "import socket\ns = socket.socket()\ns.setsockopt(socket.IPPROTO_TCP, 30, 1)\n"
+                             "s.connect(('127.0.0.1', @PORT@))\ns.sendall(inputs['text'].encode())"),
 ]
+SCTP = ("SCTP", "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132)\n"
+                "s.connect(('127.0.0.1', @PORT@))\ns.sendall(inputs['text'].encode())")
 
 # (name, code, expected stdout)
 LEGIT: list[tuple[str, str, str]] = [
@@ -131,15 +149,39 @@ def launch_env(tmp_path: Path) -> Iterator[dict[str, Any]]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    listener6 = socket.socket(socket.AF_INET6)
+    listener6.bind(("::1", 0))
+    listener6.listen()
+    unrelated = subprocess.Popen(["sleep", "600"])
+    received: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
     env = {**os.environ, "OPENAI_API_KEY": canaries["key"], "HOME": str(home), "PYTHONPATH": ROOT}
-    yield {"home": str(home), "work": str(work), "env": env, "canaries": canaries, "port": listener.getsockname()[1],
-           "tmp": f"/tmp/rlmnb-pwned-{tag}"}
-    listener.close()
+    try:
+        yield {"home": str(home), "work": str(work), "env": env, "canaries": canaries,
+               "port": listener.getsockname()[1], "port6": listener6.getsockname()[1], "tmp": f"/tmp/rlmnb-pwned-{tag}",
+               "listeners": (listener, listener6), "unrelated": unrelated, "signals": received}
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        unrelated.kill()
+        unrelated.wait()
+        listener.close()
+        listener6.close()
+
+
+def _nothing_reached(launch: dict[str, Any]) -> None:
+    """No connection reached a listener the sandbox was not allowed to reach, and no signal the test process."""
+    for listener in launch["listeners"]:
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert launch["signals"] == [], "the sandbox signalled the test process"
+    assert launch["unrelated"].poll() is None, "the sandbox killed an unrelated process"
 
 
 def _run_host(launch: dict[str, Any], snippets: list[str], tmp_path: Path) -> dict[str, Any]:
     out = tmp_path / "result.json"
-    fill = {"@HOME@": launch["home"], "@WORK@": launch["work"], "@PORT@": str(launch["port"]), "@TMP@": launch["tmp"]}
+    fill = {"@HOME@": launch["home"], "@WORK@": launch["work"], "@PORT@": str(launch["port"]), "@TMP@": launch["tmp"],
+            "@PORT6@": str(launch["port6"]), "@TESTPID@": str(os.getpid()), "@SLEEPPID@": str(launch["unrelated"].pid)}
     replies = []
     for snippet in snippets:
         for token, value in fill.items():
@@ -176,6 +218,26 @@ def test_every_attack_is_refused_and_the_run_carries_on(launch_env: dict[str, An
     assert len(executed) == len(ATTACKS) + 1
     assert not os.path.exists(os.path.join(launch_env["work"], "pwned.txt"))
     assert not os.path.exists(launch_env["tmp"])
+    _nothing_reached(launch_env)
+
+
+def _sctp_available() -> bool:
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _sctp_available(), reason="this kernel has no SCTP (an unconfined process cannot make an "
+                                                  "SCTP socket either), so there is no SCTP to refuse (allowed in CI)")
+def test_sctp_is_refused_where_the_kernel_has_it(launch_env: dict[str, Any], tmp_path: Path) -> None:
+    data = _run_host(launch_env, [SCTP[1]], tmp_path)
+    assert (data["status"], data["answer"]) == ("submitted", "carried on")
+    event = _executed(data)[0]
+    assert event["error_type"] == "PermissionError", event["error"]
+    assert "The sandbox refused an access" in event["observation"]
+    _nothing_reached(launch_env)
 
 
 def test_legitimate_work_still_runs(launch_env: dict[str, Any], tmp_path: Path) -> None:
@@ -229,25 +291,24 @@ def test_allow_paths_widen_reading_and_writing_on_purpose(tmp_path: Path) -> Non
     assert f"{out}:rw" in lm.requests[0][1]["content"]  # the model is told what it may reach
 
 
-def test_without_support_auto_says_so_once_and_required_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    confinement.support.cache_clear()
+def test_without_support_auto_says_so_every_run_and_required_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    confinement.probe.cache_clear()
     monkeypatch.setattr(confinement.landlock, "abi_version", lambda: 0)
-    monkeypatch.setattr(confinement, "_warned", set())
+    monkeypatch.setattr(confinement.seccomp, "available", lambda: False)
     try:
-        with pytest.raises(ConfigError, match="confinement='required'"):
+        with pytest.raises(ConfigError, match="confinement='required' but not enforced: files"):
             RLM(ScriptedLM([]), confinement="required")
-        with pytest.warns(RuntimeWarning, match="not confined") as caught:
-            RLM(ScriptedLM([]))
-            RLM(ScriptedLM([]))
-        assert len(caught) == 1
         script = [code("import os\nprint(os.listdir(os.path.expanduser('~')) is not None)"), code("submit(1)")]
-        result = RLM(ScriptedLM(script), max_iterations=2).run("q")
-        assert [e.stdout.strip() for e in result.trajectory.events if isinstance(e, CodeExecuted)][0] == "True"
-        started = next(e for e in result.trajectory.events if isinstance(e, RunStarted))
-        assert started.confinement is not None and started.confinement["active"] == "none"
-        assert "no Landlock" in started.confinement["reason"]
+        for _ in range(2):  # said in every run's record, not once per process
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                result = RLM(ScriptedLM(script), max_iterations=2).run("q")
+            assert [e.stdout.strip() for e in result.trajectory.events if isinstance(e, CodeExecuted)][0] == "True"
+            assert result.confinement is not None and result.confinement.active == "none"
+            assert "neither Landlock" in result.confinement.reason and not result.confinement.complete
+            assert {g.name for g in result.confinement.missing} == set(confinement.GUARDS)
     finally:
-        confinement.support.cache_clear()
+        confinement.probe.cache_clear()
         pool.shutdown(reopen=True)
 
 

@@ -11,8 +11,12 @@ ABI 7; see bench/sandbox.py and the README's security section):
   scheduler off unless a proxy carried them.
 - Landlock rules TCP by port, not by host: the sandbox may connect to its broker's port (and to the
   allowed ports) on any address. The broker's port is a random ephemeral one per sandbox.
-- What Landlock cannot see, seccomp.py refuses: UDP, unix-domain and other non-TCP sockets, listen(),
-  io_uring, ptrace and process_vm_* (root's CAP_SYS_PTRACE would otherwise pass Landlock's ptrace rule).
+- What Landlock cannot see, seccomp.py refuses: UDP, unix-domain, MPTCP, SCTP and other non-TCP sockets,
+  listen(), TCP Fast Open, io_uring, ptrace and process_vm_* (root's CAP_SYS_PTRACE would otherwise pass
+  Landlock's ptrace rule), and, where Landlock cannot scope them (ABI < 6), signals to other processes.
+- `auto` takes what the kernel offers, guard by guard (`plan`): files from Landlock ABI 1, TCP ports
+  from ABI 4, signals from ABI 6 or else seccomp, sockets and other processes from seccomp; what does
+  not hold is recorded in the run's `Confinement` and said every run. `required` demands every guard.
 
 The policy itself: read (and execute) Python, its libraries and the system's shared files; read the
 run's inputs (`Field.read_paths`, a file or folder input's path) and what the user allows
@@ -27,7 +31,6 @@ import functools
 import os
 import site
 import sys
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,10 +186,72 @@ def python_paths() -> list[str]:
 
 
 # ---- what this system offers ------------------------------------------------------------------------------
+GUARDS: dict[str, str] = {
+    "files": "reads only Python, its libraries and its inputs; writes only its own folders",
+    "network": "connects only to the broker and the allowed TCP ports",
+    "signals": "signals no process outside the sandbox",
+    "processes": "cannot trace or read other processes (ptrace, process_vm_*, /proc/<pid>, pidfd_getfd)",
+    "sockets": "no UDP, unix, raw, MPTCP or SCTP socket, no listening, no TCP Fast Open, no io_uring",
+}
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One part of the confinement: enforced (and `by` what) or not (and the `reason`)."""
+
+    name: str
+    enforced: bool
+    by: str = ""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "enforced": self.enforced, "by": self.by, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Guard:
+        return cls(str(data["name"]), bool(data.get("enforced")), str(data.get("by", "")), str(data.get("reason", "")))
+
+
+def plan(abi: int, seccomp_ok: bool, no_landlock: str = "") -> tuple[Guard, ...]:
+    """Which guards a kernel with this Landlock ABI (0: none) and seccomp gets, each with who enforces it.
+
+    `no_landlock`: why there is no Landlock (the default names the Linux version that has it)."""
+    lacks = no_landlock or "this Linux kernel has no Landlock (5.13+ with Landlock enabled is needed)"
+    no_seccomp = "seccomp filtering is not available on this system"
+    landlock_by = f"Landlock ABI {abi}"
+    files = Guard("files", True, landlock_by) if abi >= 1 else Guard("files", False, reason=lacks)
+    if abi >= 4:
+        network = Guard("network", True, landlock_by)
+    else:
+        network = Guard("network", False, reason=f"Landlock ABI {abi} cannot rule TCP ports (Linux 6.7+, ABI 4)"
+                        if abi >= 1 else lacks)
+    if abi >= 6:
+        signals = Guard("signals", True, f"{landlock_by} (scoped)")
+    elif seccomp_ok:
+        signals = Guard("signals", True, "seccomp (its own pid only)")
+    else:
+        signals = Guard("signals", False, reason=no_seccomp)
+    if abi >= 1 and seccomp_ok:
+        processes = Guard("processes", True, f"{landlock_by} + seccomp")
+    else:
+        processes = Guard("processes", False, reason=no_seccomp if not seccomp_ok else
+                          f"other processes' /proc/<pid> files stay readable: {lacks}")
+    sockets = Guard("sockets", True, "seccomp") if seccomp_ok else Guard("sockets", False, reason=no_seccomp)
+    return files, network, signals, processes, sockets
+
+
+def _off(reason: str) -> tuple[Guard, ...]:
+    return tuple(Guard(name, False, reason=reason) for name in GUARDS)
+
+
 @dataclass(frozen=True)
 class Confinement:
-    """Which confinement a run's sandbox has: recorded in the run's start event, shown by the widget
-    and `%rlm config`. `active` is "landlock+seccomp" or "none"; `reason` says why when it is "none"."""
+    """Which confinement a run's sandbox has: recorded in the run's start event, shown every run by the
+    widget header, `RunResult.confinement` and `%rlm config`.
+
+    `guards` says per guard (GUARDS) whether it is enforced, by what, or why not. `active` names the
+    mechanisms in use: "landlock+seccomp", "landlock", "seccomp" or "none" (then `reason` says why).
+    Records from before `guards` existed read back with no guards (`complete` then follows `active`)."""
 
     mode: str = "auto"
     active: str = "none"
@@ -194,69 +259,88 @@ class Confinement:
     reason: str = ""
     allow_paths: tuple[str, ...] = ()
     allow_network: tuple[str, ...] = ()
+    guards: tuple[Guard, ...] = ()
 
     @property
     def on(self) -> bool:
         return self.active != "none"
 
+    @property
+    def missing(self) -> tuple[Guard, ...]:
+        """The guards not enforced (every one when the sandbox is not confined)."""
+        if not self.guards:
+            return () if self.active == "landlock+seccomp" else _off(self.reason or "not confined")
+        return tuple(g for g in self.guards if not g.enforced)
+
+    @property
+    def complete(self) -> bool:
+        """True when every guard holds (what confinement='required' demands)."""
+        return not self.missing
+
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "active": self.active, "abi": self.abi, "reason": self.reason,
-                "allow_paths": list(self.allow_paths), "allow_network": list(self.allow_network)}
+                "allow_paths": list(self.allow_paths), "allow_network": list(self.allow_network),
+                "guards": [g.to_dict() for g in self.guards]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Confinement:
         return cls(str(data.get("mode", "auto")), str(data.get("active", "none")), int(data.get("abi", 0)),
-                   str(data.get("reason", "")), tuple(data.get("allow_paths", ())), tuple(data.get("allow_network", ())))
+                   str(data.get("reason", "")), tuple(data.get("allow_paths", ())), tuple(data.get("allow_network", ())),
+                   tuple(Guard.from_dict(g) for g in data.get("guards", ())))
+
+    def shortfall(self) -> str:
+        """"" when complete, else "not enforced: network (why), ..." (one line)."""
+        return "" if self.complete else "not enforced: " + "; ".join(f"{g.name} ({g.reason})" for g in self.missing)
 
     def describe(self) -> str:
-        """One line for `%rlm config` and the widget."""
+        """One line for `%rlm config`, the widget header and RunResult: what is enforced and what is not."""
         if not self.on:
             return f"none ({self.reason})" if self.reason else "none"
         extra = [*(f"path {p}" for p in self.allow_paths), *(f"network {n}" for n in self.allow_network)]
-        return f"{self.active} (Landlock ABI {self.abi})" + (f"; allowed: {', '.join(extra)}" if extra else "")
+        enforced = [g.name for g in self.guards if g.enforced]
+        text = self.active + (f" (Landlock ABI {self.abi})" if self.abi else "") + (f"; allowed: {', '.join(extra)}" if extra else "")
+        text += f"; enforced: {', '.join(enforced)}" if enforced else ""
+        return text + (f"; {self.shortfall()}" if not self.complete else "")
 
 
 @functools.cache
-def support() -> tuple[int, str]:
-    """(Landlock ABI, reason it is unusable or ""): full confinement needs ABI >= 4 (TCP rules) and seccomp."""
+def probe() -> tuple[int, bool, str]:
+    """(Landlock ABI, seccomp usable, why there is no Landlock or "") of this system, asked once."""
     if not sys.platform.startswith("linux"):
-        return 0, f"{sys.platform} has no Landlock; the kernel sandbox runs with the user's rights"
-    abi = landlock.abi_version()
-    if abi < 1:
-        return 0, "this Linux kernel has no Landlock (5.13+ with Landlock enabled is needed)"
-    if abi < 4:
-        return abi, f"this Linux kernel's Landlock (ABI {abi}) cannot rule network connections (6.7+ is needed)"
-    if not seccomp.available():
-        return abi, "seccomp filtering is not available on this architecture"
-    return abi, ""
+        return 0, False, f"{sys.platform} has no Landlock; the kernel sandbox runs with the user's rights"
+    return landlock.abi_version(), seccomp.available(), ""
 
 
-_warned: set[str] = set()
+def support() -> tuple[int, str]:
+    """(Landlock ABI, what is missing or ""): "" means every guard holds here (confinement='required' works)."""
+    abi, seccomp_ok, why = probe()
+    return abi, Confinement(active="probe", abi=abi, guards=plan(abi, seccomp_ok, why)).shortfall()
 
 
 def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[str] = (),
             sandbox: str = "kernel") -> Confinement:
-    """The confinement a run gets. `required` without support is a ConfigError; `auto` without support
-    warns once per process and runs unconfined."""
+    """The confinement a run gets. `auto` confines as far as the system allows and records, guard by guard,
+    what holds and what does not; `required` is a ConfigError naming what is missing when any guard
+    cannot hold; `off` confines nothing."""
     check_settings(mode, (), allow_network)
     paths = tuple(str(AllowedPath.parse(p)) for p in allow_paths)
     network = tuple(allow_network)
     if sandbox != "kernel":
         reason = ("the local sandbox runs in this process and is never confined" if sandbox == "local"
                   else f"the {sandbox} sandbox is not confined by rlmnb")
-        return Confinement(mode, "none", 0, reason, paths, network)
+        return Confinement(mode, "none", 0, reason, paths, network, _off(reason))
     if mode == "off":
-        return Confinement(mode, "none", 0, "confinement='off'", paths, network)
-    abi, reason = support()
-    if reason:
-        if mode == "required":
-            raise ConfigError(f"confinement='required' but {reason}; use confinement='auto' to run unconfined.")
-        if reason not in _warned:
-            _warned.add(reason)
-            warnings.warn(f"rlmnb: the kernel sandbox is not confined: {reason}.", RuntimeWarning, stacklevel=3)
-        return Confinement(mode, "none", abi, reason, paths, network)
-    return Confinement(mode, "landlock+seccomp", abi, "", paths, network)
+        return Confinement(mode, "none", 0, "confinement='off'", paths, network, _off("confinement='off'"))
+    abi, seccomp_ok, why = probe()
+    guards = plan(abi, seccomp_ok, why)
+    active = "+".join(name for name, used in (("landlock", abi >= 1), ("seccomp", seccomp_ok)) if used) or "none"
+    reason = "" if active != "none" else (why or "this system has neither Landlock (Linux 5.13+) nor seccomp")
+    found = Confinement(mode, active, abi, reason, paths, network, guards)
+    if mode == "required" and not found.complete:
+        raise ConfigError(f"confinement='required' but {found.shortfall()}; use confinement='auto' to run with "
+                          "what this system can enforce.")
+    return found
 
 
-__all__ = ["MODES", "AllowedPath", "Confinement", "Policy", "build_policy", "check_settings", "needs",
-           "parse_endpoint", "python_paths", "resolve", "support"]
+__all__ = ["GUARDS", "MODES", "AllowedPath", "Confinement", "Guard", "Policy", "build_policy", "check_settings", "needs",
+           "parse_endpoint", "plan", "probe", "python_paths", "resolve", "support"]

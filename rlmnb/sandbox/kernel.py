@@ -76,8 +76,8 @@ class KernelSandbox(KernelSupply):
         cwd: the kernel's working directory; default a fresh temp dir, removed on close.
         warm: take and refill the warm spare kernel (default True).
         grace: seconds an interrupted snippet has to stop before the kernel is replaced (2.0).
-        confinement: "auto" (confine where the system can, say once where it cannot), "required" (a
-            ConfigError where it cannot) or "off"; see confinement.py.
+        confinement: "auto" (confine as far as the system can, recording every run what is not enforced),
+            "required" (a ConfigError unless every guard holds) or "off"; see confinement.py.
         allow_paths: more paths the kernel may read ("/data", "/data:ro") or read and write ("/out:rw").
         allow_network: more "host:port" addresses the kernel may connect to (TCP).
     """

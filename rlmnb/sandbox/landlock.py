@@ -50,6 +50,17 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
+def handled(abi: int) -> tuple[int, int, int, int]:
+    """What a ruleset for this ABI handles: (filesystem rights, network rights, scopes, struct size).
+
+    Only what the ABI knows: ABI 1-3 have no network field (TCP unrestricted), ABI < 6 no scope field
+    (signals and abstract unix sockets unscoped); a kernel refuses a ruleset naming more."""
+    net = (BIND_TCP | CONNECT_TCP) if abi >= 4 else 0
+    scoped = (SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL) if abi >= 6 else 0
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    return _fs_rights(abi), net, scoped, size
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
                 ("scoped", ctypes.c_uint64)]
@@ -99,16 +110,15 @@ def restrict_self(*, paths: Iterable[tuple[str, int]], connect_ports: Iterable[i
         raise LandlockError("Landlock is not available on this system")
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    attr = _RulesetAttr(handled_access_fs=_fs_rights(abi), handled_access_net=(BIND_TCP | CONNECT_TCP) if abi >= 4 else 0,
-                        scoped=(SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL) if abi >= 6 else 0)
-    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 16 if abi >= 4 else 8
+    fs, net, scoped, size = handled(abi)
+    attr = _RulesetAttr(handled_access_fs=fs, handled_access_net=net, scoped=scoped)
     ruleset = libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         raise LandlockError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     try:
-        handled = _fs_rights(abi)
+
         for path, rights in paths:
-            _add_path(libc, int(ruleset), path, rights & handled)
+            _add_path(libc, int(ruleset), path, rights & fs)
         if abi >= 4:
             ports: dict[int, int] = {}
             for port in connect_ports:
@@ -150,5 +160,5 @@ def _check(result: int, what: str) -> None:
         raise LandlockError(errno, f"Landlock refused {what}: {os.strerror(errno)}")
 
 
-__all__ = ["BIND_TCP", "CONNECT_TCP", "EXECUTE", "FILE_RIGHTS", "READ", "READ_EXEC", "WRITE", "LandlockError",
-           "abi_version", "restrict_self"]
+__all__ = ["BIND_TCP", "CONNECT_TCP", "EXECUTE", "FILE_RIGHTS", "READ", "READ_EXEC", "SCOPE_ABSTRACT_UNIX",
+           "SCOPE_SIGNAL", "WRITE", "LandlockError", "abi_version", "handled", "restrict_self"]
