@@ -111,7 +111,7 @@ def folder_bytes(folder: Path) -> int:
 
 def bind_times(folders: dict[K, Path], repeat: int) -> dict[K, tuple[float, int, str]]:
     """Median bind time (ms), tokens and summary text of each folder; sizes interleaved round by round."""
-    from rlmnb.config import RLMConfig
+    from rlmnb._ground.config import RLMConfig
     from rlmnb.inputs import bind_inputs
 
     config = RLMConfig()

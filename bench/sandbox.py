@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlmnb.config import RLMConfig
+from rlmnb._ground.config import RLMConfig
+from rlmnb._sandbox import create_sandbox
+from rlmnb._sandbox.confinement import policy as confinement
+from rlmnb._sandbox.kernel.warm import pool
 from rlmnb.inputs import bind_inputs
-from rlmnb.sandbox import confinement, create_sandbox
-from rlmnb.sandbox.warm import pool
 
 KINDS = ("local", "kernel", "kernel-off")  # kernel: confined (the default where available); kernel-off: not
 
@@ -239,7 +240,7 @@ async def setup_cost(repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         sandbox, _ = await started("kernel")
         try:
-            result = await sandbox.execute("import json, rlmnb.sandbox.launch as _l\nprint(json.dumps(_l.applied))", 30)
+            result = await sandbox.execute("import json, rlmnb._sandbox.confinement.launch as _l\nprint(json.dumps(_l.applied))", 30)
             applied = json.loads(result.stdout)
             landlock_ms.append(applied["landlock_ms"])
             seccomp_ms.append(applied["seccomp_ms"])

@@ -24,7 +24,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not (report.skipped and os.environ.get("CI") and item.path.name in CONFINEMENT_TESTS):
         return
     reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
-    from rlmnb.sandbox import landlock
+    from rlmnb._sandbox.confinement import landlock
 
     if CI_SKIP_OK in reason or landlock.abi_version() < 1:
         return

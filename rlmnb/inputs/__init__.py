@@ -73,13 +73,13 @@ summary holds no data at all, only names, kinds, sizes, column names and dtypes.
 
 from __future__ import annotations
 
-from .binding import bind_inputs
-from .disk import decode_file
-from .files import GlobFiles
-from .records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
-from .registry import Family, describe, recognise
-from .summary import render_summary
-from .views import DirectoryView, ReadOnlyMapping, ReadOnlySequence
+from rlmnb.inputs._binding import bind_inputs
+from rlmnb.inputs._disk import decode_file
+from rlmnb.inputs._families.files import GlobFiles
+from rlmnb.inputs._readonly import DirectoryView, ReadOnlyMapping, ReadOnlySequence
+from rlmnb.inputs._records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
+from rlmnb.inputs._registry import Family, describe, recognise
+from rlmnb.inputs._summary import render_summary
 
 __all__ = [
     "KINDS", "SUPPORTED", "DirectoryView", "Family", "Field", "FieldInfo", "GlobFiles", "InputsSummary",

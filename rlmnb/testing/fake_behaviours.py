@@ -64,7 +64,7 @@ def load_responder(spec: str | Responder) -> Responder:
     if spec in BUILTIN_RESPONDERS:
         return BUILTIN_RESPONDERS[spec]
     try:  # the shared deterministic behaviours (find_needle, count_labels, ...)
-        from .responders import BUILTIN
+        from rlmnb.testing.responders import BUILTIN
     except ImportError:
         BUILTIN = {}
     if spec in BUILTIN:

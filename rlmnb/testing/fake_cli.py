@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import re
 
-from .fake_server import FakeServer
+from rlmnb.testing.fake_server import FakeServer
 
 
 def _parse_faults(text: str) -> dict[str, float]:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from .generators import LABELS, label_of
+from rlmnb.testing.generators import LABELS, label_of
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .generators import GENERATED_AT
-from .scripted import ScriptedLM
+from rlmnb.testing.generators import GENERATED_AT
+from rlmnb.testing.scripted import ScriptedLM
 
 CATEGORIES = ("audio", "kitchen", "outdoor", "fitness", "office")
 REGIONS = ("North", "South", "East", "West")

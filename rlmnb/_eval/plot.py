@@ -1,0 +1,62 @@
+"""Score and cost against input size, one line per method (the shape of the paper's Figure 1).
+
+matplotlib is optional: it is imported only here, and its absence is one clear error with the install
+command. The figure is drawn without pyplot (no GUI backend, safe in threads and headless runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from rlmnb._eval.report import SummaryRow
+from rlmnb._eval.tasks import format_size
+from rlmnb._ground.errors import ConfigError
+
+INSTALL = "pip install matplotlib  (or: pip install 'rlmnb[dev]')"
+
+
+def plot_summary(summary: Iterable[SummaryRow], path: str | Path, *, title: str = "") -> Path:
+    """Write a PNG: a row per task, score (left) and mean cost per query (right) against input size."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ConfigError(f"The evaluation plot needs matplotlib: {INSTALL}") from None
+    rows = list(summary)
+    if not rows:
+        raise ConfigError("There are no results to plot yet: run the evaluation first.")
+    tasks = sorted({r.task for r in rows})
+    fig = Figure(figsize=(10, 3.2 * len(tasks)), dpi=100, layout="constrained")
+    axes = fig.subplots(len(tasks), 2, squeeze=False)
+    for row_axes, task in zip(axes, tasks, strict=True):
+        score_ax, cost_ax = row_axes
+        cells = [r for r in rows if r.task == task]
+        for label in sorted({_label(r, rows) for r in cells}):
+            line = sorted((r for r in cells if _label(r, rows) == label), key=lambda r: r.size)
+            sizes = [r.size for r in line]
+            score_ax.plot(sizes, [100 * r.score for r in line], marker="o", label=label)
+            cost_ax.plot(sizes, [r.cost_usd for r in line], marker="o", label=label)
+        sizes = sorted({r.size for r in cells})
+        for ax in (score_ax, cost_ax):
+            ax.set_xscale("log")
+            ax.set_xticks(sizes, [format_size(s) for s in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("input size (tokens)")
+            ax.grid(True, alpha=0.3)
+        score_ax.set_ylim(-5, 105)
+        score_ax.set_ylabel("score (%)")
+        score_ax.set_title(f"{task}: score")
+        cost_ax.set_ylabel("cost per query (USD)")
+        cost_ax.set_title(f"{task}: cost")
+        score_ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, format="png")
+    return target
+
+
+def _label(row: SummaryRow, rows: list[SummaryRow]) -> str:
+    several = len({(r.model, r.sub_model) for r in rows}) > 1
+    return f"{row.method} ({row.model})" if several else row.method

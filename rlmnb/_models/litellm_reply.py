@@ -1,0 +1,64 @@
+"""Reading a litellm response into a `Completion`: text, reasoning, finish reason, usage, and emptiness.
+
+Providers answer HTTP 200 in shapes a caller must not mistake for an answer: no choices at all, a
+choice whose content is null or empty (a safety block, or a reasoning model that spent all of
+`max_tokens` thinking), or `finish_reason="content_filter"`. These come back as a Completion with
+empty text and `meta["empty"]` saying which ("no_choices" or "no_content"), so the caller decides
+(a root turn retries once; a sub-call retries or becomes an "[error]" slot: see `reply_checks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rlmnb._ground.tokens import count_messages, count_tokens
+from rlmnb._ground.usage import CallUsage
+from rlmnb._models.base import Completion, Message
+
+
+def reasoning_of(message: Any) -> str:
+    """Thinking the provider returned beside the answer (`reasoning_content`, or thinking blocks)."""
+    text = getattr(message, "reasoning_content", None)
+    if isinstance(text, str) and text.strip():
+        return text
+    blocks = getattr(message, "thinking_blocks", None)
+    if isinstance(blocks, list):
+        parts = [str(b.get("thinking", "")) for b in blocks if isinstance(b, Mapping)]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
+                  cost: Callable[[int, int], float | None]) -> Completion:
+    """The Completion of one litellm response; usage is counted when the provider reports none."""
+    choices = getattr(response, "choices", None)
+    choice = choices[0] if choices else None
+    message = getattr(choice, "message", None)
+    text = _content_text(getattr(message, "content", None))
+    finish = getattr(choice, "finish_reason", None)
+    finish_reason = str(finish) if finish else None
+    usage = getattr(response, "usage", None)
+    input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    price = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
+    meta: dict[str, Any] = {"retries": retries, "rate_limited": rate_limited, "finish_reason": finish_reason}
+    if choice is None:
+        meta["empty"] = "no_choices"
+    elif not text.strip():
+        meta["empty"] = "no_content"
+    if input_tokens == 0 and output_tokens == 0:  # the provider reported no usage: count it
+        input_tokens = count_messages(messages, name)
+        output_tokens = count_tokens(text, name)
+        meta["usage_counted"] = True
+        price = cost(input_tokens, output_tokens) if price is not None else None
+    return Completion(text=text, model=str(getattr(response, "model", "") or name),
+                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None),
+                      meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))

@@ -1,0 +1,2 @@
+"""The table engine under every table input: DuckDB, sql(), tables in files and their metadata.
+"""
