@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{report.ran} run(s) done, {report.skipped} already in {out / 'results.jsonl'}; "
           f"${report.spent_usd:.4f} spent.", file=sys.stderr)
     if not args.no_plot and summary:
-        from rlmnb._eval.plot import plot_summary
+        from rlmnb._eval.report import plot_summary
 
         try:
             print(f"plot: {plot_summary(summary, out / 'plot.png')}", file=sys.stderr)

@@ -21,7 +21,7 @@ import zlib
 from typing import Any
 
 from rlmnb._eval.tasks import multihop, oolong, oolong_pairs
-from rlmnb._eval.tasks.records import LABELS, THINGS, parse_line, read_note
+from rlmnb._eval.tasks.oolong import LABELS, THINGS, parse_line, read_note
 
 _QUESTIONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("niah", "needle", re.compile(r"special magic number for (?P<key>[a-z]+ [a-z]+)\?")),

@@ -106,10 +106,10 @@ class Task(Protocol):
 
 
 _REGISTRY: dict[str, str] = {
-    "niah": "rlmnb._eval.tasks.niah:NIAH",
+    "niah": "rlmnb._eval.tasks.facts:NIAH",
     "oolong": "rlmnb._eval.tasks.oolong:OOLONG",
-    "oolong_pairs": "rlmnb._eval.tasks.oolong_pairs:OOLONG_PAIRS",
-    "multihop": "rlmnb._eval.tasks.multihop:MULTIHOP",
+    "oolong_pairs": "rlmnb._eval.tasks.oolong:OOLONG_PAIRS",
+    "multihop": "rlmnb._eval.tasks.facts:MULTIHOP",
 }
 TASK_NAMES = tuple(_REGISTRY)
 
