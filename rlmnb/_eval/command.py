@@ -18,6 +18,8 @@ from typing import Any
 from rlmnb._eval.tasks import TASK_NAMES, format_size
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["add_arguments", "run", "spec_from_args"]
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", "--tasks", dest="tasks", default="oolong",

@@ -5,6 +5,10 @@ one JSON line per (task, size, method, instance) to `<out>/results.jsonl`. A key
 skipped, so a rerun after an interruption picks up where it stopped. With `max_cost`, the evaluation
 stops before a run whose lean estimate would take the money spent (this evaluation's rows in the file,
 resumed ones included) past the limit, and each RLM run is capped at what is left.
+
+Entry points: `run_eval(spec)`; `plan` and `estimate` (each run's cost bracket, `estimate_job`: RLM methods
+use the same bracketing estimate as `%%rlm --dry-run`, a lean run and a whole-budget run; `direct` is one
+call whose prompt is the input cut to the window; peers are estimated like `rlm`) run no model.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from rlmnb._eval.report import ProgressBar
 from rlmnb._eval.results import ResultRow, ResultsFile, latest, now, short_json
 from rlmnb._eval.tasks import Instance, format_size, get_task, parse_size
 from rlmnb._ground.errors import ConfigError
+
+__all__ = ["EvalReport", "EvalSpec", "Job", "estimate", "estimate_job", "plan", "run_eval",
+           "run_one"]
 
 
 @dataclass(frozen=True)
@@ -137,9 +144,6 @@ def _first_prompt_tokens(rlm: Any, instance: Instance) -> int:
     """Tokens of the first root request: the system prompt, the question and the inputs summary."""
     report = rlm.dry_run(instance.question, **instance.inputs)
     return int(report["tokens"])
-
-
-RESERVED_REPLY_TOKENS = 2_000  # the reply a call is assumed to be able to write, for the reservation
 
 
 def run_eval(spec: EvalSpec, *, progress: bool | TextIO = False,

@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["MAX_SIZE", "MIN_SIZE", "TASK_NAMES", "Instance", "Task", "format_size", "generate", "get_task",
+           "instance_seed", "parse_size"]
+
 MIN_SIZE = 4_000          # tokens: below this the tasks degenerate (too few records to aggregate)
 MAX_SIZE = 20_000_000     # tokens: ~80 MB of text, well past the 10M the suite is built for
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")

@@ -128,7 +128,7 @@ class MultiHopTask:
         rng = np.random.default_rng(instance_seed(self.name, size, seed, index))
         pool = filler_pool(rng)
         # a document: title and two facts (~180 characters) and 5.5 filler sentences on average; made-up names
-        # cost more tokens per character than filler words (measured: ~0.8 times the filler's ratio)
+        # cost more tokens per character than filler words (docs/decisions/multihop-size-calibration.md)
         mean_doc = 180 + 5.5 * sum(len(s) + 1 for s in pool[:400]) / 400
         cpt = 0.8 * chars_per_token(" ".join(pool[:400]))
         docs = max(40, int(size * cpt / mean_doc))
