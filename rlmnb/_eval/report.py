@@ -26,6 +26,9 @@ from rlmnb._ground.errors import ConfigError
 __all__ = ["PLOT_INSTALL", "ProgressBar", "SummaryRow", "format_table", "plot_summary", "summarise"]
 
 
+# ---- the summary table ------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class SummaryRow:
     """Means over the instances of one (task, size, method, models) cell."""
@@ -97,6 +100,9 @@ def format_table(summary: Iterable[SummaryRow]) -> str:
     return "\n".join([line(head), rule, *(line(b) for b in body)])
 
 
+# ---- while it runs: the progress bar -----------------------------------------------------------------
+
+
 class ProgressBar:
     """`done/total`, the run in flight, the mean score so far, the money spent and an ETA."""
 
@@ -148,6 +154,8 @@ def _clock(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
+
+# ---- after: the plot ---------------------------------------------------------------------------------
 
 PLOT_INSTALL = "pip install matplotlib  (or: pip install 'rlmnb[dev]')"
 
