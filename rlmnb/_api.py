@@ -7,7 +7,6 @@ still returns the partial result with status "interrupted". `arun` is the same f
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from rlmnb._ground.jsonable import recordable
 from rlmnb._ground.usage import Usage
 from rlmnb._guards.schema import AnswerSchema
 from rlmnb._models.base import LM, model_label
-from rlmnb._models.resolve import resolve_model
+from rlmnb._models.resolve import release_model_clients, resolve_model
 from rlmnb._sandbox.confinement.policy import Confinement
 from rlmnb._sandbox.primitives import check_tools
 from rlmnb.events import Event, EventBus, RunStarted, Trajectory
@@ -239,7 +238,7 @@ class RLM:
         finally:
             detach()
             if own_loop:  # the loop dies with the run: close what litellm opened on it
-                await _release_model_clients()
+                await release_model_clients()
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
@@ -268,15 +267,6 @@ async def _prepare_models(*models: Any) -> None:
         prepare = getattr(lm, "aprepare", None)
         if prepare is not None:
             await prepare()
-
-
-async def _release_model_clients() -> None:
-    """Close the HTTP clients litellm opened on this run's event loop (only if litellm was used)."""
-    import sys
-
-    module = sys.modules.get("rlmnb._models.litellm")
-    if module is not None:
-        await asyncio.shield(module.close_loop_clients())
 
 
 @dataclass

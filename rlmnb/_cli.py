@@ -16,6 +16,8 @@ from typing import Any
 
 from rlmnb._ground.flags import CONFINEMENT_SETTINGS, add_flags, flags_for, setting_docs, values_of
 
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "CLIError", "main"]
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _CONFINEMENT_FLAGS = flags_for(CONFINEMENT_SETTINGS)  # --confinement, --allow-path, --allow-network: as in %%rlm
 _SHELL_HELP = {"; replaces RLMMagics.allow_paths for this cell": "", "; replaces RLMMagics.allow_network for this cell": ""}

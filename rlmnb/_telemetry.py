@@ -11,6 +11,8 @@ from typing import Any
 
 from rlmnb.events import Event, EventBus
 
+__all__ = ["TRACER_NAME", "SpanRecorder", "attach"]
+
 TRACER_NAME = "rlmnb"
 
 

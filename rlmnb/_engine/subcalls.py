@@ -4,7 +4,7 @@
 batch reserved whole before anything is sent and each slot run concurrently under the run's limiter.
 A failed slot becomes "[error] <Type>: <message>"; it never fails or holds back the other slots.
 A reply with no answer (no choices, no content, a content filter) is asked again once where that can
-help and otherwise fails as an EmptyAnswer (`reply_checks`); it is never returned as "" nor cached.
+help and otherwise fails as an EmptyAnswer (`base.no_answer`); it is never returned as "" nor cached.
 Terminal model errors (a missing API key, an exhausted script) are remembered in `fatal` so the loop
 stops the run after the snippet returns.
 """
@@ -25,8 +25,7 @@ from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import EmptyAnswer, ModelError, PromptTooLarge, format_error_slot
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._ground.usage import CallUsage
-from rlmnb._models.base import LM, Completion, Message, model_label
-from rlmnb._models.reply_checks import added, no_answer
+from rlmnb._models.base import LM, Completion, Message, model_label, no_answer
 from rlmnb._models.resolve import resolve_model
 from rlmnb.events import (
     BatchFinished,
@@ -183,7 +182,7 @@ class SubCaller:
             if problem is not None and problem.retry:
                 first = completion
                 completion = await self._complete(lm, messages, on_sent)
-                completion = Completion(completion.text, added(first.usage, completion.usage), completion.model,
+                completion = Completion(completion.text, first.usage + completion.usage, completion.model,
                                         {**completion.meta, "asked_again": problem.reason},
                                         completion.finish_reason, completion.reasoning)
                 problem = no_answer(completion)

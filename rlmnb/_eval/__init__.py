@@ -12,10 +12,8 @@ The same as `rlmnb eval` on the command line. Results are JSON lines in `out/res
 
 from __future__ import annotations
 
-from rlmnb._eval.choose import METHOD_NAMES, get_method
-from rlmnb._eval.methods import Outcome, Setup
-from rlmnb._eval.plot import plot_summary
-from rlmnb._eval.report import SummaryRow, format_table, summarise
+from rlmnb._eval.methods import METHOD_NAMES, Outcome, Setup, get_method
+from rlmnb._eval.report import SummaryRow, format_table, plot_summary, summarise
 from rlmnb._eval.results import ResultRow, ResultsFile, read_rows
 from rlmnb._eval.runner import EvalReport, EvalSpec, estimate, plan, run_eval
 

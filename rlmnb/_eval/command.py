@@ -18,6 +18,8 @@ from typing import Any
 from rlmnb._eval.tasks import TASK_NAMES, format_size
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["add_arguments", "run", "spec_from_args"]
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", "--tasks", dest="tasks", default="oolong",
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{report.ran} run(s) done, {report.skipped} already in {out / 'results.jsonl'}; "
           f"${report.spent_usd:.4f} spent.", file=sys.stderr)
     if not args.no_plot and summary:
-        from rlmnb._eval.plot import plot_summary
+        from rlmnb._eval.report import plot_summary
 
         try:
             print(f"plot: {plot_summary(summary, out / 'plot.png')}", file=sys.stderr)

@@ -1,10 +1,18 @@
-"""The methods an evaluation compares on the same instances.
+"""The methods an evaluation compares on the same instances, and picking one by name (`get_method`).
 
 - `rlm`: a Recursive Language Model at depth 1 (the root writes code, `llm_query` reads pieces).
 - `rlm_no_sub`: the same REPL with no sub-calls (`max_llm_calls=0`): the root manages with code alone.
 - `direct`: the whole input in one prompt to the root model, cut to its context window; the prompt says
   how much was cut, so the model knows it sees a prefix.
-Peer implementations (`rlms`, `dspy_rlm`) live in `peers.py`; `choose.py` looks every method up by name.
+- Peers, adapters for other RLM implementations run on the same instances:
+  - `rlms`: the RLM paper's package (`pip install rlms`, imported as `rlm`): `RLM(backend="openai",
+    backend_kwargs={...}).completion(context, root_prompt=question)`, its own local REPL.
+  - `dspy_rlm`: DSPy's `dspy.RLM` (`pip install dspy`) with signature `context, question -> answer`, run in
+    DSPy's `LocalInterpreter` (its default Deno/Pyodide sandbox needs a Deno download).
+
+  Both packages are imported only when their method runs. Models must be litellm-style names
+  ("openai/NAME", with `--api-base` for an OpenAI-compatible server); LM objects cannot cross into them.
+  Usage comes from each package's own accounting; cost is what they report (None when they do not).
 """
 
 from __future__ import annotations
@@ -18,10 +26,15 @@ from rlmnb._eval.tasks import Instance
 from rlmnb._ground.errors import BudgetExhausted, ConfigError
 from rlmnb._ground.usage import CallUsage, Usage
 
+__all__ = ["BUILTIN", "DEFAULT_WINDOW", "METHOD_NAMES", "PEERS", "REPLY_TOKENS", "RLM_DEFAULTS", "DirectMethod",
+           "Method", "Outcome", "PEER_INSTALL", "RLMMethod", "Setup", "cut_to_tokens", "get_method", "label_of",
+           "peer_method"]
+
+
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
 REPLY_TOKENS = 1_000         # room kept for the direct reply
-# Evaluations read whole inputs of up to 10M tokens: a snippet that fans out hundreds of sub-calls and
-# aggregates their answers needs more than the interactive 60 s (measured: ~80 s at 10M on a busy 2-core box)
+# a snippet that fans out hundreds of sub-calls over a 10M-token input needs more than the interactive 60 s
+# (docs/decisions/eval-snippet-timeout.md)
 RLM_DEFAULTS: dict[str, Any] = {"max_llm_calls": 200, "max_iterations": 20, "timeout": 600.0}
 
 
@@ -98,7 +111,7 @@ class RLMMethod:
         model, sub_model = setup.model, setup.sub_model if setup.sub_model is not None else setup.model
         wallet = None
         if max_cost is not None:
-            from rlmnb._eval.wallet import Wallet, guard
+            from rlmnb._eval.cost import Wallet, guard
 
             wallet = Wallet(max_cost)
             model, sub_model = guard(model, wallet, role="model"), guard(sub_model, wallet, role="sub_model")
@@ -148,18 +161,19 @@ class DirectMethod:
         return message, {"visible_chars": len(shown), "visible_fraction": round(len(shown) / max(1, len(text)), 6)}
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-        from rlmnb._eval.runtime import run_blocking
-        from rlmnb._models.resolve import resolve_model
+        from rlmnb._ground.blocking import run_coroutine_blocking
+        from rlmnb._models.resolve import release_model_clients, resolve_model
 
         message, extra = self.prompt(instance, setup)
         lm = resolve_model(setup.model, role="model")
         if max_cost is not None:
-            from rlmnb._eval.wallet import Wallet, guard
+            from rlmnb._eval.cost import Wallet, guard
 
             lm = guard(lm, Wallet(max_cost), role="model")
         started = time.perf_counter()
         try:
-            completion = run_blocking(lm.acomplete([{"role": "user", "content": message}]))
+            completion = run_coroutine_blocking(lm.acomplete([{"role": "user", "content": message}]),
+                                                on_close=release_model_clients)
         except KeyboardInterrupt:
             raise
         except BudgetExhausted as exc:  # the --max-cost guard refused the call: nothing was sent
@@ -190,3 +204,138 @@ def cut_to_tokens(text: str, tokens: int, total_tokens: int) -> str:
             return head
         chars = int(chars * tokens / counted * 0.98)
     return head
+
+
+# ---- peers: other RLM implementations ------------------------------------------------------------
+
+PEER_INSTALL = {"rlms": "pip install rlms", "dspy_rlm": "pip install dspy"}
+
+
+def peer_method(name: str) -> Any:
+    """The adapter for `name`, after checking that its package is installed (ConfigError with the command)."""
+    import importlib.util
+
+    module = {"rlms": "rlm", "dspy_rlm": "dspy"}[name]
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"method {name} needs its package: {PEER_INSTALL[name]}")
+    return RLMsMethod() if name == "rlms" else DSPyRLMMethod()
+
+
+def _model_name(model: Any, role: str) -> str:
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "name", None)
+    if type(model).__name__ == "LiteLLM" and isinstance(name, str):
+        return name
+    raise ConfigError(f"peer methods need the {role} as a litellm model name, not {type(model).__name__}.")
+
+
+def _api_base(setup: Setup) -> str | None:
+    base = getattr(setup.model, "kwargs", {}).get("api_base")
+    return str(base) if base else None
+
+
+def _api_key(setup: Setup) -> str | None:
+    key = getattr(setup.model, "kwargs", {}).get("api_key")
+    return str(key) if key else None
+
+
+class RLMsMethod:
+    """The `rlms` package's RLM at depth 1 (sub-calls through its `llm_query`)."""
+
+    name = "rlms"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        from rlm import RLM as PeerRLM
+
+        model = _model_name(setup.model, "model").split("/", 1)[-1]
+        sub = _model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model")
+        kwargs: dict[str, Any] = {"model_name": model}
+        base, key = _api_base(setup), _api_key(setup)
+        if base:
+            kwargs["base_url"] = base
+        if key:
+            kwargs["api_key"] = key
+        sub_kwargs = {**kwargs, "model_name": sub.split("/", 1)[-1]}
+        started = time.perf_counter()
+        peer = PeerRLM(backend="openai", backend_kwargs=kwargs, other_backends=["openai"],
+                       other_backend_kwargs=[sub_kwargs], max_depth=1,
+                       max_iterations=int(setup.settings.get("max_iterations", 20)), max_budget=max_cost)
+        try:
+            result = peer.completion(instance.inputs["context"], root_prompt=instance.question)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
+                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+        summary = result.usage_summary
+        calls = sum(s.total_calls for s in summary.model_usage_summaries.values())
+        usage = Usage(root_calls=0, sub_calls=calls, input_tokens=summary.total_input_tokens,
+                      output_tokens=summary.total_output_tokens, cost_usd=summary.total_cost or 0.0,
+                      unpriced_calls=0 if summary.total_cost is not None else calls,
+                      wall_s=time.perf_counter() - started)
+        return Outcome(answer=result.response, status="error" if result.error else "submitted", usage=usage,
+                       error=result.error, note="rlms reports calls per model, not root vs sub")
+
+
+class DSPyRLMMethod:
+    """DSPy's `dspy.RLM` with `context, question -> answer` in its LocalInterpreter."""
+
+    name = "dspy_rlm"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        import dspy
+        from dspy.primitives.local_interpreter import LocalInterpreter
+
+        base, key = _api_base(setup), _api_key(setup)
+        options: dict[str, Any] = {"cache": False}
+        if base:
+            options["api_base"] = base
+        if key:
+            options["api_key"] = key
+        lm = dspy.LM(_model_name(setup.model, "model"), **options)
+        sub = dspy.LM(_model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model"),
+                      **options)
+        program = dspy.RLM("context, question -> answer", sub_lm=sub, interpreter_factory=LocalInterpreter,
+                           max_iters=int(setup.settings.get("max_iterations", 20)),
+                           max_llm_calls=int(setup.settings.get("max_llm_calls", 200)))
+        started = time.perf_counter()
+        try:
+            with dspy.context(lm=lm, track_usage=True):
+                prediction = program(context=instance.inputs["context"], question=instance.question)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
+                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+        usage_by_model = prediction.get_lm_usage() or {}
+        input_tokens = sum(int(u.get("prompt_tokens") or 0) for u in usage_by_model.values())
+        output_tokens = sum(int(u.get("completion_tokens") or 0) for u in usage_by_model.values())
+        cost = sum(float(h.get("cost") or 0.0) for h in [*lm.history, *sub.history])
+        usage = Usage(root_calls=len(lm.history), sub_calls=len(sub.history), input_tokens=input_tokens,
+                      output_tokens=output_tokens, cost_usd=cost,
+                      unpriced_calls=sum(1 for h in [*lm.history, *sub.history] if h.get("cost") is None),
+                      wall_s=time.perf_counter() - started)
+        return Outcome(answer=prediction.answer, status="submitted", usage=usage)
+
+
+# ---- by name -------------------------------------------------------------------------------------
+
+BUILTIN = ("rlm", "rlm_no_sub", "direct")
+PEERS = ("rlms", "dspy_rlm")
+METHOD_NAMES = BUILTIN + PEERS
+
+
+def get_method(name: str) -> Method:
+    """The method called `name`; ConfigError listing the names otherwise (peers check their package)."""
+    key = name.strip().lower().replace("-", "_").replace(".", "_")
+    if key == "rlm":
+        return RLMMethod("rlm")
+    if key == "rlm_no_sub":
+        return RLMMethod("rlm_no_sub", sub_calls=False)
+    if key == "direct":
+        return DirectMethod()
+    if key in PEERS:
+        peer: Method = peer_method(key)
+        return peer
+    raise ConfigError(f"unknown method {name!r}: choose from {', '.join(METHOD_NAMES)}.")

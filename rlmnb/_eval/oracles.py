@@ -20,8 +20,11 @@ import re
 import zlib
 from typing import Any
 
-from rlmnb._eval.tasks import multihop, oolong, oolong_pairs
-from rlmnb._eval.tasks.records import LABELS, THINGS, parse_line, read_note
+from rlmnb._eval.tasks.facts import read_fact
+from rlmnb._eval.tasks.oolong import LABELS, THINGS, answer_for, pairs_for, parse_line, read_note
+
+__all__ = ["CHUNK_CHARS", "LABEL_INSTRUCTION", "OracleModel", "mislabelled", "parse_question", "read_answer",
+           "root_program", "wrong_label"]
 
 _QUESTIONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("niah", "needle", re.compile(r"special magic number for (?P<key>[a-z]+ [a-z]+)\?")),
@@ -127,7 +130,7 @@ class OracleModel:
                                   ("country", r"Which country is the city of (.+?) in\?")):
             asked = re.search(pattern, head)
             if asked:
-                return multihop.read_fact(body, relation, asked.group(1)) or "NONE"
+                return read_fact(body, relation, asked.group(1)) or "NONE"
         return "NONE"
 
     # ---- direct ---------------------------------------------------------------------------------------
@@ -147,18 +150,18 @@ def read_answer(task: str, kind: str, params: dict[str, str], context: str) -> A
         hit = re.search(r"special magic number for " + re.escape(params["key"]) + r" is (\d{7})", context)
         return hit.group(1) if hit else "NONE"
     if task == "multihop":
-        company = multihop.read_fact(context, "works", params["person"]) or "NONE"
-        city = multihop.read_fact(context, "hq", company) or "NONE"
-        return city if kind == "2-hop" else (multihop.read_fact(context, "country", city) or "NONE")
+        company = read_fact(context, "works", params["person"]) or "NONE"
+        city = read_fact(context, "hq", company) or "NONE"
+        return city if kind == "2-hop" else (read_fact(context, "country", city) or "NONE")
     records = [p for p in map(parse_line, context.split("\n")) if p is not None]
     labels = [read_note(note) or "" for _, _, note in records]
     if task == "oolong":
         counts = {label: labels.count(label) for label in LABELS}
-        return oolong.answer_for(kind, counts, params)
-    return oolong_pairs.pairs_for([r[0] for r in records], [r[1] for r in records], labels, params["a"], params["b"])
+        return answer_for(kind, counts, params)
+    return pairs_for([r[0] for r in records], [r[1] for r in records], labels, params["a"], params["b"])
 
 
-# ---- the code the oracle root writes ------------------------------------------------------------------------
+# ---- the code the oracle root writes --------------------------------------------------------------
 _CHUNKS = "n_chunks = max(1, min({budget}, -(-len(text) // {chunk})))\n"
 _NIAH_SUB = '''key = {key!r}
 step = -(-len(text) // n_chunks)

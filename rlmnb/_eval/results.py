@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+__all__ = ["RESULTS_FILE", "ResultRow", "ResultsFile", "latest", "now", "read_rows", "short_json"]
+
 RESULTS_FILE = "results.jsonl"
 _MAX_ANSWER_CHARS = 2_000  # long answers (pair lists) are cut in the row; the score is computed first
 

@@ -5,6 +5,10 @@ one JSON line per (task, size, method, instance) to `<out>/results.jsonl`. A key
 skipped, so a rerun after an interruption picks up where it stopped. With `max_cost`, the evaluation
 stops before a run whose lean estimate would take the money spent (this evaluation's rows in the file,
 resumed ones included) past the limit, and each RLM run is capped at what is left.
+
+Entry points: `run_eval(spec)`; `plan` and `estimate` (each run's cost bracket, `estimate_job`: RLM methods
+use the same bracketing estimate as `%%rlm --dry-run`, a lean run and a whole-budget run; `direct` is one
+call whose prompt is the input cut to the window; peers are estimated like `rlm`) run no model.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from rlmnb._eval.choose import get_method
-from rlmnb._eval.cost import JobCost, estimate_job
-from rlmnb._eval.methods import Method, Setup
-from rlmnb._eval.progress import ProgressBar
+from rlmnb._eval.cost import JobCost, priced
+from rlmnb._eval.methods import REPLY_TOKENS, DirectMethod, Method, RLMMethod, Setup, get_method
+from rlmnb._eval.report import ProgressBar
 from rlmnb._eval.results import ResultRow, ResultsFile, latest, now, short_json
 from rlmnb._eval.tasks import Instance, format_size, get_task, parse_size
 from rlmnb._ground.errors import ConfigError
+
+__all__ = ["EvalReport", "EvalSpec", "Job", "estimate", "estimate_job", "plan", "run_eval",
+           "run_one"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,33 @@ def estimate(spec: EvalSpec) -> dict[tuple[str, int, str], JobCost]:
             for method in spec.methods:
                 out[(task, int(size), method)] = estimate_job(get_method(method), instance, spec.setup)
     return out
+
+
+def estimate_job(method: Any, instance: Instance, setup: Setup) -> JobCost:
+    """The cost bracket of `method` on `instance` (no model is called)."""
+    from rlmnb._engine.estimate import price_of
+
+    if isinstance(method, DirectMethod):
+        price = price_of(priced(setup.model))
+        if price is None:
+            return JobCost(None, None)
+        prompt = min(instance.tokens, method.window(setup)) + 200
+        cost = price.cost(prompt, REPLY_TOKENS // 10)
+        return JobCost(cost, price.cost(prompt, REPLY_TOKENS))
+    rlm_method = method if isinstance(method, RLMMethod) else RLMMethod("rlm")
+    rlm = rlm_method.rlm(setup, None)
+    from rlmnb._engine.estimate import estimate_run
+
+    first = _first_prompt_tokens(rlm, instance)
+    estimate = estimate_run(first_prompt_tokens=first, data_tokens=instance.tokens if rlm_method.sub_calls else 0,
+                            config=rlm.config, model=priced(rlm.model), sub_model=priced(rlm.sub_model))
+    return JobCost(estimate.low_usd, estimate.high_usd)
+
+
+def _first_prompt_tokens(rlm: Any, instance: Instance) -> int:
+    """Tokens of the first root request: the system prompt, the question and the inputs summary."""
+    report = rlm.dry_run(instance.question, **instance.inputs)
+    return int(report["tokens"])
 
 
 def run_eval(spec: EvalSpec, *, progress: bool | TextIO = False,

@@ -1,24 +1,42 @@
-"""Running a coroutine to its end from synchronous code, on a private event loop in a worker thread.
+"""Running an awaitable to its end from synchronous code, on a private event loop in a worker thread.
 
 A notebook cell is synchronous and may already sit inside a running event loop (ipykernel's), so a
 run gets its own loop in its own thread; Ctrl-C / the stop button in the waiting thread cancels it.
+`run_coroutine_blocking` is the one sync runner of rlmnb (`RLM.run`, an evaluation's model call, a
+sandbox closed from sync code); an `on_close` hook runs on the private loop before it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 __all__ = ["run_coroutine_blocking"]
 
 
-def run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
-    """Run a coroutine to completion on a private event loop in a worker thread.
+def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = False,
+                           on_close: Callable[[], Awaitable[None]] | None = None) -> T:
+    """Run an awaitable to completion on a private event loop in a worker thread.
 
-    A KeyboardInterrupt in the waiting thread cancels the coroutine; with `interruptible`, its
-    result (the interrupted RunResult) is still returned once it has cleaned up.
+    Args:
+        awaitable: what to run; it must not be bound to another event loop.
+        interruptible: after a KeyboardInterrupt, still return the awaitable's result once it has
+            cleaned up (an interrupted RunResult) instead of raising KeyboardInterrupt.
+        on_close: awaited on the private loop after the awaitable ends, however it ends (for example
+            `rlmnb._models.resolve.release_model_clients`, which closes clients opened on that loop).
+
+    Returns:
+        The awaitable's result.
+
+    Raises:
+        The awaitable's exception; KeyboardInterrupt when the waiting thread was interrupted (the
+        awaitable is cancelled) unless `interruptible`.
     """
+    coro = _closing(awaitable, on_close) if on_close is not None else awaitable
     box: dict[str, Any] = {}
     ready = threading.Event()
     finished = threading.Event()  # not thread.join(): an interrupted join() can mark a live thread stopped
@@ -27,7 +45,7 @@ def run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
         loop = asyncio.new_event_loop()
         try:
             box["loop"] = loop
-            box["task"] = loop.create_task(coro)
+            box["task"] = loop.create_task(_as_coroutine(coro))
             ready.set()
             box["result"] = loop.run_until_complete(box["task"])
         except BaseException as exc:
@@ -64,5 +82,16 @@ def run_coroutine_blocking(coro: Any, *, interruptible: bool = False) -> Any:
         raise error
     if interrupted and not interruptible:
         raise KeyboardInterrupt
-    return box.get("result")
+    return cast(T, box.get("result"))
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+async def _closing(awaitable: Awaitable[T], on_close: Callable[[], Awaitable[None]]) -> T:
+    try:
+        return await awaitable
+    finally:
+        await on_close()
 

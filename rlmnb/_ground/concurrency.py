@@ -23,6 +23,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["AdaptiveLimiter", "OnChange", "backoff", "current_limiter", "note_rate_limited", "settle"]
+
 OnChange = Callable[[int, str], None]
 
 

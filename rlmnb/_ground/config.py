@@ -14,6 +14,8 @@ from typing import Any
 
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["CONFINEMENTS", "SANDBOXES", "RLMConfig", "field_names", "parse_size"]
+
 SANDBOXES = ("local", "kernel")
 CONFINEMENTS = ("auto", "required", "off")
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']"}

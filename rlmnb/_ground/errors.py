@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["BudgetExhausted", "ConfigError", "DepthLimitReached", "EmptyAnswer", "InputError", "MissingAPIKey",
+           "ModelError", "PromptTooLarge", "RLMError", "RecoverableError", "ReplayDivergence", "SandboxError",
+           "ScriptExhausted", "SubmitSignal", "format_error_slot"]
+
 
 class RLMError(Exception):
     """Base class of the errors rlmnb raises on purpose."""

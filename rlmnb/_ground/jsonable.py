@@ -6,6 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
+__all__ = ["NotJSONable", "recordable", "to_jsonable"]
+
 _SCALARS = (str, int, float, bool, type(None))
 
 

@@ -14,6 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+__all__ = ["CHARS_PER_TOKEN", "bundled_tokenizer_dir", "count_messages", "count_tokens", "encoding_for",
+           "estimate_tokens", "prepare_offline_env"]
+
 CHARS_PER_TOKEN = 4.0
 _EXACT_LIMIT = 200_000  # characters counted exactly before switching to sampling
 _lock = threading.Lock()

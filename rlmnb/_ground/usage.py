@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+__all__ = ["CallUsage", "Usage"]
+
 
 @dataclass(frozen=True)
 class CallUsage:
@@ -22,6 +24,12 @@ class CallUsage:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallUsage:
         return cls(**{k: data[k] for k in ("input_tokens", "output_tokens", "cost_usd", "cached") if k in data})
+
+    def __add__(self, other: CallUsage) -> CallUsage:
+        """The usage of two requests made for one call: unpriced if either is, cached only if both are."""
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return CallUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost,
+                         cached=self.cached and other.cached)
 
 
 @dataclass(frozen=True)

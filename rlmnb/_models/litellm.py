@@ -8,12 +8,17 @@
   to retry it gives its concurrency slot back, and its 429s reach the run's AdaptiveLimiter.
 - A server on this machine (loopback `api_base`, Ollama) gets a 600 s default timeout instead of
   120 s, and a request to it that timed out is not retried: the server may still be working on it,
-  and a second copy would queue behind the first (`local_servers`).
+  and a second copy would queue behind the first (`request_policy`).
 - Stop sequences are passed only where litellm says the provider supports them (`supports_stop`).
 - Usage comes from the provider, else it is counted with tiktoken; cost comes from litellm's price
   map (None when the model has no price: unknown, not free). Give a model a price with
-  `input_cost_per_token=` / `output_cost_per_token=` (this also saves litellm ~1.5 ms of price
-  lookups per call) or with `litellm.register_model`.
+  `input_cost_per_token=` / `output_cost_per_token=` or with `litellm.register_model`
+  (docs/decisions/litellm-prices.md).
+- A reply is read by `read_response`. Providers answer HTTP 200 in shapes a caller must not mistake
+  for an answer: no choices, a choice whose content is null or empty (a safety block, or a reasoning
+  model that spent all of `max_tokens` thinking), or `finish_reason="content_filter"`. These come back
+  as a Completion with empty text and `meta["empty"]` saying which ("no_choices" or "no_content"), so
+  the caller decides (a root turn retries once; a sub-call retries or fails: `base.no_answer`).
 - A missing or rejected key is a `MissingAPIKey` naming the provider's environment variable; a
   prompt over the model's context window is a `PromptTooLarge`; any other failure is a
   `ModelCallFailed` (a failed slot, not a failed run).
@@ -33,21 +38,25 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlmnb._ground.concurrency import backoff as _backoff
 from rlmnb._ground.concurrency import note_rate_limited
 from rlmnb._ground.errors import MissingAPIKey, PromptTooLarge, RLMError
-from rlmnb._ground.tokens import prepare_offline_env
+from rlmnb._ground.tokens import count_messages, count_tokens, prepare_offline_env
+from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
-from rlmnb._models.litellm_reply import read_response
-from rlmnb._models.local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local
-from rlmnb._models.retries import classify as _classify
-from rlmnb._models.retries import retry_after as _retry_after
-from rlmnb._models.retries import timed_out as _timed_out
+from rlmnb._models.request_policy import (
+    LOCAL_TIMEOUT,
+    REMOTE_TIMEOUT,
+    classify,
+    is_local,
+    retry_after,
+    timed_out,
+)
 
-__all__ = ["LiteLLM", "ModelCallFailed", "close_loop_clients", "load_litellm"]
+__all__ = ["LiteLLM", "ModelCallFailed", "close_loop_clients", "load_litellm", "read_response", "reasoning_of"]
 
 # Names whose values must never be shown or cached; headers are shown by name only.
 _SECRET_NAMES = {"api_key", "azure_ad_token", "aws_secret_access_key", "aws_session_token", "vertex_credentials",
@@ -296,7 +305,7 @@ class LiteLLM:
                     response = await litellm.acompletion(model=self.name, messages=messages, **call)
                 break
             except Exception as exc:
-                kind = _classify(exc, litellm)
+                kind = classify(exc, litellm)
                 if kind == "auth":
                     raise MissingAPIKey(
                         f"The API key for {self._provider} was rejected: check {self.key_env_var()} "
@@ -305,7 +314,7 @@ class LiteLLM:
                     raise PromptTooLarge(
                         f"{self.name} refused the prompt as larger than its context window; nothing was answered. "
                         f"Split the text into smaller chunks and use llm_query_batched.") from None
-                if kind == "retry" and self.local and _timed_out(exc, litellm):
+                if kind == "retry" and self.local and timed_out(exc, litellm):
                     raise ModelCallFailed(
                         f"{self.name} did not answer within {self.timeout:g} s. The server on this machine may still "
                         f"be working on the request, so it was not sent again; give a longer timeout "
@@ -316,7 +325,7 @@ class LiteLLM:
                 if kind == "rate":
                     rate_limited += 1
                     note_rate_limited()
-                delay = self._delay(retries, _retry_after(exc))
+                delay = self._delay(retries, retry_after(exc))
                 retries += 1
                 await _backoff(delay)
         return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
@@ -386,3 +395,52 @@ async def close_loop_clients() -> None:
                     await asyncio.wait_for(result, 5.0)
         except Exception:
             pass
+
+
+# Reading a reply
+
+def reasoning_of(message: Any) -> str:
+    """Thinking the provider returned beside the answer (`reasoning_content`, or thinking blocks)."""
+    text = getattr(message, "reasoning_content", None)
+    if isinstance(text, str) and text.strip():
+        return text
+    blocks = getattr(message, "thinking_blocks", None)
+    if isinstance(blocks, list):
+        parts = [str(b.get("thinking", "")) for b in blocks if isinstance(b, Mapping)]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
+                  cost: Callable[[int, int], float | None]) -> Completion:
+    """The Completion of one litellm response; usage is counted when the provider reports none."""
+    choices = getattr(response, "choices", None)
+    choice = choices[0] if choices else None
+    message = getattr(choice, "message", None)
+    text = _content_text(getattr(message, "content", None))
+    finish = getattr(choice, "finish_reason", None)
+    finish_reason = str(finish) if finish else None
+    usage = getattr(response, "usage", None)
+    input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    price = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
+    meta: dict[str, Any] = {"retries": retries, "rate_limited": rate_limited, "finish_reason": finish_reason}
+    if choice is None:
+        meta["empty"] = "no_choices"
+    elif not text.strip():
+        meta["empty"] = "no_content"
+    if input_tokens == 0 and output_tokens == 0:  # the provider reported no usage: count it
+        input_tokens = count_messages(messages, name)
+        output_tokens = count_tokens(text, name)
+        meta["usage_counted"] = True
+        price = cost(input_tokens, output_tokens) if price is not None else None
+    return Completion(text=text, model=str(getattr(response, "model", "") or name),
+                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None),
+                      meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))

@@ -1,17 +1,21 @@
-"""How a user's choice of model becomes an LM: a litellm model name, an LM, or a sync model object.
+"""How a user's choice of model becomes an LM, and how the clients those LMs opened are released.
 
-The factory sits above the implementations it picks between (`LiteLLM` in litellm_lm.py,
-`SyncLMAdapter` in models.py), so the protocol's module never imports an implementation.
+`resolve_model` turns a litellm model name, an LM or a sync model object into an LM; it sits above the
+implementations it picks between (`LiteLLM` in litellm.py, `SyncLMAdapter` in base.py), so the
+protocol's module never imports an implementation. `release_model_clients` closes what litellm opened
+on the running event loop, without importing litellm when no run used it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from typing import Any
 
 from rlmnb._ground.errors import ConfigError
 from rlmnb._models.base import LM, SyncLMAdapter
 
-__all__ = ["resolve_model"]
+__all__ = ["release_model_clients", "resolve_model"]
 
 
 def resolve_model(model: Any, *, role: str = "model", **lm_options: Any) -> LM:
@@ -36,3 +40,13 @@ def resolve_model(model: Any, *, role: str = "model", **lm_options: Any) -> LM:
     raise ConfigError(
         f"{role} must be a litellm model string or an object with acomplete(messages); "
         f"got {type(model).__name__}.")
+
+
+async def release_model_clients() -> None:
+    """Close the HTTP clients litellm opened on the running event loop (only if litellm was used).
+
+    Await it before a private event loop ends; best effort, never raises, and shielded from cancellation.
+    """
+    module = sys.modules.get("rlmnb._models.litellm")
+    if module is not None:
+        await asyncio.shield(module.close_loop_clients())

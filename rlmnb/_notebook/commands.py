@@ -39,7 +39,7 @@ def line_command(magics: LineHost, line: str) -> Any:
         print(magics.config_report())
         return None
     if command == "models":
-        from rlmnb._notebook.report import models_report
+        from rlmnb._notebook.settings import models_report
 
         print(models_report(magics))
         return None

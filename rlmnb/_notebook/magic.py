@@ -1,16 +1,14 @@
 """`%%rlm` and `%rlm`: ask a question of your data from a notebook cell.
 
-This module runs a cell: it resolves the parsed options into models and inputs, builds the `RLM`,
-executes it with the live view, keeps the session for `--continue` and shows the outcome. What the
-user typed is parsed and checked in `magic_parsing.py` (options declared with `magic_arguments`,
-so `%%rlm?` documents them), the `%config RLMMagics.<name>` traits live in `magic_settings.py` and
-the `%rlm` subcommands in `magic_commands.py`. Every user mistake is an IPython `UsageError` raised
-before any model call. The run itself, the budget and the sandbox live in `api.py`.
+Entry point: `RLMMagics.rlm`. This module runs a cell: it resolves the parsed options into models and
+inputs, builds the `RLM`, executes it with the live view, keeps the session for `--continue` and shows the
+outcome. What the user typed is parsed and checked in `options.py` (options declared with
+`magic_arguments`, so `%%rlm?` documents them), the `%config RLMMagics.<name>` traits and their reports live
+in `settings.py` and the `%rlm` subcommands in `commands.py`. Every user mistake is an IPython `UsageError`
+raised before any model call. The run itself, the budget and the sandbox live in `rlmnb._api`.
 
 Loading it must stay fast (`%load_ext rlmnb` imports no model, data-frame or widget library):
-everything heavier is imported when a cell runs. (About 430 lines: resolving a cell, its display and
-its session are the steps of one `%%rlm` call and share its state; parsing, settings, help, reports and
-line commands already live apart.)
+everything heavier is imported when a cell runs.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import re
 
 from rlmnb.testing.fake_server import FakeServer
 
+__all__ = ["main"]
+
 
 def _parse_faults(text: str) -> dict[str, float]:
     out: dict[str, float] = {}

@@ -16,6 +16,8 @@ from typing import Any
 
 from rlmnb.testing.fake_server import Address, lm_for
 
+__all__ = ["FakeServerProcess"]
+
 
 class FakeServerProcess(Address):
     """`python -m rlmnb.testing.fake_cli` in a child process (its own interpreter and core).

@@ -21,6 +21,9 @@ import pytest
 from rlmnb.testing.fake_process import FakeServerProcess
 from rlmnb.testing.fake_server import FakeServer
 
+__all__ = ["fake_server", "fake_server_factory", "fake_server_process_factory", "fake_server_session",
+           "rlmnb_cache_dir"]
+
 
 @pytest.fixture(autouse=True)
 def rlmnb_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

@@ -13,6 +13,12 @@ from rlmnb.testing.generators import haystack
 from rlmnb.testing.responders import find_needle
 from rlmnb.testing.scripted import ScriptedLM
 
+__all__ = ["CHILD_ASK", "CHILD_SEARCH", "CHILD_SUBMIT", "FILES_ANALYSE", "FILES_EXPLORE", "FILES_SUBMIT",
+           "NEEDLE_EXPLORE", "NEEDLE_SEARCH", "NEEDLE_SUBMIT", "NEEDLE_VERIFY", "RECURSE_CHILDREN", "RECURSE_SPLIT",
+           "RECURSE_SUBMIT", "REFINE_CHECK", "REFINE_CHECK_SUBMIT", "REFINE_DRAFT", "REFINE_DRAFT_SUBMIT",
+           "TABLE_COUNT", "TABLE_EXPLORE", "TABLE_SUBMIT", "Scenario", "files_models", "needle_models",
+           "needle_scenario", "recursion_models", "refine_models", "report_text", "table_models"]
+
 NEEDLE_EXPLORE = '''Let me look at the input first.
 ```python
 text = inputs["text"]

@@ -21,6 +21,8 @@ from rlmnb._ground.tokens import count_messages, count_tokens
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
 
+__all__ = ["Responder", "ScriptedLM"]
+
 Responder = Callable[[list[Message]], "str | Completion"]
 
 

@@ -24,6 +24,9 @@ from typing import Any
 from rlmnb.testing.generators import GENERATED_AT
 from rlmnb.testing.scripted import ScriptedLM
 
+__all__ = ["CATEGORIES", "COMPLAINTS", "REGIONS", "SHOP_LOOK", "SHOP_READ", "SHOP_REVENUE", "SHOP_REVIEWS",
+           "SHOP_SUBMIT", "ShopData", "complaint_in", "read_review", "shop_data", "shop_models"]
+
 CATEGORIES = ("audio", "kitchen", "outdoor", "fitness", "office")
 REGIONS = ("North", "South", "East", "West")
 COMPLAINTS = ("battery", "noise", "size", "delivery", "price", "quality")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from rlmnb._eval.tasks import TASK_NAMES, Instance, format_size, generate, parse_size
-from rlmnb._eval.tasks.records import LABELS, category_words, parse_line, read_note
+from rlmnb._eval.tasks.oolong import LABELS, category_words, parse_line, read_note
 from rlmnb._eval.tasks.scoring import exact_match, numeric_score, pair_f1, parse_number, parse_pairs
 from rlmnb._ground.errors import ConfigError
 

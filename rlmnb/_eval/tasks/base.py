@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["MAX_SIZE", "MIN_SIZE", "TASK_NAMES", "Instance", "Task", "format_size", "generate", "get_task",
+           "instance_seed", "parse_size"]
+
 MIN_SIZE = 4_000          # tokens: below this the tasks degenerate (too few records to aggregate)
 MAX_SIZE = 20_000_000     # tokens: ~80 MB of text, well past the 10M the suite is built for
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
@@ -106,10 +109,10 @@ class Task(Protocol):
 
 
 _REGISTRY: dict[str, str] = {
-    "niah": "rlmnb._eval.tasks.niah:NIAH",
+    "niah": "rlmnb._eval.tasks.facts:NIAH",
     "oolong": "rlmnb._eval.tasks.oolong:OOLONG",
-    "oolong_pairs": "rlmnb._eval.tasks.oolong_pairs:OOLONG_PAIRS",
-    "multihop": "rlmnb._eval.tasks.multihop:MULTIHOP",
+    "oolong_pairs": "rlmnb._eval.tasks.oolong:OOLONG_PAIRS",
+    "multihop": "rlmnb._eval.tasks.facts:MULTIHOP",
 }
 TASK_NAMES = tuple(_REGISTRY)
 

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+__all__ = ["exact_match", "normalize_text", "numeric_score", "pair_f1", "parse_number", "parse_pairs", "unwrap"]
+
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _PAIR = re.compile(r"[\[(]\s*['\"]?(\d+)['\"]?\s*,\s*['\"]?(\d+)['\"]?\s*[\])]")
 _STRIP = " \t\n\r\"'`.,;:!?*"

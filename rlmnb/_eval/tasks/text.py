@@ -12,6 +12,8 @@ from typing import Any
 
 from rlmnb._ground.tokens import count_tokens, estimate_tokens
 
+__all__ = ["SYLLABLES", "WORDS", "chars_per_token", "filler", "filler_pool", "names", "size_tokens"]
+
 WORDS = ("archive", "ledger", "meadow", "harvest", "lantern", "quarry", "canal", "orchard", "beacon", "summit",
          "valley", "timber", "copper", "granite", "marble", "velvet", "thunder", "whisper", "compass", "anchor",
          "voyage", "signal", "pattern", "measure", "council", "market", "season", "journal", "chapter", "portrait",

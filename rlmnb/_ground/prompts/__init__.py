@@ -9,6 +9,8 @@ from functools import cache
 from importlib import resources
 from string import Template
 
+__all__ = ["load", "render"]
+
 
 @cache
 def load(name: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from rlmnb import MissingAPIKey, PromptTooLarge
 from rlmnb._ground.concurrency import AdaptiveLimiter
-from rlmnb._models.litellm import LiteLLM, ModelCallFailed, _retry_after
+from rlmnb._models.litellm import LiteLLM, ModelCallFailed
 from rlmnb._models.resolve import resolve_model
 from rlmnb.testing.fake_server import plausible_tokens
 
@@ -187,18 +187,6 @@ def test_rate_limits_inside_the_adapter_reach_the_limiter(fake_server_factory: A
     assert answers == [str(2000000 + i) for i in range(100)]
     assert limiter.rate_limits == server.stats()["faults"]["429"] == 24
     assert limiter.decreases >= 1 and limiter.limit < 32
-
-
-def test_retry_after_header_forms() -> None:
-    class Exc(Exception):
-        def __init__(self, headers: dict[str, str]) -> None:
-            self.litellm_response_headers = headers
-
-    assert _retry_after(Exc({"retry-after-ms": "1500"})) == 1.5
-    assert _retry_after(Exc({"Retry-After": "2"})) == 2.0
-    assert 5 < (_retry_after(Exc({"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT",
-                                                                 time.gmtime(time.time() + 10))})) or 0) <= 10
-    assert _retry_after(Exc({})) is None and _retry_after(ValueError()) is None
 
 
 def test_plausible_usage_matches_what_the_adapter_reports(fake_server: Any) -> None:

@@ -19,9 +19,7 @@ from rlmnb._eval.methods import DirectMethod, RLMMethod
 from rlmnb._eval.oracles import OracleModel, mislabelled, parse_question, read_answer, wrong_label
 from rlmnb._eval.runner import run_one
 from rlmnb._eval.tasks import TASK_NAMES, generate
-from rlmnb._eval.tasks.oolong import answer_for
-from rlmnb._eval.tasks.oolong_pairs import pairs_for
-from rlmnb._eval.tasks.records import LABELS, category_words, parse_line
+from rlmnb._eval.tasks.oolong import LABELS, answer_for, category_words, pairs_for, parse_line
 from rlmnb.testing import ScriptedLM
 
 

@@ -1,8 +1,10 @@
-"""Slow servers on this machine: a longer default timeout, no retry of a timed-out request, snippet time."""
+"""Request policy: slow servers on this machine (a longer default timeout, no retry of a timed-out request,
+snippet time) and how long a server asked us to wait."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from rlmnb._engine.limits import run_limits
 from rlmnb._ground.config import RLMConfig
 from rlmnb._models.litellm import LiteLLM, ModelCallFailed
-from rlmnb._models.local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local, is_loopback
+from rlmnb._models.request_policy import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local, is_loopback, retry_after
 from rlmnb.testing import ScriptedLM
 
 
@@ -44,3 +46,15 @@ def test_the_snippet_timeout_leaves_room_for_one_local_sub_call() -> None:
     assert run_limits(RLMConfig(timeout=60), ScriptedLM([]), local_sub).snippet_timeout == 330
     remote_sub = LiteLLM("openai/gpt-5-mini", timeout=300)
     assert run_limits(RLMConfig(timeout=60), ScriptedLM([]), remote_sub).snippet_timeout == 60
+
+
+def test_retry_after_header_forms() -> None:
+    class Exc(Exception):
+        def __init__(self, headers: dict[str, str]) -> None:
+            self.litellm_response_headers = headers
+
+    assert retry_after(Exc({"retry-after-ms": "1500"})) == 1.5
+    assert retry_after(Exc({"Retry-After": "2"})) == 2.0
+    assert 5 < (retry_after(Exc({"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT",
+                                                                time.gmtime(time.time() + 10))})) or 0) <= 10
+    assert retry_after(Exc({})) is None and retry_after(ValueError()) is None

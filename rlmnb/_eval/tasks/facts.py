@@ -1,27 +1,95 @@
-"""Multi-hop: a corpus of generated documents where the answer takes two or three of them, found by reading.
+"""Tasks that find facts planted in generated filler prose: S-NIAH (one fact) and multi-hop (a chain of facts).
 
-Made-up people work at made-up companies, companies have their headquarters in made-up cities, and
-cities lie in made-up countries (no world knowledge helps). Each fact is stated once, in its own
-document, in one of several phrasings, and each document also names a second entity in a role that
-is not the fact (a person who "once interviewed at" another company, a company that "considered" another
-city). A two-hop question asks for the headquarters city of a person's employer; a three-hop question
-asks for the country of that city. Exact match on the final entity.
-
-How the answer can be found without reading: code can find the documents that mention a name (a
-substring search), which narrows the corpus to a handful; it cannot tell the employer from the company
-the person only interviewed at, or the headquarters from a city that was merely considered, without a
-pattern per phrasing. A method reads the few candidate documents at each hop (a sub-call) and follows the
-chain with code. A truncated prompt answers only when every document of the chain is inside the cut.
+`NIAH` plants one needle among distractor needles; `MULTIHOP` builds a corpus of documents whose answer
+takes two or three of them. Each class docstring says how its answer can and cannot be found without reading.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
 from rlmnb._eval.tasks.base import Instance, instance_seed
 from rlmnb._eval.tasks.scoring import exact_match
 from rlmnb._eval.tasks.text import chars_per_token, filler, filler_pool, names, size_tokens
+
+__all__ = ["ADJECTIVES", "ANIMALS", "HQ", "HQ_DISTRACTOR", "IN_COUNTRY", "IN_DISTRACTOR", "MULTIHOP", "NEEDLE", "NIAH",
+           "WORKS", "WORKS_DISTRACTOR", "MultiHopTask", "NIAHTask", "read_fact"]
+
+
+# ---- S-NIAH ------------------------------------------------------------------------------------------
+
+ADJECTIVES = ("amber", "quiet", "crimson", "hollow", "silver", "brisk", "velvet", "northern", "lucky", "frozen",
+              "gentle", "rapid", "scarlet", "misty", "golden", "sober")
+ANIMALS = ("heron", "falcon", "otter", "badger", "lynx", "marten", "ibis", "walrus", "gecko", "bison", "crane",
+           "puffin", "jackal", "osprey", "tapir", "viper")
+NEEDLE = "The special magic number for {key} is {number}."
+SENTENCES_PER_LINE = 8
+
+
+class NIAHTask:
+    """S-NIAH: one needle in a haystack of filler prose, among distractor needles.
+
+    The needle is the sentence "The special magic number for <key> is <7 digits>." at a random depth.
+    Distractor needles use the same sentence with other keys, and the keys share words with the asked key
+    ("amber heron" asked, "amber falcon" and "quiet heron" planted), so a search for one word of the key finds
+    the wrong number. Scored by exact match on the seven digits.
+
+    How the answer can be found without reading: a substring search for the whole key finds the needle,
+    so code alone (the `rlm_no_sub` method) solves this task, as in the paper: S-NIAH measures whether a
+    method can locate one fact at all, at constant cost in the input size. What cannot find it: anything
+    that sees only part of the text (a truncated prompt finds it only when the needle's depth is inside
+    the cut), or a search for a single word of the key.
+    """
+
+    name = "niah"
+    description = inspect.cleandoc(__doc__ or "")
+
+    def generate(self, size: int, *, seed: int = 0, index: int = 0) -> Instance:
+        import numpy as np
+
+        rng = np.random.default_rng(instance_seed(self.name, size, seed, index))
+        pool = filler_pool(rng)
+        adjective, animal = rng.choice(len(ADJECTIVES), 3, replace=False), rng.choice(len(ANIMALS), 3, replace=False)
+        key = f"{ADJECTIVES[adjective[0]]} {ANIMALS[animal[0]]}"
+        distractor_keys = [f"{ADJECTIVES[adjective[0]]} {ANIMALS[animal[1]]}",
+                           f"{ADJECTIVES[adjective[1]]} {ANIMALS[animal[0]]}",
+                           f"{ADJECTIVES[adjective[2]]} {ANIMALS[animal[2]]}"]
+        numbers = [str(n) for n in rng.choice(np.arange(1_000_000, 10_000_000), 1 + len(distractor_keys),
+                                               replace=False)]
+        needles = [NEEDLE.format(key=k, number=n) for k, n in zip([key, *distractor_keys], numbers, strict=True)]
+        cpt = chars_per_token(" ".join(pool[:400]))
+        mean_len = sum(len(s) + 1 for s in pool) / len(pool)
+        count = max(len(needles) + 4, int(size * cpt / mean_len) - len(needles))
+        sentences = filler(rng, pool, count)
+        depth = float(rng.uniform(0.05, 0.95))
+        needle_slot = int(depth * count)
+        free = np.setdiff1d(np.arange(count), [needle_slot])
+        placed = {needle_slot: needles[0]}
+        placed.update(zip((int(s) for s in rng.choice(free, len(needles) - 1, replace=False)), needles[1:],
+                          strict=True))
+        for slot in sorted(placed, reverse=True):
+            sentences.insert(slot, placed[slot])
+        lines = [" ".join(sentences[i: i + SENTENCES_PER_LINE]) for i in range(0, len(sentences), SENTENCES_PER_LINE)]
+        text = "\n".join(lines)
+        position = text.find(needles[0])
+        return Instance(
+            task=self.name, size=size, index=index, seed=seed,
+            question=f"What is the special magic number for {key}? Answer with the 7-digit number only.",
+            inputs={"context": text}, answer=numbers[0], kind="needle", tokens=size_tokens(text),
+            meta={"key": key, "depth": round(position / max(1, len(text)), 4), "position": position,
+                  "distractors": len(distractor_keys)},
+            data={"needles": dict(zip([key, *distractor_keys], numbers, strict=True))})
+
+    def score(self, instance: Instance, prediction: Any) -> float:
+        return exact_match(instance.answer, prediction)
+
+
+NIAH = NIAHTask()
+
+
+# ---- multi-hop ---------------------------------------------------------------------------------------
 
 WORKS = ("{p} has worked at {c} for several years.", "These days {p} is employed by {c}.",
          "{p} joined {c} as an engineer and stayed.", "Colleagues at {c} describe {p} as reliable.")
@@ -35,8 +103,24 @@ FILLER_SENTENCES = (3, 9)
 
 
 class MultiHopTask:
+    """Multi-hop: a corpus of generated documents where the answer takes two or three of them, found by reading.
+
+    Made-up people work at made-up companies, companies have their headquarters in made-up cities, and
+    cities lie in made-up countries (no world knowledge helps). Each fact is stated once, in its own
+    document, in one of several phrasings, and each document also names a second entity in a role that
+    is not the fact (a person who "once interviewed at" another company, a company that "considered" another
+    city). A two-hop question asks for the headquarters city of a person's employer; a three-hop question
+    asks for the country of that city. Exact match on the final entity.
+
+    How the answer can be found without reading: code can find the documents that mention a name (a
+    substring search), which narrows the corpus to a handful; it cannot tell the employer from the company
+    the person only interviewed at, or the headquarters from a city that was merely considered, without a
+    pattern per phrasing. A method reads the few candidate documents at each hop (a sub-call) and follows the
+    chain with code. A truncated prompt answers only when every document of the chain is inside the cut.
+    """
+
     name = "multihop"
-    description = __doc__ or ""
+    description = inspect.cleandoc(__doc__ or "")
 
     def generate(self, size: int, *, seed: int = 0, index: int = 0) -> Instance:
         import numpy as np
@@ -44,7 +128,7 @@ class MultiHopTask:
         rng = np.random.default_rng(instance_seed(self.name, size, seed, index))
         pool = filler_pool(rng)
         # a document: title and two facts (~180 characters) and 5.5 filler sentences on average; made-up names
-        # cost more tokens per character than filler words (measured: ~0.8 times the filler's ratio)
+        # cost more tokens per character than filler words (docs/decisions/multihop-size-calibration.md)
         mean_doc = 180 + 5.5 * sum(len(s) + 1 for s in pool[:400]) / 400
         cpt = 0.8 * chars_per_token(" ".join(pool[:400]))
         docs = max(40, int(size * cpt / mean_doc))
