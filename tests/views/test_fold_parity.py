@@ -3,7 +3,7 @@
 
 Trajectories: the tutorial notebooks' saved runs, a run with a failing batch, single calls and a child
 run, a run whose calls queue for two slots, a 10,000-call run, that run cut off mid-batch (a kernel that
-died), and the same runs in the old format (no `sub_call_sent` events, no `queued_s`). Figures compared:
+died), a run interrupted with calls in flight and queued, and the same runs in the old format (no `sub_call_sent` events, no `queued_s`). Figures compared:
 the meters (counts, in flight and queued, tokens, cost, unpriced, root calls), every run (status, label,
 depth, parent, reason, notes, wall time), every turn (flags, timings, notes, the pending text) and every
 sub-call group and call (counts, tokens, cost, cached, retried, latency and queue percentiles, wall, refusal).
@@ -15,6 +15,7 @@ import copy
 import json
 import math
 import os
+import _thread
 import shutil
 import subprocess
 from pathlib import Path
@@ -99,6 +100,24 @@ def _queued_run(calls: int, concurrency: int) -> dict[str, Any]:
                min_concurrency=1, cache=False, max_llm_calls=calls + 10).run("q", text="t").trajectory.to_dict()
 
 
+def _interrupted_run() -> dict[str, Any]:
+    """A run the user interrupted (Ctrl-C) while its batch had calls in flight and calls queued."""
+    replied = 0
+
+    def sub(messages: list[dict[str, Any]]) -> str:
+        nonlocal replied
+        replied += 1
+        if replied == 30:
+            _thread.interrupt_main()  # what Ctrl-C in the terminal or the notebook's stop button does
+        return "x"
+
+    root = ScriptedLM([code("r = llm_query_batched([f'q{i}' for i in range(100)])"), code("submit(len(r))")])
+    result = RLM(root, ScriptedLM(sub, name="sub", latency=0.02), sandbox="local", max_concurrency=4, cache=False,
+                 max_llm_calls=200).run("q", text="t")
+    assert result.status == "interrupted"
+    return result.trajectory.to_dict()
+
+
 def _cut(data: dict[str, Any], fraction: float) -> dict[str, Any]:
     """The run as saved when its kernel died: events up to `fraction` of the way through its sub-calls."""
     events = data["events"]
@@ -123,14 +142,14 @@ def _interleaved(data: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def trajectories() -> dict[str, dict[str, Any]]:
-    mixed, queued, big = _mixed_run(), _queued_run(40, 2), _queued_run(CALLS, 64)
+    mixed, queued, big, interrupted = _mixed_run(), _queued_run(40, 2), _queued_run(CALLS, 64), _interrupted_run()
     runs = dict(_notebook_runs())
     runs.update({
         "mixed": mixed, "mixed-compact": compact_trajectory(Trajectory.from_dict(mixed)),
         "mixed-old": _old_format(mixed), "queued": queued, "queued-old": _old_format(queued),
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
-        "mixed-cut": _cut(mixed, 0.4),
+        "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -242,6 +261,8 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     kinds = {name: {e["kind"] for e in t["events"]} for name, t in trajectories.items()}
     assert any(n.startswith("0") for n in kinds) and "map_started" in set().union(*kinds.values())
     assert "sub_call_sent" in kinds["queued-cut"] and "sub_call_sent" not in kinds["queued-cut-old"]
+    statuses = [e["status"] for e in trajectories["interrupted"]["events"] if e["kind"] == "run_finished"]
+    assert statuses == ["interrupted"]
     assert "run_finished" not in kinds["10k-cut"] and "run_started" in kinds["10k-cut"]
     old = [e for e in trajectories["10k-cut-old"]["events"] if e["kind"] == "sub_call_finished"]
     assert old and not any("queued_s" in e for e in old)
