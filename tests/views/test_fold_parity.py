@@ -11,11 +11,11 @@ sub-call group and call (counts, tokens, cost, cached, retried, latency and queu
 
 from __future__ import annotations
 
+import _thread
 import copy
 import json
 import math
 import os
-import _thread
 import shutil
 import subprocess
 from pathlib import Path
