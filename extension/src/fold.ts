@@ -513,7 +513,7 @@ export function fold(payload: unknown): Tree {
   return tree;
 }
 
-/** One line per quote a guard checked (QuotesFound): found, and where, or not found (as the Python views write them). */
+/** One line per quote a guard checked (QuotesFound): found, and where, or not found. */
 export function quoteNotes(details: { [key: string]: any }): string[] {
   const out: string[] = [];
   for (const q of Array.isArray(details.quotes) ? details.quotes : []) {
