@@ -7,7 +7,7 @@ seconds (4 times a second by default) and `finish()` flushes the final state. A 
 one row and its first page of calls, HTML the browser expands by itself (clicks the kernel must handle
 wait until the cell has finished); the rest come a page at a time on request, so a run of 10,000 calls
 stays light. The buttons to copy a prompt, a reply or a turn's code, insert it in a new cell or open
-the run as a DataFrame are HTML too (`views/actions.py`), handled by rlmnb's JupyterLab extension. When displayed, the output also carries the static HTML tree, a stable
+the run as a DataFrame are HTML too (`rlmnb.views._actions`), handled by rlmnb's JupyterLab extension. When displayed, the output also carries the static HTML tree, a stable
 `text/plain` line and the trajectory JSON, refreshed through the display id when the run ends, so a
 saved notebook shows the final state even where widgets cannot render. (About 430 lines: the widget
 tree, its pusher thread and its final refresh share one lock and one RunTree; the trace panel is
