@@ -5,7 +5,7 @@ child runs under their turn); `html`, `text` and `mime` draw it; the live widget
 and the JupyterLab extension show the same structure. Nothing here needs a kernel or a widget
 library, so the CLI, saved notebooks and exported pages share it.
 
-Modules: `format` (numbers, times, clipping), `nodes` (the tree's mutable nodes), `fold` (RunTree),
+Modules: `format` (numbers, times, clipping), `fold` (RunTree: its nodes, folding and readings),
 `html` (the HTML pieces and `render_html`), `text` (`summary_line`, `render_text`), `mime`
 (`mime_bundle`, `compact_trajectory`, `TrajectoryView`).
 """

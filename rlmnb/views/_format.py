@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs", "more_label",
-           "map_figures", "pending_turn_text", "percentile", "queue_text", "quote_notes", "running_time"]
+from rlmnb._ground.text import clip as clip_text
+
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
+           "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "queue_text",
+           "quote_notes", "running_time"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
@@ -78,13 +82,23 @@ def more_label(page: int, left: int) -> str:
     return f"show the last {left:,}" if left <= page else f"show {page:,} more ({left:,} left)"
 
 
+def left_out_marker(how: str) -> Callable[[int, int], str]:
+    """The marker a view puts where it clipped text: a line saying how many characters were left out, and how."""
+    return lambda omitted, _total: f"\n… [{omitted:,} characters {how}] …\n"
+
+
 def clip(text: str, limit: int, *, left_out: str = "not shown") -> str:
-    """Head and tail of a long text with a marker saying how much was left out (and how: `left_out`)."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    return f"{text[:head]}\n… [{len(text) - limit:,} characters {left_out}] …\n{text[-tail:]}"
+    """Head and tail of a long text with a marker saying how much was left out (and how: `left_out`).
+
+    Args:
+        text: the text to show.
+        limit: the characters kept (two thirds from the start, the rest from the end); the marker is extra.
+        left_out: how the rest was left out, said in the marker ("not shown", "not recorded").
+
+    Returns:
+        `text` when it fits, else its head, the marker and its tail (`rlmnb._ground.text.clip`, both ends).
+    """
+    return clip_text(text, limit, keep="both", marker=left_out_marker(left_out), head=limit * 2 // 3)
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

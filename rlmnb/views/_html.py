@@ -3,6 +3,7 @@
 Inline styles only, no scripts and no event handlers, so the HTML survives notebook sanitisers and
 exported pages. The pieces (`header_html`, `meters_html`, `turn_html`, `group_summary_html`,
 `call_html`, `answer_html`) are shared with the live widget; `render_html` draws a whole run tree.
+The meters (turns, sub-calls, tokens, cost, time) draw a bar only against a limit that was set.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from rlmnb.views._format import (
     pending_turn_text,
     queue_text,
 )
-from rlmnb.views._meters import meters_html
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "html_page", "meters_html", "render_html", "turn_html"]
+           "highlight_python", "html_page", "meters_html", "render_html", "sub_calls_text", "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
@@ -133,6 +133,64 @@ def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False
         return f'<span style="{FONT}">{line} <span style="{MUTED}">— {_esc(short)}</span></span>'
     return (f'<div style="{FONT}"><div>{line}</div>'
             f'<div style="{MUTED};white-space:pre-wrap">{_esc(question)}</div></div>')
+
+
+# ---- the budget meters, as tqdm shows progress: done, in flight, the cap; a bar only against a limit that
+# was set (no empty grey bars); the same figures and words as the extension's metersView (view.ts)
+_BAR = "height:5px;background:rgba(127,127,127,0.2);border-radius:3px;margin-top:2px;display:flex;overflow:hidden"
+
+
+def _limit(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def _meter(label: str, text: str, used: float, limit: float | None, ahead: float = 0.0) -> str:
+    bar = ""
+    if limit:
+        done = max(0.0, min(1.0, used / limit))
+        colour = "var(--jp-error-color1,#c62828)" if done >= 1 else "var(--jp-brand-color1,#1976d2)"
+        bar = (f'<div class="rlmnb-meter-bar" style="{_BAR}"><div style="width:{done * 100:.1f}%;background:{colour}">'
+               f'</div>')
+        if ahead > 0:
+            share = max(0.0, min(1.0 - done, ahead / limit))
+            bar += f'<div style="width:{share * 100:.1f}%;background:rgba(25,118,210,0.35)"></div>'
+        bar += "</div>"
+    return (f'<div class="rlmnb-meter" data-meter="{label}" style="display:inline-block;min-width:150px;'
+            f'margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'
+            f'<div class="rlmnb-meter-text" style="font-variant-numeric:tabular-nums">{html.escape(text)}</div>{bar}'
+            f'</div>')
+
+
+def sub_calls_text(m: dict[str, Any]) -> str:
+    """"58 (+4 in flight, +38 queued) / 100 · 1 failed": replies in, calls at the provider, calls waiting
+    for a concurrency slot, the budget, failures."""
+    done, flying, queued = int(m["sub_calls_done"]), int(m["sub_calls_in_flight"]), int(m["sub_calls_queued"])
+    limit = _limit(m["max_llm_calls"])
+    out = [f"+{n:,} {word}" for n, word in ((flying, "in flight"), (queued, "queued")) if n > 0]
+    text = f"{done:,}" + (f" ({', '.join(out)})" if out else "")
+    text += f" / {int(limit):,}" if limit else ""
+    if m["sub_errors"]:
+        text += f" · {m['sub_errors']:,} failed"
+    return text
+
+
+def meters_html(m: dict[str, Any]) -> str:
+    """Turns, sub-calls, tokens, cost and time of the whole run tree, each against its cap when one is set."""
+    max_turns, max_calls = _limit(m["max_turns"]), _limit(m["max_llm_calls"])
+    max_tokens, max_cost, max_time = _limit(m["max_tokens"]), _limit(m["max_cost"]), _limit(m["max_time"])
+    done, sent = int(m["sub_calls_done"]), int(m["sub_calls"])
+    tokens = m["input_tokens"] + m["output_tokens"]
+    parts = [
+        _meter("turns", f"{m['turns']:,}" + (f" / {int(max_turns):,}" if max_turns else ""), m["turns"], max_turns),
+        _meter("sub-calls", sub_calls_text(m), done, max_calls, sent - done),
+        _meter("tokens", f"{fmt_count(m['input_tokens'])} in · {fmt_count(m['output_tokens'])} out"
+               + (f" / {fmt_count(max_tokens)}" if max_tokens else ""), tokens, max_tokens),
+        _meter("cost", fmt_cost(m["cost"], m["unpriced"]) + (f" / ${max_cost:g}" if max_cost else ""),
+               m["cost"], max_cost),
+        _meter("time", fmt_secs(m["elapsed"]) + (f" / {fmt_secs(max_time)}" if max_time else ""), m["elapsed"],
+               max_time),
+    ]
+    return f'<div class="rlmnb-meters">{"".join(parts)}</div>'
 
 
 def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = TEXT_CHARS,

@@ -1,4 +1,4 @@
-"""The live widget's buttons (views/actions.py): where they appear, what they carry, and where they never go."""
+"""The live widget's buttons (rlmnb.views._actions): where they appear, what they carry, and where they never go."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from rlmnb import RLM
 from rlmnb.events import SubCallFinished, SubCallSent, SubCallStarted, Trajectory
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html, render_text
-from rlmnb.views._meters import meters_html
+from rlmnb.views._html import meters_html
 from rlmnb.views._timeline import queue_levels, timeline_svg
 
 CALL_S = 0.2  # the scripted sub-model's time per call

@@ -13,7 +13,7 @@ from rlmnb.events import EventBus, RunScope, RunStarted, SubCallFinished, SubCal
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html
 from rlmnb.views._format import fmt_cost, fmt_rate, pending_turn_text
-from rlmnb.views._meters import meters_html
+from rlmnb.views._html import meters_html
 from rlmnb.views._timeline import timeline_svg
 from rlmnb.views._trace import search_scope, select_calls
 
