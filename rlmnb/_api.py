@@ -11,11 +11,12 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rlmnb._engine.budget import Budget
-from rlmnb._engine.resources import RunRecord, RunSpec, Session, Tree
+from rlmnb._engine.resources import RunSpec, TreeResources
 from rlmnb._engine.runs import execute_run
+from rlmnb._engine.turn import Outcome, Session
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig, field_names
 from rlmnb._ground.errors import ConfigError, ReplayDivergence
@@ -26,11 +27,11 @@ from rlmnb._models.base import LM, model_label
 from rlmnb._models.resolve import resolve_model
 from rlmnb._sandbox.confinement.policy import Confinement
 from rlmnb._sandbox.primitives import check_tools
-from rlmnb.events import Event, EventBus, RunStarted, Trajectory
+from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
 
-__all__ = ["RLM", "RunResult", "Session"]  # Session is defined in tree.py, below runs.py
+__all__ = ["RLM", "STATUSES", "RunResult", "Session", "release_model_clients"]  # Session: defined in _engine.turn
 
-STATUSES = ("submitted", "fallback", "budget_exhausted", "error", "interrupted")
+STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class RunResult:
     """The outcome of one run. `answer` is the submitted value (validated against the schema if given)."""
 
     answer: Any
-    status: str
+    status: RunStatus
     usage: Usage
     trajectory: Trajectory = field(repr=False)
     run_id: str = ""
@@ -209,8 +210,8 @@ class RLM:
             raise ConfigError("rounds > 1 cannot continue an earlier run; start a new run instead.")
         return _Prepared(question.strip(), list(fields_), summary, session)
 
-    def _tree(self, budget: Budget, bus: EventBus) -> Tree:
-        return Tree(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
+    def _tree(self, budget: Budget, bus: EventBus) -> TreeResources:
+        return TreeResources(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
                     tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier,
                     pinned_models=self.pinned_models)
 
@@ -225,7 +226,7 @@ class RLM:
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
-            record: RunRecord | None = None
+            record: Outcome | None = None
             for round_no in range(1, self.config.rounds + 1):
                 spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
                 if round_no > 1:
@@ -239,13 +240,13 @@ class RLM:
         finally:
             detach()
             if own_loop:  # the loop dies with the run: close what litellm opened on it
-                await _release_model_clients()
+                await release_model_clients()
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
                          error=record.error, verified=record.verified, session=record.session)
 
-    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
+    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: Outcome | None,
                     round_no: int) -> RunSpec:
         """Pass k of `rounds`: the same question, with the earlier passes' answers bound as `earlier`."""
         from rlmnb.inputs import bind_inputs
@@ -270,7 +271,7 @@ async def _prepare_models(*models: Any) -> None:
             await prepare()
 
 
-async def _release_model_clients() -> None:
+async def release_model_clients() -> None:
     """Close the HTTP clients litellm opened on this run's event loop (only if litellm was used)."""
     import sys
 

@@ -14,14 +14,14 @@ T = TypeVar("T")
 
 def run_blocking(awaitable: Awaitable[T]) -> T:
     """The awaitable's result; its exception is raised here, KeyboardInterrupt cancels it."""
-    from rlmnb._api import _release_model_clients
+    from rlmnb._api import release_model_clients
     from rlmnb._ground.blocking import run_coroutine_blocking
 
     async def main() -> Any:
         try:
             return await awaitable
         finally:
-            await _release_model_clients()
+            await release_model_clients()
 
     result: T = run_coroutine_blocking(main())
     return result
