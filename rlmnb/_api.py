@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from rlmnb._engine.budget import Budget
 from rlmnb._engine.resources import RunSpec, TreeResources
@@ -28,6 +28,9 @@ from rlmnb._models.resolve import resolve_model
 from rlmnb._sandbox.confinement.policy import Confinement
 from rlmnb._sandbox.primitives import check_tools
 from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
+
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field, InputsSummary
 
 __all__ = ["RLM", "STATUSES", "RunResult", "Session", "release_model_clients"]  # Session: defined in _engine.turn
 
@@ -283,8 +286,8 @@ async def release_model_clients() -> None:
 @dataclass
 class _Prepared:
     question: str
-    fields: list[Any]
-    summary: Any
+    fields: list[Field]
+    summary: InputsSummary
     session: Session | None
 
     def spec(self, keep_session: bool = False) -> RunSpec:
