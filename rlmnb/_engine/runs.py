@@ -65,6 +65,7 @@ def confinement_of(sandbox: Sandbox, config: RLMConfig) -> Confinement:
 
 
 def new_conversation(tree: TreeResources, spec: RunSpec, lm: LM) -> Conversation:
+    """The opening conversation of a new run: the system rules and the question with its InputsSummary."""
     window = sub_prompt_window(tree.config, tree.sub_lm)
     names = [str(getattr(f, "name", "")) for f in spec.fields if getattr(f, "name", "")]
     return Conversation(system=system_prompt(tree.config, window, tree.tools, names[0] if names else "data"),
@@ -78,7 +79,16 @@ def schema_for(tree: TreeResources, spec: RunSpec) -> AnswerSchema | None:
 
 
 async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
-    """Run one run of the tree to its end; never raises for the run's own trouble (see Outcome)."""
+    """Run one run of the tree (any depth) to its end: RunStarted, sandbox, turns, verification, RunFinished.
+
+    Args:
+        tree: what the tree's runs share (models, settings, budget, bus, limiter, cache).
+        spec: the run: question, inputs, depth, and a continued run's sandbox and conversation.
+
+    Returns:
+        How the run ended, with `run_id` set; its `session` when `spec.keep_session` and the run got that far.
+        The run's own trouble (model, sandbox or unexpected errors, cancellation) is a status, never raised.
+    """
     scope = RunScope(run_id=spec.run_id, root_run_id=tree.root_run_id or spec.run_id,
                      parent_run_id=spec.parent_run_id, depth=spec.depth)
     lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())

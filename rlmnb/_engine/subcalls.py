@@ -51,7 +51,6 @@ from rlmnb.events import (
     SubCallStarted,
 )
 
-
 __all__ = ["DEFAULT_PACK_TOKENS", "MAX_ERRORS_KEPT", "MAX_PACK_TOKENS", "CallClock", "ChildRunner", "MapHost",
            "RunHost", "SubCaller", "pack_limits"]
 
