@@ -30,15 +30,14 @@ _EXPORTS = {
     "BudgetExhausted": "rlmnb._ground.errors", "PromptTooLarge": "rlmnb._ground.errors",
     "SandboxError": "rlmnb._ground.errors", "ReplayDivergence": "rlmnb._ground.errors",
     "DepthLimitReached": "rlmnb._ground.errors", "ScriptExhausted": "rlmnb._ground.errors",
-    "RuleBased": "rlmnb._engine.verify", "LLMJudge": "rlmnb._engine.verify", "AllOf": "rlmnb._engine.verify",
-    "QuotesFound": "rlmnb._guards.quotes_guard",
+    "RuleBased": "rlmnb._guards.rules", "LLMJudge": "rlmnb._guards.rules", "AllOf": "rlmnb._guards.rules",
+    "QuotesFound": "rlmnb._guards.quotes",
 }
 
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension", "__version__"])
 
 if TYPE_CHECKING:
     from rlmnb._api import RLM, RunResult, Session
-    from rlmnb._engine.verify import AllOf, LLMJudge, RuleBased
     from rlmnb._ground.config import RLMConfig
     from rlmnb._ground.errors import (
         BudgetExhausted,
@@ -54,7 +53,8 @@ if TYPE_CHECKING:
         ScriptExhausted,
     )
     from rlmnb._ground.usage import CallUsage, Usage
-    from rlmnb._guards.quotes_guard import QuotesFound
+    from rlmnb._guards.quotes import QuotesFound
+    from rlmnb._guards.rules import AllOf, LLMJudge, RuleBased
     from rlmnb._models.base import LM, Completion
     from rlmnb._models.litellm import LiteLLM
     from rlmnb.events import Trajectory

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from rlmnb._engine.budget import Budget
-from rlmnb._engine.resources import RunRecord, RunSpec, Session, Tree
+from rlmnb._engine.resources import RunSpec, TreeResources
 from rlmnb._engine.runs import execute_run
+from rlmnb._engine.turn import Outcome, Session
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig, field_names
 from rlmnb._ground.errors import ConfigError, ReplayDivergence
@@ -25,11 +26,14 @@ from rlmnb._models.base import LM, model_label
 from rlmnb._models.resolve import release_model_clients, resolve_model
 from rlmnb._sandbox.confinement.policy import Confinement
 from rlmnb._sandbox.primitives import check_tools
-from rlmnb.events import Event, EventBus, RunStarted, Trajectory
+from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
 
-__all__ = ["RLM", "RunResult", "Session"]  # Session is defined in tree.py, below runs.py
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field, InputsSummary
 
-STATUSES = ("submitted", "fallback", "budget_exhausted", "error", "interrupted")
+__all__ = ["RLM", "STATUSES", "RunResult", "Session"]  # Session: defined in _engine.turn
+
+STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class RunResult:
     """The outcome of one run. `answer` is the submitted value (validated against the schema if given)."""
 
     answer: Any
-    status: str
+    status: RunStatus
     usage: Usage
     trajectory: Trajectory = field(repr=False)
     run_id: str = ""
@@ -208,8 +212,8 @@ class RLM:
             raise ConfigError("rounds > 1 cannot continue an earlier run; start a new run instead.")
         return _Prepared(question.strip(), list(fields_), summary, session)
 
-    def _tree(self, budget: Budget, bus: EventBus) -> Tree:
-        return Tree(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
+    def _tree(self, budget: Budget, bus: EventBus) -> TreeResources:
+        return TreeResources(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
                     tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier,
                     pinned_models=self.pinned_models)
 
@@ -224,7 +228,7 @@ class RLM:
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
-            record: RunRecord | None = None
+            record: Outcome | None = None
             for round_no in range(1, self.config.rounds + 1):
                 spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
                 if round_no > 1:
@@ -244,7 +248,7 @@ class RLM:
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
                          error=record.error, verified=record.verified, session=record.session)
 
-    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
+    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: Outcome | None,
                     round_no: int) -> RunSpec:
         """Pass k of `rounds`: the same question, with the earlier passes' answers bound as `earlier`."""
         from rlmnb.inputs import bind_inputs
@@ -272,8 +276,8 @@ async def _prepare_models(*models: Any) -> None:
 @dataclass
 class _Prepared:
     question: str
-    fields: list[Any]
-    summary: Any
+    fields: list[Field]
+    summary: InputsSummary
     session: Session | None
 
     def spec(self, keep_session: bool = False) -> RunSpec:

@@ -68,12 +68,15 @@ def test_the_real_graph_breaks_nothing(graph: grimp.ImportGraph) -> None:
 @pytest.mark.parametrize(("importer", "imported"), [
     ("rlmnb._engine.runs", "rlmnb._api"),             # the engine never builds a run from the API
     ("rlmnb._engine.loop", "rlmnb.views._fold"),      # the engine never renders
-    ("rlmnb._guards.quotes_guard", "rlmnb._engine.loop"),  # guards never call the loop
+    ("rlmnb._guards.quotes", "rlmnb._engine.loop"),  # guards never call the loop
     ("rlmnb._models.base", "rlmnb._engine.subcalls"),  # the model seam knows nothing of sub-calls
     ("rlmnb.inputs._records", "rlmnb._sandbox.base"),  # inputs are bound below where code runs
     ("rlmnb._ground.config", "rlmnb.inputs"),         # the ground knows nothing of a run
     ("rlmnb.testing.scripted", "rlmnb._notebook.magic"),  # scripted models know no front end
     ("rlmnb._sandbox.base", "rlmnb._sandbox.kernel.sandbox"),  # the sandbox protocol is its bottom floor
+    ("rlmnb._engine.replies", "rlmnb._engine.loop"),  # reading a reply knows nothing of the loop
+    ("rlmnb._engine.turn", "rlmnb._engine.loop"),     # one turn knows nothing of the loop around it
+    ("rlmnb._engine.subcalls", "rlmnb._engine.runs"),  # sub-calls reach child runs only through ChildRunner
 ])
 def test_an_import_up_the_floors_breaks_the_layers(graph: grimp.ImportGraph, importer: str, imported: str) -> None:
     broken = broken_contracts(with_import(graph, importer, imported))
@@ -90,8 +93,8 @@ def test_siblings_on_one_floor_stay_independent(graph: grimp.ImportGraph, import
 
 
 def test_a_circle_inside_a_package_breaks_the_acyclic_contract(graph: grimp.ImportGraph) -> None:
-    assert graph.direct_import_exists(importer="rlmnb._engine.loop", imported="rlmnb._engine.replies")
-    broken = broken_contracts(with_import(graph, "rlmnb._engine.replies", "rlmnb._engine.loop"))
+    assert graph.direct_import_exists(importer="rlmnb._guards.rules", imported="rlmnb._guards.quotes")
+    broken = broken_contracts(with_import(graph, "rlmnb._guards.quotes", "rlmnb._guards.rules"))
     assert broken == ["no circle between the modules of any package of rlmnb"]
 
 

@@ -16,6 +16,8 @@ from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.usage import CallUsage, Usage
 
+__all__ = ["Budget", "Reservation"]
+
 
 @dataclass
 class Reservation:

@@ -12,6 +12,9 @@ so a run's event loop never waits on the disk; until a write lands, the entry is
 
 Which models are cached: those with a `cache_identity()` method returning a dict (`LiteLLM` has
 one). Scripted test models have none, so their replies are never cached.
+
+The short request hashes events carry (and replay matches requests by) live here too, beside the cache
+key: `request_sha` of a root request's messages, `prompt_sha` of a sub-call's prompt.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from typing import Any
 
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
+
+__all__ = ["DEFAULT_SIZE_LIMIT", "ENV_DIR", "ResponseCache", "cache_identity", "close_cache", "default_cache_dir",
+           "open_cache", "prompt_sha", "request_key", "request_sha"]
 
 DEFAULT_SIZE_LIMIT = 1 << 30  # 1 GB
 ENV_DIR = "RLMNB_CACHE_DIR"
@@ -61,6 +67,22 @@ def request_key(identity: Mapping[str, Any], messages: list[Message], params: Ma
     payload = json.dumps({"v": _FORMAT, "model": identity, "messages": messages, "params": dict(params or {})},
                          sort_keys=True, ensure_ascii=False, default=repr, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def request_sha(messages: list[Message]) -> str:
+    """A short hash of what a root request sends (roles and contents); replay matches root requests by it."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(str(message.get("role", "")).encode())
+        digest.update(b"\x00")
+        digest.update(str(message.get("content", "")).encode("utf-8", "surrogatepass"))
+        digest.update(b"\x01")
+    return digest.hexdigest()[:16]
+
+
+def prompt_sha(text: str) -> str:
+    """A short hash of a sub-call's prompt; replay matches sub-calls by it."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class ResponseCache:

@@ -1,19 +1,32 @@
-"""The root model's conversation, and trimming it to fit `max_context_tokens`.
+"""What the root model reads: its conversation, trimmed to fit, and the observation of each step.
 
-The opening messages (system rules, the question with the InputsSummary, later questions of a
-continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do not
-fit together). When the conversation is too long, the
-lowest-value middle turns go first: turns with neither an error nor findings, oldest first, then
-the others, oldest first. A one-line note in the opening prompt says which turns were dropped.
+Entry points: `Conversation` (`messages()` is what a root request sends; `trim(max_tokens)` makes it
+fit `max_context_tokens`), `build` (the observation of one executed snippet), `no_code` (the
+observation of a reply with nothing to run) and `reply_notes` (what the model must know about how its
+reply was read).
+
+Trimming: the opening messages (system rules, the question with the InputsSummary, later questions of
+a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
+not fit together). The lowest-value middle turns go first: turns with neither an error nor findings,
+oldest first, then the others, oldest first. A one-line note in the opening prompt says which turns
+were dropped. An observation is a turn header, the snippet's output clipped in the middle to size,
+and notes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlmnb._ground.prompts import render
+from rlmnb._engine.replies import Step
+from rlmnb._ground.prompts import load, render
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._models.base import Message
+from rlmnb._sandbox.base import ExecResult
+
+__all__ = ["KEEP_LATEST", "Conversation", "TurnRecord", "build", "build_lines", "clip_middle", "header",
+           "no_code", "output_of", "reply_notes"]
+
 
 KEEP_LATEST = 2
 
@@ -104,3 +117,76 @@ def _ranges(turns: list[int]) -> str:
         if t is not None:
             start = prev = t
     return ", ".join(parts)
+
+
+# ---- observations ---------------------------------------------------------------------------------
+def clip_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of `text` within `limit` characters, stating the true length."""
+    half = max(1, limit // 2)
+    return clip(text, limit, keep="both", head=half, tail=half,
+                marker=lambda omitted, total: render("truncated", omitted=f"{omitted:,}", total=f"{total:,}"))
+
+
+def header(turn: int, max_turns: int) -> str:
+    return render("turn_header", turn=turn, max_turns=max_turns)
+
+
+def output_of(result: ExecResult) -> str:
+    """Everything a snippet showed (to compare steps): stdout, stderr, error, timeout."""
+    return "\x00".join((result.stdout, result.stderr, result.error or "", "timeout" if result.timed_out else ""))
+
+
+def reply_notes(step: Step, max_tokens: int | None) -> list[str]:
+    """What the model must know about how its reply was read: output it invented, a cut reply."""
+    notes = []
+    if step.invented_outputs or step.blocks_not_run:
+        later = render("later_blocks", count=step.blocks_not_run) if step.blocks_not_run else ""
+        notes.append("[note] " + render("outputs_removed", count=step.invented_outputs, later=later))
+    if step.cut:
+        where = load("cut_in_block") if step.unfinished else ""
+        limit = f" ({max_tokens:,} tokens)" if max_tokens else ""
+        notes.append("[note] " + render("reply_cut", limit=limit, where=where))
+    if step.empty:
+        notes.append("[note] " + load("empty_reply"))
+    return notes
+
+
+def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, timeout: float,
+          extra: list[str] | None = None, nudge: bool = True, repeat_of: int | None = None) -> str:
+    """The observation text for one executed snippet; `nudge=False` after an accepted submit.
+
+    A step that repeats turn `repeat_of` gets a pointer to it instead of the same output again: a model
+    stuck in a loop copies the last exchange, and an identical exchange is what keeps it there.
+    """
+    if repeat_of is not None:
+        return build_lines([header(turn, max_turns), "[note] " + render("repeated", turn=repeat_of),
+                            *(extra or [])], turn, max_turns, nudge)
+    parts: list[str] = []
+    if result.stdout:
+        parts.append(result.stdout.rstrip("\n"))
+    if result.stderr.strip():
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if result.error:
+        parts.append("[error]\n" + result.error)
+    if result.timed_out:
+        parts.append("[timeout] " + render("timeout", timeout=f"{timeout:g}"))
+    if result.notice:
+        parts.append("[notice] " + result.notice)
+    body = "\n".join(parts) if parts else load("no_output")
+    return build_lines([header(turn, max_turns), clip_middle(body, max_chars), *(extra or [])], turn, max_turns,
+                       nudge)
+
+
+def build_lines(lines: list[str], turn: int, max_turns: int, nudge: bool) -> str:
+    left = max_turns - turn
+    if nudge and 0 < left <= 2:
+        lines.append(render("end_near", left=left))
+    return "\n".join(lines)
+
+
+def no_code(turn: int, max_turns: int, notes: list[str] | None = None) -> str:
+    lines = [header(turn, max_turns), *(notes or []), load("no_code")]
+    left = max_turns - turn
+    if 0 < left <= 2:
+        lines.append(render("end_near", left=left))
+    return "\n".join(lines)

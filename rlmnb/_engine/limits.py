@@ -17,6 +17,10 @@ from typing import Any
 
 from rlmnb._ground.config import RLMConfig
 
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_REPLY_TOKENS", "LOCAL_SNIPPET_MARGIN", "MIN_CONTEXT_TOKENS", "MIN_OUTPUT_CHARS",
+           "OPENING_EXTRA", "TOKENIZER_MARGIN", "RunLimits", "reply_tokens", "run_limits", "sub_prompt_window",
+           "window_of"]
+
 TOKENIZER_MARGIN = 0.85
 """Share of the window we fill by our own count: tokenizers differ by 10-15% on code and numbers."""
 DEFAULT_REPLY_TOKENS = 4_096

@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlmnb._engine.loop import request_sha
-from rlmnb._engine.subcalls import prompt_sha
+from rlmnb._engine.cache import prompt_sha, request_sha
 from rlmnb._ground.config import RLMConfig, field_names
 from rlmnb._ground.errors import ConfigError, ReplayDivergence
+from rlmnb._ground.text import clip
 from rlmnb._ground.usage import CallUsage
+from rlmnb._guards.rules import guard_from_description
 from rlmnb._models.base import Completion, Message
 from rlmnb.events import ModelReply, RunStarted, SubCallFinished, SubCallStarted, Trajectory
+
+__all__ = ["ReplayLM", "ReplayPlan", "plan_replay", "recorded_config"]
 
 
 def _replayed_error(slot: str) -> Exception:
@@ -81,7 +84,7 @@ class ReplayLM:
 
 
 def _clip(text: str, n: int = 80) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+    return clip(text, n, marker="...")
 
 
 def recorded_config(start: RunStarted) -> RLMConfig:
@@ -143,8 +146,6 @@ def plan_replay(source: str | Path | Trajectory, /, *, schema: Any = None, verif
     if root.verify:
         revision_prompt = root.verify.get("revision_prompt")
         if verify is None:
-            from rlmnb._engine.verify import guard_from_description
-
             verify = guard_from_description(root.verify)
         if verify is None:
             raise ConfigError(f"That run checked answers with {root.verify.get('name', 'a custom guard')}; pass the "

@@ -1,4 +1,8 @@
-"""What one root reply means: its reasoning, the one step it runs, and the text the history keeps.
+"""One root reply read as one step: `read_step(text, finish_reason=...) -> Step`.
+
+Entry points: `read_step` (what runs, what the history keeps), `extract_code` (the runnable code of a
+text, also used by the views), `final_call` (a FINAL(...) call in prose) and `Repeats.check` (the
+earlier turn a step repeats). Nothing here executes anything.
 
 Real models do not stop where a step ends. Small ones write a code block, then an output block of
 their own invention, then more code built on it; reasoning models put `<think>...</think>` in the
@@ -16,17 +20,142 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
   the history (silently: small models copy every note they are shown), and the trajectory says so.
 - A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once.
 
-Nothing here executes anything; `parsing.extract_code` still decides which blocks are Python.
+Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
+/ ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
+snippet), otherwise an indented block (4 spaces or a tab) that parses as Python, otherwise a bare
+`FINAL(...)` or `FINAL_VAR(...)` call written in prose.
+
+A small model stuck in a loop runs the same code turn after turn and reads the same output each time;
+`Repeats` remembers each turn's code (comments and layout aside) and output so the observation can
+name the earlier turn a new one repeats.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import io
 import re
-from dataclasses import dataclass
+import textwrap
+import tokenize
+from dataclasses import dataclass, field
 
-from rlmnb._engine.parsing import PYTHON_TAGS, extract_code, parses
+__all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "extract_code",
+           "final_call", "normal_code", "parses", "read_step", "split_reasoning"]
 
+# ---- code in a text ------------------------------------------------------------------------------
+PYTHON_TAGS = frozenset({"python", "py", "python3", "repl", "ipython", "pycon"})
+_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+.-]*)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                    re.MULTILINE | re.DOTALL)
+_FINAL_START = re.compile(r"\b(FINAL_VAR|FINAL)\s*\(")
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The code of a reply and the layer it came from ("fenced", "indented", "final" or "none")."""
+
+    code: str | None
+    layer: str
+    blocks: int = 0
+
+
+def extract_code(reply: str) -> Extracted:
+    """Return the runnable code of a reply; `code` is None when there is none."""
+    text = reply.replace("\r\n", "\n")
+    blocks = []
+    for match in _FENCE.finditer(text):
+        tag = match.group("tag").lower()
+        body = _strip_prompts(match.group("body"))
+        if (tag in PYTHON_TAGS or (not tag and parses(body))) and body.strip():
+            blocks.append(body.rstrip())
+    if blocks:
+        return Extracted("\n\n".join(blocks), "fenced", len(blocks))
+    indented = _indented_block(text)
+    if indented:
+        return Extracted(indented, "indented", 1)
+    final = final_call(text)
+    if final:
+        return Extracted(final, "final", 1)
+    return Extracted(None, "none", 0)
+
+
+def parses(code: str) -> bool:
+    """True when `code` is Python worth running (not a lone name or constant, which is prose)."""
+    if not code.strip():
+        return False
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    # a lone name or constant ("Note", "42") is prose, not code
+    return not (len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)
+                and isinstance(tree.body[0].value, ast.Name | ast.Constant))
+
+
+def _strip_prompts(body: str) -> str:
+    """Drop '>>> ' / '... ' console prompts when every code line carries them."""
+    lines = body.split("\n")
+    code_lines = [ln for ln in lines if ln.strip()]
+    if code_lines and all(ln.startswith((">>> ", "... ", ">>>", "...")) for ln in code_lines):
+        return "\n".join(ln[4:] if ln.startswith((">>> ", "... ")) else ln[3:] for ln in lines)
+    return body
+
+
+def _indented_block(text: str) -> str | None:
+    """The longest run of indented lines (blank lines allowed inside) that parses as Python."""
+    best: str | None = None
+    run: list[str] = []
+    for line in text.split("\n") + ["<end>"]:
+        if line.startswith(("    ", "\t")) or (run and not line.strip()):
+            run.append(line)
+            continue
+        if run:
+            candidate = textwrap.dedent("\n".join(run)).strip("\n")
+            if parses(candidate) and (best is None or len(candidate) > len(best)):
+                best = candidate
+            run = []
+    return best
+
+
+def final_call(text: str) -> str | None:
+    """A FINAL(...) / FINAL_VAR(...) call in prose, with balanced parentheses and valid syntax."""
+    for match in _FINAL_START.finditer(text):
+        depth, quote, i = 0, "", match.end() - 1
+        while i < len(text):
+            ch = text[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif text.startswith(quote, i):
+                    i += len(quote) - 1
+                    quote = ""
+            elif text.startswith(('"""', "'''"), i):
+                quote = text[i:i + 3]
+                i += 2
+            elif ch in "\"'":
+                quote = ch
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    call = text[match.start(): i + 1]
+                    if _is_call(call):
+                        return call
+                    break
+            i += 1
+    return None
+
+
+def _is_call(code: str) -> bool:
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return False
+    return isinstance(tree.body, ast.Call)
+
+
+# ---- one reply, one step --------------------------------------------------------------------------
 OUTPUT_TAGS = frozenset({"output", "out", "text", "txt", "stdout", "stderr", "console", "result", "results",
                          "plaintext", "shell-session", "log"})
 STOP_SEQUENCES = ("```output", "```stdout")
@@ -187,3 +316,32 @@ def _removed_note(invented: int, dropped: int) -> str:
     if dropped:
         parts.append(f"{dropped} later code block(s)")
     return f"[rlmnb removed {' and '.join(parts)} from this reply; they were not run.]"
+
+
+# ---- repeated steps -------------------------------------------------------------------------------
+_TURN_MARK = re.compile(r"<turn \d+(?:\.\d+)?>")  # tracebacks name the turn: the same error reads the same
+_LAYOUT = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+
+
+def normal_code(code: str) -> str:
+    """The code's tokens without comments, blank lines or indentation; whitespace-joined text if it does not tokenize."""
+    try:
+        return " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                        if t.type not in _LAYOUT)
+    except (tokenize.TokenError, SyntaxError):
+        return " ".join(code.split())
+
+
+@dataclass
+class Repeats:
+    """The steps of one run, by the hash of their normalised code and their output."""
+
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def check(self, turn: int, code: str, output: str) -> int | None:
+        """The earlier turn this one repeats, or None; remembers this turn either way."""
+        shown = _TURN_MARK.sub("<turn>", output)
+        key = hashlib.sha256(f"{normal_code(code)}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
+        earlier = self.seen.get(key)
+        self.seen[key] = turn
+        return earlier

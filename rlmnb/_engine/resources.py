@@ -1,7 +1,8 @@
-"""The records of one run tree: what its runs share, one run to execute, how a run ended, what it keeps open.
+"""What a run tree's runs share (`TreeResources`) and one run to execute (`RunSpec`).
 
-They live below both `runs.py` (which executes runs) and `recursion.py` / `api.py` (which start
-them), so none of those needs to import the others to name a run.
+They sit below `runs.py` (which executes runs and starts child runs) and are built by `api.py`, so
+neither needs the other to name a run. How a run ended is `turn.Outcome`; what a finished run leaves
+open is `turn.Session`.
 """
 
 from __future__ import annotations
@@ -9,23 +10,28 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlmnb._engine.budget import Budget
+from rlmnb._engine.cache import ResponseCache
 from rlmnb._engine.conversation import Conversation
-from rlmnb._ground.blocking import run_coroutine_blocking
+from rlmnb._engine.verify import Verifier
+from rlmnb._ground.concurrency import AdaptiveLimiter
 from rlmnb._ground.config import RLMConfig
 from rlmnb._guards.schema import AnswerSchema
 from rlmnb._models.base import LM
 from rlmnb._sandbox.base import Sandbox
 from rlmnb.events import EventBus
 
-__all__ = ["RunRecord", "RunSpec", "Session", "Tree"]
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field, InputsSummary
+
+__all__ = ["RunSpec", "TreeResources"]
 
 
 @dataclass
-class Tree:
-    """Shared by every run of one tree."""
+class TreeResources:
+    """The models, settings, guard, budget, event bus, sub-call limiter and cache every run of one tree shares."""
 
     config: RLMConfig
     root_lm: LM
@@ -35,9 +41,9 @@ class Tree:
     schema: AnswerSchema | None
     budget: Budget
     bus: EventBus
-    verify: Any = None  # a Verifier (verify.py) or None
-    limiter: Any = None  # the AdaptiveLimiter of every sub-call in the tree (made by the first run)
-    cache: Any = None
+    verify: Verifier | None = None
+    limiter: AdaptiveLimiter | None = None  # the limiter of every sub-call in the tree (made by the first run)
+    cache: ResponseCache | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     root_run_id: str = ""
     pinned_models: bool = False  # replay: every model name a run asks for is served by sub_lm
@@ -47,25 +53,12 @@ class Tree:
 
 
 @dataclass
-class RunRecord:
-    """How one run ended (api.RunResult is built from the root's record)."""
-
-    run_id: str
-    status: str
-    answer: Any
-    reason: str = ""
-    error: str | None = None
-    verified: bool | None = None
-    session: Any = None
-
-
-@dataclass
 class RunSpec:
     """One run to execute."""
 
     question: str
-    fields: Sequence[Any]
-    summary: Any
+    fields: Sequence[Field]
+    summary: InputsSummary
     depth: int = 0
     parent_run_id: str | None = None
     parent_turn: int | None = None
@@ -73,24 +66,8 @@ class RunSpec:
     root_lm: LM | None = None  # None: the tree's root model (depth 0) or child model (deeper)
     conversation: Conversation | None = None  # a continued run's conversation
     sandbox: Sandbox | None = None  # a continued run's sandbox
-    bind_fields: Sequence[Any] | None = None  # what to bind now (default: all fields)
+    bind_fields: Sequence[Field] | None = None  # what to bind now (default: all fields)
     keep_session: bool = False
     refine_level: int = 0
     answers_question: bool = True  # False for rlm_query children: the user's schema is not theirs
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-
-
-@dataclass
-class Session:
-    """What a finished run leaves open for `continue_from`: its sandbox, conversation and inputs."""
-
-    sandbox: Sandbox
-    conversation: Conversation
-    fields: list[Any]
-    closed: bool = False
-
-    def close(self) -> None:
-        """Close the sandbox (for a kernel sandbox: stop its process)."""
-        if not self.closed:
-            self.closed = True
-            run_coroutine_blocking(self.sandbox.close())

@@ -1,24 +1,34 @@
-"""Sub-model calls on the host: budget first, then the model, every step an event.
+"""The host side of every sandbox primitive: llm_query(_batched), a map's rounds, rlm_query routing.
 
-`SubCaller.query` serves `llm_query`; `SubCaller.query_batched` serves `llm_query_batched` with the
-batch reserved whole before anything is sent and each slot run concurrently under the run's limiter.
-A failed slot becomes "[error] <Type>: <message>"; it never fails or holds back the other slots.
-A reply with no answer (no choices, no content, a content filter) is asked again once where that can
-help and otherwise fails as an EmptyAnswer (`base.no_answer`); it is never returned as "" nor cached.
-Terminal model errors (a missing API key, an exhausted script) are remembered in `fatal` so the loop
-stops the run after the snippet returns.
+Entry points: `RunHost` (implements SandboxHost for one run), `SubCaller.query` (llm_query),
+`SubCaller.query_batched` (llm_query_batched and every round of a map), `SubCaller.send` (one request
+under the tree's limiter; emits SubCallSent) and `MapHost` (opens, feeds and closes a run's maps).
+
+Sub-calls: budget first, then the model, every step an event. A batch is reserved whole before
+anything is sent and each slot runs concurrently under the run's limiter. A failed slot becomes
+"[error] <Type>: <message>"; it never fails or holds back the other slots. A reply with no answer (no
+choices, no content, a content filter) is asked again once where that can help and otherwise fails as
+an EmptyAnswer (`base.no_answer`); it is never returned as "" nor cached. Terminal model errors (a
+missing API key, an exhausted script) are remembered in `fatal` so the loop stops the run after the
+snippet returns.
+
+Maps (llm_map / llm_classify / llm_filter): the packing, validation and re-asks run in the sandbox
+(rlmnb._operators), next to the data and the user's output classes. The host opens a map (MapStarted,
+handing back the packing limits, which follow the sub-model's window), sends each round of packed
+prompts through `SubCaller.query_batched` tagged with the map's id, and closes it with its figures
+(MapFinished). rlm_query goes to a `ChildRunner` (runs.Children).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rlmnb._engine.budget import Budget, Reservation
-from rlmnb._engine.cache import ResponseCache, cache_identity, open_cache, request_key
+from rlmnb._engine.cache import ResponseCache, cache_identity, open_cache, prompt_sha, request_key
 from rlmnb._engine.limits import sub_prompt_window
 from rlmnb._ground.concurrency import AdaptiveLimiter
 from rlmnb._ground.config import RLMConfig
@@ -32,22 +42,32 @@ from rlmnb.events import (
     BatchStarted,
     ConcurrencyChanged,
     EventBus,
+    MapFinished,
+    MapStarted,
     RunScope,
     SubCallFinished,
     SubCallSent,
     SubCallStarted,
 )
 
+__all__ = ["DEFAULT_PACK_TOKENS", "MAX_ERRORS_KEPT", "MAX_PACK_TOKENS", "CallClock", "ChildRunner", "MapHost",
+           "RunHost", "SubCaller", "pack_limits"]
 
-def prompt_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+@dataclass
+class CallClock:
+    """One sub-call's identity and the moment it was first sent (None: not sent yet, e.g. served from cache)."""
+
+    call_id: str
+    sent_at: float | None = None
 
 
 class SubCaller:
     """Host-side sub-calls of one run (child runs get their own, sharing the Budget)."""
 
     def __init__(self, *, lm: LM, config: RLMConfig, budget: Budget, bus: EventBus, scope: RunScope,
-                 limiter: Any = None, cache: Any = None, turn: Callable[[], int] = lambda: 0) -> None:
+                 limiter: AdaptiveLimiter | None = None, cache: ResponseCache | None = None,
+                 turn: Callable[[], int] = lambda: 0) -> None:
         self.lm = lm
         self.config = config
         self.budget = budget
@@ -166,22 +186,16 @@ class SubCaller:
                       model=model_label(lm), prompt=prompt[:limit], prompt_chars=len(prompt),
                       prompt_sha=prompt_sha(prompt))
         started = time.perf_counter()
-        sent: list[float] = []  # when the call got its slot (empty: never sent, e.g. cached)
-
-        def on_sent() -> None:
-            if not sent:  # the "asked again" call is part of the same call's running time
-                sent.append(time.perf_counter())
-                self.bus.emit(SubCallSent, self.scope, call_id=call_id)
-
+        clock = CallClock(call_id)
         messages = [{"role": "user", "content": prompt}]
         completion: Completion | None = None
         error: BaseException | None = None
         try:
-            completion = await self._complete(lm, messages, on_sent)
+            completion = await self._complete(lm, messages, clock)
             problem = no_answer(completion)
             if problem is not None and problem.retry:
                 first = completion
-                completion = await self._complete(lm, messages, on_sent)
+                completion = await self._complete(lm, messages, clock)
                 completion = Completion(completion.text, first.usage + completion.usage, completion.model,
                                         {**completion.meta, "asked_again": problem.reason},
                                         completion.finish_reason, completion.reasoning)
@@ -198,8 +212,9 @@ class SubCaller:
         except Exception as exc:  # a failed call is this slot's problem only
             error = exc
         ended = time.perf_counter()
-        queued = round((sent[0] if sent else ended) - started, 6)
-        latency = round(ended - sent[0], 6) if sent else 0.0  # the provider's time; a call never sent had none
+        sent = clock.sent_at
+        queued = round((sent if sent is not None else ended) - started, 6)
+        latency = round(ended - sent, 6) if sent is not None else 0.0  # the provider's time; none if never sent
         usage = completion.usage if completion is not None else CallUsage(
             input_tokens=0, output_tokens=0, cost_usd=0.0)
         if isinstance(error, PromptTooLarge):
@@ -213,17 +228,26 @@ class SubCaller:
                       meta=dict(completion.meta) if completion is not None else {})
         return reply, error
 
-    async def _complete(self, lm: LM, messages: list[Message], on_sent: Callable[[], None]) -> Completion:
+    async def send(self, lm: LM, messages: list[Message], clock: CallClock) -> Completion:
+        """Send one request under the tree's limiter and return the model's reply.
+
+        The first send of a call ends its queued time: it stamps `clock.sent_at` and emits SubCallSent once
+        (the "asked again" request is part of the same call's running time).
+        """
+        async with self.limiter:
+            if clock.sent_at is None:
+                clock.sent_at = time.perf_counter()
+                self.bus.emit(SubCallSent, self.scope, call_id=clock.call_id)
+            return await lm.acomplete(messages)
+
+    async def _complete(self, lm: LM, messages: list[Message], clock: CallClock) -> Completion:
         """The reply from the response cache when allowed and present, else from the model under the limiter.
 
         Identical requests in flight at once are sent once; the others wait and are served as cached.
-        `on_sent` is called once the limiter gives the call its slot: the end of its queued time.
         """
         identity = cache_identity(lm) if self.config.cache else None
         if identity is None:
-            async with self.limiter:
-                on_sent()
-                return await lm.acomplete(messages)
+            return await self.send(lm, messages, clock)
         if self.cache is None:
             self.cache = open_cache()
         key = request_key(identity, messages)
@@ -241,9 +265,7 @@ class SubCaller:
         self._inflight.setdefault(key, future)
         completion: Completion | None = None
         try:
-            async with self.limiter:
-                on_sent()
-                completion = await lm.acomplete(messages)
+            completion = await self.send(lm, messages, clock)
             if no_answer(completion) is None:  # "no answer" is not an answer to serve again
                 self.cache.put(key, completion)
             return completion
@@ -267,3 +289,113 @@ class SubCaller:
 
     def _limit_changed(self, limit: int, reason: str) -> None:
         self.bus.emit(ConcurrencyChanged, self.scope, limit=limit, reason=reason)
+
+
+# ---- maps ------------------------------------------------------------------------------------------
+DEFAULT_PACK_TOKENS = 4_000  # when the sub-model's window is unknown
+MAX_PACK_TOKENS = 8_000  # larger packs save little and make long replies (and their mistakes) likelier
+MAX_ERRORS_KEPT = 20  # failed items listed in a MapFinished event
+
+
+def pack_limits(sub: SubCaller) -> dict[str, Any]:
+    """Token target and item cap of one pack, and the largest prompt the sub-model takes (None: unknown)."""
+    cap = sub.prompt_cap(sub.lm)
+    target = sub.config.pack_tokens
+    if target is None:
+        target = DEFAULT_PACK_TOKENS if cap is None else max(256, min(MAX_PACK_TOKENS, cap // 4))
+    elif cap is not None:
+        target = min(target, cap)
+    return {"pack_tokens": int(target), "pack_items": sub.config.pack_items, "retries": sub.config.map_retries,
+            "max_prompt_tokens": cap}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class MapHost:
+    """Opens, feeds and closes the maps of one run; every sub-call goes through the run's SubCaller."""
+
+    def __init__(self, sub: SubCaller) -> None:
+        self.sub = sub
+        self._count = 0
+        self._open: dict[str, tuple[int, float]] = {}  # map_id -> (turn, started)
+
+    def begin(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        """Emit MapStarted; return the map's id and its packing limits."""
+        self._count += 1
+        map_id = f"{self.sub.scope.run_id}-m{self._count}"
+        turn = self.sub.turn()
+        limits = pack_limits(self.sub)
+        items = info.get("items")
+        self.sub.bus.emit(MapStarted, self.sub.scope, map_id=map_id, turn=turn,
+                          operator=str(info.get("operator") or "llm_map")[:40],
+                          instruction=str(info.get("instruction") or "")[:2_000],
+                          output=str(info.get("output") or "")[:500],
+                          items=items if isinstance(items, int) and not isinstance(items, bool) else None,
+                          pack_tokens=limits["pack_tokens"], pack_items=limits["pack_items"])
+        self._open[map_id] = (turn, time.perf_counter())
+        return {"map_id": map_id, "model": model_label(self.sub.lm), **limits}
+
+    async def batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
+        """One round of packed prompts: exactly llm_query_batched, grouped under the map."""
+        if map_id not in self._open:
+            raise ValueError(f"no open map {map_id!r}; llm_map opens one itself")
+        return await self.sub.query_batched(prompts, model, group=map_id)
+
+    def end(self, map_id: str, figures: Mapping[str, Any]) -> None:
+        """Emit MapFinished with the map's figures (items, packs, re-asks, failures)."""
+        turn, started = self._open.pop(map_id, (self.sub.turn(), time.perf_counter()))
+        errors = figures.get("errors")
+        kept = [{"item": str(e.get("item", ""))[:200], "reason": str(e.get("reason", ""))[:300]}
+                for e in (errors if isinstance(errors, list) else [])[:MAX_ERRORS_KEPT] if isinstance(e, dict)]
+        stopped = figures.get("stopped")
+        self.sub.bus.emit(MapFinished, self.sub.scope, map_id=map_id, turn=turn, items=_int(figures.get("items")),
+                          packs=_int(figures.get("packs")), reasks=_int(figures.get("reasks")),
+                          failures=_int(figures.get("failures")), calls=_int(figures.get("calls")),
+                          latency_s=round(time.perf_counter() - started, 6),
+                          stopped=str(stopped)[:500] if stopped else None, errors=kept)
+
+
+# ---- the run's host -------------------------------------------------------------------------------
+class ChildRunner(Protocol):
+    """Serves rlm_query: child runs below the depth cap, a plain sub-call at it (see recursion.py)."""
+
+    async def run_child(self, prompt: str, inputs: Mapping[str, Any]) -> Any: ...
+
+    async def run_children(self, prompts: Sequence[str],
+                           inputs_list: Sequence[Mapping[str, Any]] | None) -> list[Any]: ...
+
+
+class RunHost:
+    """Implements SandboxHost for one run."""
+
+    def __init__(self, *, loop: asyncio.AbstractEventLoop, sub: SubCaller,
+                 children: ChildRunner, tools: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        self.loop = loop
+        self.sub = sub
+        self.tools = dict(tools or {})
+        self.children = children
+        self.maps = MapHost(sub)
+
+    async def llm_query(self, prompt: str, model: str | None = None) -> str:
+        return await self.sub.query(prompt, model)
+
+    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        return await self.sub.query_batched(list(prompts), model)
+
+    async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
+        return await self.children.run_child(prompt, inputs or {})
+
+    async def rlm_query_batched(self, prompts: Sequence[str],
+                                inputs_list: Sequence[Mapping[str, Any]] | None = None) -> list[Any]:
+        return await self.children.run_children(prompts, inputs_list)
+
+    async def map_begin(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        return self.maps.begin(info)
+
+    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        return await self.maps.batch(map_id, list(prompts), model)
+
+    async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None:
+        self.maps.end(map_id, figures)

@@ -8,6 +8,8 @@ from typing import Any
 
 from rlmnb._ground.errors import ConfigError
 
+__all__ = ["AnswerSchema"]
+
 
 class AnswerSchema:
     """Wraps a pydantic model or dataclass type; pydantic is imported only when a schema is used."""

@@ -149,8 +149,8 @@ def check_out_name(name: str | None) -> str | None:
 
 def verify_guard(specs: list[str], model_value: Callable[[str, str], Any]) -> Any:
     """--verify min_chars=N / pattern=REGEX / judge=MODEL / quotes[=N] as one guard (all rules must hold)."""
-    from rlmnb._engine.verify import AllOf, LLMJudge, RuleBased
-    from rlmnb._guards.quotes_guard import QuotesFound
+    from rlmnb._guards.quotes import QuotesFound
+    from rlmnb._guards.rules import AllOf, LLMJudge, RuleBased
 
     rules: dict[str, Any] = {}
     judges: list[Any] = []

@@ -229,7 +229,7 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
                    f'characters)</summary>{_pre(clip(t["reasoning"], text_chars))}</details>')
     code = t["code"]
     if code is None and t["reply"] is not None:
-        from rlmnb._engine.parsing import extract_code
+        from rlmnb._engine.replies import extract_code
 
         code = extract_code(t["reply"]).code
         if code is None:

@@ -97,7 +97,7 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
         lines.append(pad + title + "─" * max(0, width - len(pad) - len(title)))
         code = t["code"]
         if code is None and t["reply"] is not None:
-            from rlmnb._engine.parsing import extract_code
+            from rlmnb._engine.replies import extract_code
 
             code = extract_code(t["reply"]).code
         if code is None and t["reply"] is not None:

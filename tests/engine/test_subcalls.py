@@ -8,7 +8,7 @@ from typing import Any
 from rlmnb import RLM
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion
-from rlmnb.events import SubCallFinished
+from rlmnb.events import SubCallFinished, SubCallSent
 from rlmnb.testing import ScriptedLM
 
 
@@ -48,3 +48,30 @@ def test_one_slow_or_failing_prompt_never_holds_back_the_others() -> None:
     finished = [e for e in result.trajectory.of(SubCallFinished)]
     assert finished[-1].reply == "slow done"  # everything else finished while the slow one was in flight
     assert result.usage.sub_calls == len(prompts)
+
+
+class EmptyOnceLM:
+    """Answers with no content the first time each prompt is asked, then with the prompt upper-cased."""
+
+    name = "empty-once"
+
+    def __init__(self) -> None:
+        self.asked: dict[str, int] = {}
+
+    async def acomplete(self, messages: list[dict[str, Any]], **_: Any) -> Completion:
+        prompt = messages[-1]["content"]
+        self.asked[prompt] = self.asked.get(prompt, 0) + 1
+        return Completion("" if self.asked[prompt] == 1 else prompt.upper(), CallUsage(1, 1))
+
+
+def test_a_call_is_sent_once_even_when_asked_again() -> None:
+    """SubCaller.send emits SubCallSent on a call's first send only; the retry of an empty reply is the same call."""
+    sub = EmptyOnceLM()
+    root = ScriptedLM(["```python\nr = llm_query_batched(['a', 'b'])\nprint(r)\n```", "```python\nsubmit(r)\n```"])
+    result = RLM(root, sub, sandbox="local").run("q", text="t")
+    assert result.answer == ["A", "B"]
+    assert sub.asked == {"a": 2, "b": 2}
+    sent = [e.call_id for e in result.trajectory.of(SubCallSent)]
+    finished = result.trajectory.of(SubCallFinished)
+    assert sorted(sent) == sorted(e.call_id for e in finished) and len(sent) == 2
+    assert all(e.meta.get("asked_again") for e in finished)

@@ -14,10 +14,9 @@ import pytest
 from sandbox_support import code
 
 from rlmnb import RLM, ConfigError, QuotesFound
-from rlmnb._engine.verify import describe_guard, guard_from_description
 from rlmnb._ground.config import RLMConfig
-from rlmnb._guards.quote_search import search_inputs
-from rlmnb._guards.quotes import extract_quotes, normalise
+from rlmnb._guards.quotes import extract_quotes, normalise, search_inputs
+from rlmnb._guards.rules import describe_guard, guard_from_description
 from rlmnb.events import AttemptVerified
 from rlmnb.inputs import bind_inputs
 from rlmnb.testing import ScriptedLM
@@ -99,9 +98,9 @@ def test_duckdb_relation_and_folder_inputs(tmp_path: Path) -> None:
 
 def test_a_large_file_is_searched_in_chunks_without_being_loaded_whole(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlmnb._guards import quote_search
+    from rlmnb._guards import quotes
 
-    monkeypatch.setattr(quote_search, "FILE_CHUNK", 64 * 1024)
+    monkeypatch.setattr(quotes, "FILE_CHUNK", 64 * 1024)
     path = tmp_path / "big.log"
     line = "2025-01-01 INFO routine heartbeat of the service\n"
     with open(path, "w", encoding="utf-8") as handle:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rlmnb import RLM, ConfigError
-from rlmnb._engine.verify import LLMJudge, RuleBased
+from rlmnb._guards.rules import LLMJudge, RuleBased
 from rlmnb.events import AttemptVerified, RunFinished, RunStarted
 from rlmnb.testing import ScriptedLM
 
