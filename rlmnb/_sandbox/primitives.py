@@ -126,7 +126,7 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
         for var, desc in rows:
             print(f"{var}: {desc}")
 
-    from rlmnb.inputs._tables.sqlengine import DEFAULT_MAX_ROWS, SQLEngine
+    from rlmnb.inputs._tables.duck import DEFAULT_MAX_ROWS, SQLEngine
 
     engine = SQLEngine(namespace)
 

@@ -73,13 +73,12 @@ summary holds no data at all, only names, kinds, sizes, column names and dtypes.
 
 from __future__ import annotations
 
-from rlmnb.inputs._binding import bind_inputs
-from rlmnb.inputs._disk import decode_file
 from rlmnb.inputs._families.files import GlobFiles
+from rlmnb.inputs._filesystem import decode_file
 from rlmnb.inputs._readonly import DirectoryView, ReadOnlyMapping, ReadOnlySequence
 from rlmnb.inputs._records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
 from rlmnb.inputs._registry import Family, describe, recognise
-from rlmnb.inputs._summary import render_summary
+from rlmnb.inputs._summary import bind_inputs, render_summary
 
 __all__ = [
     "KINDS", "SUPPORTED", "DirectoryView", "Family", "Field", "FieldInfo", "GlobFiles", "InputsSummary",

@@ -118,7 +118,7 @@ class Field:
         return f"Field(name={self.name!r}, kind={i.kind!r}, python_type={i.python_type!r}, est_tokens={i.est_tokens})"
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     """The type as users know it: `str`, `pandas.DataFrame`, `pyarrow.Table`."""
     t = type(value)
     module = t.__module__.split(".")[0]

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rlmnb.inputs._tables import parquetfooter
-from rlmnb.inputs._tables.parquetfooter import FooterError, FooterHead, read_head
+from rlmnb.inputs._tables import parquet as parquetfooter
+from rlmnb.inputs._tables.parquet import FooterError, FooterHead, read_head
 
 
 def _pyarrow_view(path: Path) -> tuple[int, tuple[tuple[str, str], ...], int]:

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import rlmnb.inputs._tables.parquetmeta as parquetmeta
+import rlmnb.inputs._tables.parquet as parquetmeta
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import InputError
 from rlmnb.inputs import bind_inputs, describe
-from rlmnb.inputs._tables.parquetfooter import FooterError
+from rlmnb.inputs._tables.parquet import FooterError
 
 CFG = RLMConfig()
 
@@ -190,7 +190,7 @@ def test_a_small_dataset_has_statistics_from_every_file(tmp_path: Path, monkeypa
 def test_counting_rows_reads_only_the_ends_of_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from rlmnb.inputs._tables import parquetfooter
+    from rlmnb.inputs._tables import parquet as parquetfooter
 
     root = tmp_path / "d"
     root.mkdir()

@@ -28,7 +28,7 @@ from typing import Any
 from rlmnb._ground import errors as rlm_errors
 from rlmnb._sandbox.bridge import MIME, opening, pack, recv_frame
 from rlmnb._sandbox.kernel.output import MirroredBuffer, OutputRouter
-from rlmnb._sandbox.local import LazyInputs, _sandbox_builtins
+from rlmnb._sandbox.local import LazyInputs, sandbox_builtins
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, run_snippet, snippet_filename
 from rlmnb._sandbox.transfer import decode_value, encode_value, load_spec
@@ -165,7 +165,7 @@ class Runtime:
         self.last = "null"
 
     def _fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"__name__": "__rlm__", "__builtins__": _sandbox_builtins()}
+        ns: dict[str, Any] = {"__name__": "__rlm__", "__builtins__": sandbox_builtins()}
         install(ns, self.bridge, self.tools)
         ns["inputs"] = LazyInputs(list(self.fields.values()))
         return ns
