@@ -319,3 +319,6 @@ class LocalSandbox:
 
     def __repr__(self) -> str:
         return f"LocalSandbox(open={self._open}, inputs={len(self._fields)})"
+
+
+__all__ = ["LazyInputs", "LocalSandbox", "sandbox_builtins"]

@@ -157,3 +157,6 @@ def check_tools(tools: Sequence[Callable[..., Any]] | Mapping[str, Callable[...,
         if name in RESERVED_NAMES:
             raise ConfigError(f"tool name {name!r} is reserved for a sandbox built-in; rename the function.")
     return items
+
+
+__all__ = ["SyncBridge", "check_tools", "install", "user_variables"]

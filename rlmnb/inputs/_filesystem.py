@@ -1,4 +1,9 @@
-"""Reading files cheaply: the text-or-binary sniff and a bounded folder walk."""
+"""Reading the file system cheaply: the text-or-binary sniff, decoding, a bounded folder walk.
+
+Entry points: `sniff(head, complete)` (why a file is binary, or None for UTF-8 text), `decode_file`,
+`walk_folder` (files under a folder in name order, at most `limit`) and `readable_root` (what a confined
+kernel must be allowed to read for a lazy input's path).
+"""
 
 from __future__ import annotations
 
@@ -93,3 +98,4 @@ def walk_folder(root: str, limit: int | None, with_sizes: bool) -> _Walk:
     return out
 
 
+__all__ = ["SNIFF_BYTES", "decode_file", "decode_tail", "readable_root", "sniff", "walk_folder"]

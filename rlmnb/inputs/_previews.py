@@ -1,4 +1,9 @@
-"""Short, bounded renderings of values (cells, previews, sizes) and sampled token estimates."""
+"""Bounded renderings of values for previews (cells, briefs, sizes, counts) and sampled token estimates.
+
+Invariants: nothing here builds the whole repr of a big value; `brief(value, limit)` stays near `limit`
+characters; `cell` is one line of at most CELL_CHARS; token estimates extrapolate from a seeded sample
+(`sample_positions` gives the same positions for the same length every time).
+"""
 
 from __future__ import annotations
 
@@ -213,3 +218,7 @@ def human_count(n: int) -> str:
     return f"{n / 1e9:,.1f}B"
 
 
+__all__ = [
+    "CELL_CHARS", "ITEM_CHARS", "NAME_CHARS", "SAMPLE_COLS", "SAMPLE_ROWS", "approx_chars", "brief", "cell",
+    "cells_tokens", "human_bytes", "human_count", "one_line", "plural", "sample_positions",
+]

@@ -365,3 +365,7 @@ class DirectoryView(Mapping[str, "str | bytes"]):
     pop = popitem = setdefault = update = clear = _refuse
 
 
+__all__ = [
+    "DIR_CACHE_BYTES", "DirectoryView", "FAST_LEAF", "ReadOnlyMapping", "ReadOnlySequence", "is_scalar",
+    "nested_kind", "readonly_array",
+]

@@ -125,3 +125,4 @@ def type_name(value: Any) -> str:
     return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
 
 
+__all__ = ["Field", "FieldInfo", "InputsSummary", "KINDS", "SUPPORTED", "type_name"]

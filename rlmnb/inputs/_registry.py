@@ -169,3 +169,9 @@ def kernel_loader(spec: Mapping[str, Any], load_shipped: Callable[[Mapping[str, 
 
 
 _SHIPPED = frozenset({"text", "bytes", "arrow", "npy", "pickle"})
+
+
+__all__ = [
+    "FAMILY_MODULES", "Family", "crossing_spec", "describe", "exporter", "families", "family_of_kind",
+    "kernel_loader", "recognise", "sql_kinds", "unsupported",
+]

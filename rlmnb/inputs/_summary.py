@@ -1,4 +1,9 @@
-"""Rendering the InputsSummary the root model reads, under `config.summary_max_tokens`."""
+"""Binding a run's inputs and rendering the InputsSummary the root model reads.
+
+Entry points: `bind_inputs(values, config)` describes every value by its family and renders the
+summary; `render_summary(infos, config)` renders FieldInfos. Invariant: the summary stays under
+`config.summary_max_tokens`, shrinking previews, then column lists, then details to fit.
+"""
 
 from __future__ import annotations
 

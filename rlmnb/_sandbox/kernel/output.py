@@ -90,3 +90,6 @@ class MirroredBuffer(BoundedBuffer):
             self.fd = None
             with contextlib.suppress(OSError):
                 os.unlink(str(self.path))
+
+
+__all__ = ["MirroredBuffer", "OutputRouter"]

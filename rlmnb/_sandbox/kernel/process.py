@@ -1,9 +1,14 @@
 """One sandbox kernel process: launching it, talking to it, and stopping it with everything it started.
 
-`KernelProcess` is the process lifecycle of the kernel sandbox (see kernel.py for what runs in it): an
+`KernelProcess` is the process lifecycle of the kernel sandbox (see sandbox.py for what runs in it): an
 ipykernel subprocess started by jupyter_client over ZMQ ipc sockets in a private runtime directory, in
 its own process session, with its fd 1 and 2 in a bounded log. A client on the shell channel only
 sends requests; results come back in the execute reply (output is captured inside the kernel).
+
+`kill_tree` stops a kernel and everything it started, even daemons that left its process session:
+every sandbox kernel carries a random marker (MARKER_VAR) in its environment, and a process that
+double-forked out of the kernel's session still carries it, so `marked_pids` finds it through
+`/proc/<pid>/environ`.
 """
 
 from __future__ import annotations

@@ -321,11 +321,8 @@ def reply() -> Reply:
 def warm_up() -> None:
     """Import what binding inputs needs, while the kernel waits as the warm spare; then settle the heap.
 
-    The imports leave ~83,000 objects for the collector, and CPython's next full collection (50-250 ms on
-    this machine under load) lands wherever the allocation count happens to trip it: measured, in a confined
-    kernel on the first requests of the run that took it (its launcher allocates a little more first),
-    in an unconfined one still inside the wait. Collecting here and freezing what survives (imported
-    modules live as long as the kernel) makes no run pay for the imports' garbage collection.
+    Collecting here and freezing what survives (imported modules live as long as the kernel) makes no
+    run pay for the imports' garbage collection (docs/decisions/warm-spare-kernel.md).
     """
     import gc
 

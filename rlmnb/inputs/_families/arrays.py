@@ -52,3 +52,6 @@ def _array_truncated(arr: Any, k: int) -> bool:
 
 FAMILY = Family("numpy", ("array",), _describe_array, classes=("numpy:ndarray",),
                 view=lambda _name, raw: readonly_array(raw))
+
+
+__all__ = ["FAMILY"]

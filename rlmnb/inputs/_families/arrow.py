@@ -38,3 +38,6 @@ def _describe_arrow(name: str, t: Any, config: RLMConfig) -> Field:
 
 FAMILY = Family("arrow", ("arrow",), _describe_arrow, classes=("pyarrow:Table", "pyarrow:RecordBatch"),
                 tables=("arrow",), sql=lambda value: value)
+
+
+__all__ = ["FAMILY"]

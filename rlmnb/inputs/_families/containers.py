@@ -135,3 +135,6 @@ def _view(name: str, raw: Any) -> Any:
 
 FAMILY = Family("containers", ("list", "dict", "scalar"), _describe,
                 accepts=lambda v: is_scalar(v) or isinstance(v, Mapping | Sequence), view=_view)
+
+
+__all__ = ["CHECK_BUDGET", "FAMILY", "SAMPLE_ITEMS", "describe_mapping"]

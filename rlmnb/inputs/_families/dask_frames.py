@@ -270,3 +270,9 @@ class PartitionStream:
 
 FAMILY = Family("dask", ("dask_frame",), _describe, classes=("dask:DataFrame",), crossing=_crossing,
                 reopen=_reopen, tables=("dask_frame",), sql=PartitionStream)
+
+
+__all__ = [
+    "CONNECT_SECONDS", "FAMILY", "MAX_READ_PATHS", "PROBE_SECONDS", "PartitionStream", "known_length",
+    "parquet_files", "user_client",
+]

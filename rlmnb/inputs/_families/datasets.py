@@ -210,3 +210,6 @@ def _view(_name: str, table: Any) -> Any:
 FAMILY = Family("arrow_dataset", ("dataset",), _describe, classes=("pyarrow:Dataset",), crossing=_crossing,
                 reopen=_reopen, view=_view, tables=("dataset",), sql=lambda dataset: dataset,
                 export=lambda dataset: dataset.to_table())
+
+
+__all__ = ["COUNT_FILES", "FAMILY", "HEAD_BATCHES"]

@@ -234,3 +234,6 @@ def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
 FAMILY = Family("files", ("text_file", "binary_file", "directory", "file_table"), _describe,
                 accepts=lambda v: isinstance(v, Path | DirectoryView | GlobFiles), crossing=_crossing,
                 reopen=_reopen, tables=("file_table",), sql=lambda relation: relation)
+
+
+__all__ = ["DIR_PREVIEW_FILES", "FAMILY", "GLOB_CHARS", "GlobFiles", "MAX_DIR_ENTRIES"]

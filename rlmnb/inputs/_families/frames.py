@@ -97,3 +97,6 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
 
 FAMILY = Family("pandas", ("table", "series"), _describe, classes=("pandas:DataFrame", "pandas:Series"),
                 view=lambda _name, raw: raw.copy(deep=False), tables=("table",), sql=lambda value: value)
+
+
+__all__ = ["FAMILY"]

@@ -231,3 +231,6 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
 FAMILY = Family("polars", ("polars_frame", "polars_lazy"), _describe,
                 classes=("polars:DataFrame", "polars:LazyFrame"), crossing=_crossing, reopen=_reopen, view=_view,
                 tables=("polars_frame", "polars_lazy"), sql=lambda value: value)
+
+
+__all__ = ["FAMILY", "MAX_READ_PATHS", "scanned_paths"]

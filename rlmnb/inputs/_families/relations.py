@@ -5,7 +5,7 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
 - its SQL runs on a fresh connection (it reads files or table functions): the sandbox re-creates it
   from that SQL on rlmnb's own DuckDB database (the kernel with the host's working directory as the
   file search path), so nothing is copied and model code never uses the user's connection;
-- it reads tables of database files its connection has open read-only (duckfiles.py): the kernel
+- it reads tables of database files its connection has open read-only (`probe`, below): the kernel
   attaches those files read-only and runs the SQL there, nothing copied; the local sandbox (the same
   process, where DuckDB refuses a second instance of a file) runs the SQL on cursors of its own of the
   user's database instance, so sql() streams it and model code never holds the user's connection;
@@ -15,7 +15,7 @@ A relation is a query bound to the user's connection. It reaches the sandbox one
 
 What model code gets is never a table relation, so `insert` and `update` (which DuckDB allows only on
 table relations) are refused. Describing never runs the query over all rows: the row count is what
-the plan knows (duckplan.py: exact for a table or one Parquet file, an estimate for several files,
+the plan knows (`plan_facts`, below: exact for a table or one Parquet file, an estimate for several files,
 unknown after a filter or a join) and the sample is `LIMIT 5`, skipped when a step of the plan would
 first consume more than SAMPLE_INPUT_ROWS rows or (on a cursor of ours) after SAMPLE_SECONDS.
 """
@@ -193,7 +193,7 @@ _CONNECTION = """
 SELECT (SELECT list([database_name, path, readonly::VARCHAR, type]) FROM duckdb_databases() WHERE NOT internal),
        current_database(), current_schema(),
        (SELECT list([database_name, view_name, sql, temporary::VARCHAR]) FROM duckdb_views() WHERE NOT internal)
-"""  # one round trip; duckdb_views() is the slow part (~20-50 ms on a connection that just opened its file)
+"""  # one round trip; duckdb_views() is the slow part
 
 
 def probe(rel: Any, facts: PlanFacts | None) -> FileDatabases | None:
@@ -242,7 +242,7 @@ def _unportable(rel: Any, text: str, files: set[str]) -> str:
     """Why the SQL text alone cannot rebuild the relation elsewhere, or '': it has query parameters (their
     values are not in the text), or calls a function that is neither DuckDB's own nor a macro stored in
     one of `files` (a temporary macro, a Python UDF). DuckDB's own parser lists both; the user's function
-    list (slow: ~50 ms) is read only when the SQL calls a name DuckDB does not ship."""
+    list (slow) is read only when the SQL calls a name DuckDB does not ship."""
     global _builtin
     cur = duck.cursor()
     try:

@@ -79,3 +79,6 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
 
 FAMILY = Family("text", ("text", "bytes"), _describe,
                 accepts=lambda v: isinstance(v, str | bytes | bytearray | memoryview))
+
+
+__all__ = ["FAMILY", "SAMPLE_BYTES", "sampled_tokens", "text_preview"]

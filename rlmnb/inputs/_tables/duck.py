@@ -1,8 +1,15 @@
-"""The one in-process DuckDB database that file tables, relations and sql() run on.
+"""The process's one in-memory DuckDB database, and `sql(query)` in the sandbox over the table inputs.
 
-Opening a DuckDB connection costs ~100 ms here, a cursor ~0.03 ms; so the process keeps one in-memory
-database and every user of it takes a cursor of its own (cursors keep their temporary views and
-registered objects apart, and may run in different threads). DuckDB is imported on first use only.
+Every user of the database takes a cursor of its own (`cursor()`): cursors keep their temporary views
+and registered objects apart and may run in different threads. DuckDB is imported on first use only
+(docs/decisions/one-duckdb-database.md). `ident` and `literal` quote SQL names and strings.
+
+`SQLEngine` is one sandbox namespace's sql(): one cursor; before each query it registers the table
+inputs it has not registered yet (the family's `sql` hook says what DuckDB scans: a pandas frame or an
+Arrow table zero-copy, a relation over files lazily); a relation of another DuckDB database (the user's
+own connection) cannot be scanned from ours and is copied once as Arrow. Results come back as a pandas
+DataFrame of at most `max_rows` rows; a longer result is cut and a note printed with its full row
+count, so the model learns to aggregate in SQL instead of pulling tables into Python.
 """
 
 from __future__ import annotations

@@ -1,8 +1,15 @@
-"""Describing a table in files from metadata and a bounded sample: never a full scan.
+"""Tables in files: which files are one table, opening them in DuckDB, and describing them cheaply.
 
-Parquet: exact rows, schemas and per-column statistics from the footers (see parquetmeta.py). Arrow IPC: rows and schema from the file's batch index. CSV / JSON Lines: schema from
+A file, a folder whose files all share one format (Parquet, CSV/TSV plain or gzip/zstd, JSON Lines,
+Arrow IPC/Feather), or a glob of them is a `TableFiles`: its format, its files (absolute paths, taken
+at bind time) and its Hive partition keys (`key=value/` folders). Anything else stays a file or a
+folder mapping. `open_relation` opens it as a DuckDB relation, the same way on the host and in the
+sandbox kernel, from this record alone.
+
+`describe_table` never scans the table: Parquet rows, schemas and statistics come from the footers
+(parquet.py); Arrow IPC rows and schema from the file's batch index; CSV / JSON Lines schemas from
 DuckDB's sniffer, rows estimated from the bytes per row of the first megabyte (marked as an estimate).
-Every kind: a few rows read with `LIMIT`, which stops after the first row group or chunk.
+Every format: a few rows read with `LIMIT`, which stops after the first row group or chunk.
 """
 
 from __future__ import annotations
@@ -222,8 +229,7 @@ def describe_table(name: str, tf: TableFiles, config: RLMConfig, source: Any) ->
 def _shape(tf: TableFiles, cur: Any) -> tuple[list[str], list[str], Any]:
     """Column names, DuckDB types and the first rows (Arrow) of the table, as its relation has them.
 
-    DuckDB's cost to open and sample a relation grows with its number of files (~0.1-0.2 ms a file
-    here), while the shape of a Parquet dataset is its first file's: parquet_meta has checked that the
+    DuckDB's cost to open and sample a relation grows with its number of files, while the shape of a Parquet dataset is its first file's: parquet_meta has checked that the
     files share a schema, and DuckDB reads a list of files with the first one's schema. So a Parquet
     dataset is sampled from its first file; only the types of Hive keys need all the paths (DuckDB
     infers them from every value), and they are given to that one-file reader.
@@ -288,7 +294,7 @@ def _ipc_meta(name: str, tf: TableFiles) -> tuple[int, bool, str]:
         with pa.memory_map(path, "r") as source:
             reader = ipc.open_file(source)
             schema = reader.schema
-            rows += reader.count_rows()  # each batch's message header, no bodies (~2 us a batch)
+            rows += reader.count_rows()  # each batch's message header, no bodies
         if first_schema is None:
             first_schema = schema
         elif not schema.equals(first_schema):

@@ -62,3 +62,6 @@ def arrow_tokens(sample: Any, total_cells: int) -> int:
         return 0
     values = [sample.column(j).to_pylist() for j in range(sample.num_columns)]
     return cells_tokens([list(row) for row in zip(*values, strict=True)], total_cells)
+
+
+__all__ = ["arrow_preview", "arrow_tokens", "lazy_table_info"]

@@ -1,16 +1,18 @@
 """What a Parquet dataset's footers say: exact rows, one schema for all files, column statistics.
 
-Rows and schemas come from the head of every file's footer (parquetfooter.py: 15-50 us a file here,
-against ~2 ms for pyarrow's full parse of a 25 M-row file's footer), so the count is exact and the
-schema checked over every file, however many bytes the files hold. Only beyond MAX_COUNT_FILES files,
-or beyond MIN_COUNT_FILES when reading heads takes longer than COUNT_SECONDS (so the same dataset of up
-to 1,024 files gets the same exact answer on a busy machine), the count is scaled up from the files read (a
-seeded random sample, first file always included) by their share of the bytes and marked as an
-estimate; the schemas of the files not read are then checked by DuckDB when a query reads them.
-Statistics need the row groups, so whole footers are parsed for at most STATS_FILES files spread over
-the dataset and STATS_FOOTER_BYTES of footers in all (a parse costs ~20 us a KB: every file of a small
-dataset, two of 25 M rows each), and the summary says which part they cover. So
-describing stays in the same tens of milliseconds whether the dataset is 10 MB or 10 GB.
+Entry points: `parquet_meta(name, files, sizes)` for a dataset, `read_head(path)` for the head of one
+footer (format version, schema, `num_rows`, Thrift compact protocol, without the row groups).
+
+Invariants: rows and schemas come from the head of every file's footer, so the count is exact and the
+schema checked over every file, whatever the bytes. Only beyond MAX_COUNT_FILES files, or beyond
+MIN_COUNT_FILES when reading heads takes longer than COUNT_SECONDS (so the same dataset of up to
+MIN_COUNT_FILES files gets the same exact answer on a busy machine), the count is scaled up from the
+files read (a seeded sample, the first file always included) by their share of the bytes and marked as
+an estimate; DuckDB checks the schemas of the files not read when a query reads them. Statistics need
+the row groups, so whole footers are parsed for at most STATS_FILES files spread over the dataset and
+STATS_FOOTER_BYTES of footers in all, and the summary says which part they cover. `read_head` raises
+`FooterError` for anything it cannot read; callers fall back to pyarrow, whose message says why.
+Numbers: docs/decisions/parquet-footer-heads.md.
 """
 
 from __future__ import annotations
@@ -271,7 +273,7 @@ COUNT_SECONDS = 0.1              # ... or as many as can be read in this time, b
 MIN_COUNT_FILES = 1024           # files read however long they take: up to this many, the count is always exact
 STATS_FILES = 32                 # files whose whole footers are parsed for statistics: first, last, between
 STATS_FOOTER_BYTES = 256 << 10   # ... while their footers add up to at most this (the first is always read)
-STATS_ROW_GROUPS = 32            # row groups whose statistics make the summary's min/max and null counts (~30 us a column each)
+STATS_ROW_GROUPS = 32            # row groups whose statistics make the summary's min/max and null counts
 STATS_COLUMNS = 12               # columns with statistics in the summary
 STATS_CHARS = 600                # the statistics line of the summary
 T = TypeVar("T")
