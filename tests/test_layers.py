@@ -74,6 +74,8 @@ def test_the_real_graph_breaks_nothing(graph: grimp.ImportGraph) -> None:
     ("rlmnb._ground.config", "rlmnb.inputs"),         # the ground knows nothing of a run
     ("rlmnb.testing.scripted", "rlmnb._notebook.magic"),  # scripted models know no front end
     ("rlmnb._sandbox.base", "rlmnb._sandbox.kernel.sandbox"),  # the sandbox protocol is its bottom floor
+    ("rlmnb.inputs._tables.duck", "rlmnb.inputs._families.relations"),  # the table engine knows no family
+    ("rlmnb.inputs._records", "rlmnb.inputs._previews"),  # the records render nothing
 ])
 def test_an_import_up_the_floors_breaks_the_layers(graph: grimp.ImportGraph, importer: str, imported: str) -> None:
     broken = broken_contracts(with_import(graph, importer, imported))
