@@ -437,4 +437,8 @@ def marked_pids(marker: str) -> list[int]:
     return found
 
 
-__all__ = ["CALL_TIMEOUT_S", "DEAD", "GRACE_S", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR", "POLL_S", "REPLY_EXPR", "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "kill_tree", "marked_pids", "reply_payload"]
+__all__ = [
+    "CALL_TIMEOUT_S", "DEAD", "GRACE_S", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR",
+    "POLL_S", "REPLY_EXPR", "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "kill_tree", "marked_pids",
+    "reply_payload",
+]
