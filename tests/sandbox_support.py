@@ -33,6 +33,13 @@ def kind(request: pytest.FixtureRequest) -> Iterator[str]:
         assert leftovers() == {}
 
 
+@pytest.fixture(scope="module")
+def stop_the_spare() -> Iterator[None]:
+    """Stop the warm spare kernel when the module ends (the next module starts from a fresh pool)."""
+    yield
+    pool.shutdown(reopen=True)
+
+
 def code(body: str) -> str:
     return f"```python\n{body}\n```"
 
