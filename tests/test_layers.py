@@ -77,6 +77,8 @@ def test_the_real_graph_breaks_nothing(graph: grimp.ImportGraph) -> None:
     ("rlmnb._engine.replies", "rlmnb._engine.loop"),  # reading a reply knows nothing of the loop
     ("rlmnb._engine.turn", "rlmnb._engine.loop"),     # one turn knows nothing of the loop around it
     ("rlmnb._engine.subcalls", "rlmnb._engine.runs"),  # sub-calls reach child runs only through ChildRunner
+    ("rlmnb.inputs._tables.duck", "rlmnb.inputs._families.relations"),  # the table engine knows no family
+    ("rlmnb.inputs._records", "rlmnb.inputs._previews"),  # the records render nothing
 ])
 def test_an_import_up_the_floors_breaks_the_layers(graph: grimp.ImportGraph, importer: str, imported: str) -> None:
     broken = broken_contracts(with_import(graph, importer, imported))

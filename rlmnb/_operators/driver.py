@@ -172,3 +172,6 @@ def _plain(value: Any) -> Any:
         except Exception:
             pass
     return str(value)
+
+
+__all__ = ["MapDriver", "MapState", "PREVIEW_CHARS", "Send"]

@@ -209,3 +209,9 @@ def output_spec(output: Any) -> OutputSpec:
         return DataclassSpec(output)
     raise TypeError(f"output must be str, int, float, bool, a list of labels, a pydantic model or a dataclass; "
                     f"got {output!r}.")
+
+
+__all__ = [
+    "BoolSpec", "DataclassSpec", "FloatSpec", "IntSpec", "LabelSpec", "OutputSpec", "PydanticSpec",
+    "output_spec",
+]

@@ -125,3 +125,6 @@ def parse_reply(reply: str, count: int) -> tuple[dict[int, Any], dict[int, str]]
         if number not in answers and number not in problems:
             problems[number] = "no answer was given for it"
     return answers, problems
+
+
+__all__ = ["CHARS_PER_TOKEN", "ITEM_OVERHEAD", "estimate_tokens", "parse_reply", "plan_packs", "render_pack"]

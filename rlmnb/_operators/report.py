@@ -76,3 +76,6 @@ class MapReport:
     def __repr__(self) -> str:
         return (f"MapReport({self.operator}: items={self.items}, packs={self.packs}, reasks={self.reasks}, "
                 f"failures={self.failures}, calls={self.calls})")
+
+
+__all__ = ["ItemError", "MapReport", "SHOWN_ERRORS"]

@@ -148,3 +148,6 @@ def shape_result(source: Source, values: list[Any], attrs: dict[str, Any]) -> An
     series = pd.Series(values, index=index, name=name, dtype=None if plain else object)
     series.attrs.update(attrs)
     return series
+
+
+__all__ = ["CHUNK_ROWS", "MapList", "Source", "item_text", "open_source", "record_text", "shape_result"]

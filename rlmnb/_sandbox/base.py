@@ -86,3 +86,6 @@ class Sandbox(Protocol):
     async def close(self) -> None: ...
 
     async def variables(self) -> list[str]: ...
+
+
+__all__ = ["ExecResult", "RESERVED_NAMES", "Sandbox", "SandboxHost"]

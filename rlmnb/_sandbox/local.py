@@ -41,7 +41,7 @@ def _disabled(name: str) -> Callable[..., Any]:
     return blocked
 
 
-def _sandbox_builtins() -> dict[str, Any]:
+def sandbox_builtins() -> dict[str, Any]:
     table = dict(vars(builtins))
     for name in ("input", "breakpoint", "exit", "quit", "help", "copyright", "credits", "license"):
         table[name] = _disabled(name)
@@ -216,7 +216,7 @@ class LocalSandbox:
 
     def _fresh_namespace(self) -> None:
         assert self._host is not None
-        self._ns = {"__name__": "__rlm__", "__builtins__": _sandbox_builtins()}
+        self._ns = {"__name__": "__rlm__", "__builtins__": sandbox_builtins()}
         install(self._ns, _LoopBridge(self._host), self._host.tools)
         self._ns["inputs"] = LazyInputs(self._fields)
 
@@ -319,3 +319,6 @@ class LocalSandbox:
 
     def __repr__(self) -> str:
         return f"LocalSandbox(open={self._open}, inputs={len(self._fields)})"
+
+
+__all__ = ["LazyInputs", "LocalSandbox", "sandbox_builtins"]

@@ -126,7 +126,7 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
         for var, desc in rows:
             print(f"{var}: {desc}")
 
-    from rlmnb.inputs._tables.sqlengine import DEFAULT_MAX_ROWS, SQLEngine
+    from rlmnb.inputs._tables.duck import DEFAULT_MAX_ROWS, SQLEngine
 
     engine = SQLEngine(namespace)
 
@@ -157,3 +157,6 @@ def check_tools(tools: Sequence[Callable[..., Any]] | Mapping[str, Callable[...,
         if name in RESERVED_NAMES:
             raise ConfigError(f"tool name {name!r} is reserved for a sandbox built-in; rename the function.")
     return items
+
+
+__all__ = ["SyncBridge", "check_tools", "install", "user_variables"]

@@ -111,3 +111,9 @@ def trimmed_traceback(exc: BaseException, filename: str) -> str:
     te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == filename])
     te.__cause__ = te.__context__ = None
     return "".join(te.format()).rstrip()
+
+
+__all__ = [
+    "BoundedBuffer", "SnippetInterrupted", "SnippetOutcome", "run_snippet", "snippet_filename",
+    "trimmed_traceback",
+]

@@ -17,22 +17,22 @@ from pathlib import PurePath
 from typing import Any, NoReturn
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._disk import _walk, decode_file
-from rlmnb.inputs._records import SUPPORTED, _type_name
+from rlmnb.inputs._filesystem import decode_file, walk_folder
+from rlmnb.inputs._records import SUPPORTED, type_name
 
 DIR_CACHE_BYTES = 256 * 2**20  # file contents a DirectoryView keeps after reading them
 
 # --------------------------------------------------------------------------------------------
 # plain values, freezing and nested checks
 
-_FAST_LEAF = frozenset({str, int, float, bool, type(None), bytes})
+FAST_LEAF = frozenset({str, int, float, bool, type(None), bytes})
 _LEAF_TYPES = (str, bytes, int, float, complex, type(None), decimal.Decimal, fractions.Fraction, datetime.date,
                datetime.time, datetime.timedelta, uuid.UUID, enum.Enum, frozenset, PurePath)
 _SCALAR_TYPES = (int, float, complex, type(None), decimal.Decimal, fractions.Fraction, datetime.date,
                  datetime.time, datetime.timedelta, uuid.UUID, enum.Enum)
 
 
-def _is_scalar(value: Any) -> bool:
+def is_scalar(value: Any) -> bool:
     """A plain immutable value allowed at top level (str and bytes have kinds of their own)."""
     if isinstance(value, _SCALAR_TYPES):
         return True
@@ -44,11 +44,11 @@ def _is_scalar(value: Any) -> bool:
         "NAType", "NaTType", "Timestamp", "Timedelta", "Period", "Interval")
 
 
-def _nested_kind(value: Any) -> str | None:
+def nested_kind(value: Any) -> str | None:
     """How a value inside a list or dict is frozen, or None when it is not supported."""
-    if type(value) in _FAST_LEAF or isinstance(value, ReadOnlySequence | ReadOnlyMapping | DirectoryView):
+    if type(value) in FAST_LEAF or isinstance(value, ReadOnlySequence | ReadOnlyMapping | DirectoryView):
         return "leaf"
-    if isinstance(value, tuple) and len(value) <= 64 and all(type(v) in _FAST_LEAF for v in value):
+    if isinstance(value, tuple) and len(value) <= 64 and all(type(v) in FAST_LEAF for v in value):
         return "leaf"
     if isinstance(value, Mapping):
         return "mapping"
@@ -58,7 +58,7 @@ def _nested_kind(value: Any) -> str | None:
         return "buffer"
     if isinstance(value, set):
         return "set"
-    if isinstance(value, _LEAF_TYPES) or _is_scalar(value):
+    if isinstance(value, _LEAF_TYPES) or is_scalar(value):
         return "leaf"
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(value, pd.DataFrame | pd.Series):
@@ -76,9 +76,9 @@ def _nested_kind(value: Any) -> str | None:
 
 def _freeze(value: Any, name: str) -> Any:
     """The read-only stand-in for a value inside a list or dict input (no bulk copy)."""
-    if type(value) in _FAST_LEAF:
+    if type(value) in FAST_LEAF:
         return value
-    kind = _nested_kind(value)
+    kind = nested_kind(value)
     if kind == "leaf":
         return value
     if kind == "mapping":
@@ -92,13 +92,13 @@ def _freeze(value: Any, name: str) -> Any:
     if kind == "pandas":
         return value.copy(deep=False)
     if kind == "array":
-        return _readonly_array(value)
-    raise InputError(f"Input {name!r}: an item is {_type_name(value)}, which is not a supported kind of input; "
+        return readonly_array(value)
+    raise InputError(f"Input {name!r}: an item is {type_name(value)}, which is not a supported kind of input; "
                      f"supported: {SUPPORTED}.")
 
 
 
-def _readonly_array(arr: Any) -> Any:
+def readonly_array(arr: Any) -> Any:
     view = arr.view()
     view.flags.writeable = False
     return view
@@ -154,7 +154,7 @@ class ReadOnlySequence(Sequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         name = self._name
         for v in self._raw():
-            yield v if type(v) in _FAST_LEAF else _freeze(v, name)
+            yield v if type(v) in FAST_LEAF else _freeze(v, name)
 
     def __reversed__(self) -> Iterator[Any]:
         data, name = self._data, self._name
@@ -343,7 +343,7 @@ class DirectoryView(Mapping[str, "str | bytes"]):
     def _listing(self) -> tuple[str, ...]:
         with self._lock:
             if self._keys is None:
-                self._keys = tuple(rel for rel, _ in _walk(self._root, None, with_sizes=False).files)
+                self._keys = tuple(rel for rel, _ in walk_folder(self._root, None, with_sizes=False).files)
             return self._keys
 
     def __iter__(self) -> Iterator[str]:
@@ -365,3 +365,7 @@ class DirectoryView(Mapping[str, "str | bytes"]):
     pop = popitem = setdefault = update = clear = _refuse
 
 
+__all__ = [
+    "DIR_CACHE_BYTES", "DirectoryView", "FAST_LEAF", "ReadOnlyMapping", "ReadOnlySequence", "is_scalar",
+    "nested_kind", "readonly_array",
+]

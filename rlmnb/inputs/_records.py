@@ -118,10 +118,11 @@ class Field:
         return f"Field(name={self.name!r}, kind={i.kind!r}, python_type={i.python_type!r}, est_tokens={i.est_tokens})"
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     """The type as users know it: `str`, `pandas.DataFrame`, `pyarrow.Table`."""
     t = type(value)
     module = t.__module__.split(".")[0]
     return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
 
 
+__all__ = ["Field", "FieldInfo", "InputsSummary", "KINDS", "SUPPORTED", "type_name"]

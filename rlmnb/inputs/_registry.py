@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._records import SUPPORTED, Field, _type_name
+from rlmnb.inputs._records import SUPPORTED, Field, type_name
 
 if TYPE_CHECKING:
     from rlmnb._ground.config import RLMConfig
@@ -130,7 +130,7 @@ def unsupported(name: str, value: Any, where: str = "") -> NoReturn:
     hint = " (pass pathlib.Path(...) for a file)" if hasattr(value, "read") and hasattr(value, "seek") else ""
     if isinstance(value, set):
         hint = " (pass sorted(x) or list(x) for a set)"
-    what = f"{where} is {_type_name(value)}" if where else _type_name(value)
+    what = f"{where} is {type_name(value)}" if where else type_name(value)
     raise InputError(f"Input {name!r}: {what} is not a supported kind of input{hint}; supported: {SUPPORTED}.")
 
 
@@ -169,3 +169,9 @@ def kernel_loader(spec: Mapping[str, Any], load_shipped: Callable[[Mapping[str, 
 
 
 _SHIPPED = frozenset({"text", "bytes", "arrow", "npy", "pickle"})
+
+
+__all__ = [
+    "FAMILY_MODULES", "Family", "crossing_spec", "describe", "exporter", "families", "family_of_kind",
+    "kernel_loader", "recognise", "sql_kinds", "unsupported",
+]

@@ -1,29 +1,29 @@
-"""Rendering the InputsSummary the root model reads, under `config.summary_max_tokens`."""
+"""Binding a run's inputs and rendering the InputsSummary the root model reads.
+
+Entry points: `bind_inputs(values, config)` describes every value by its family and renders the
+summary; `render_summary(infos, config)` renders FieldInfos. Invariant: the summary stays under
+`config.summary_max_tokens`, shrinking previews, then column lists, then details to fit.
+"""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from rlmnb._ground.errors import InputError
 from rlmnb._ground.prompts import render
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
-from rlmnb.inputs._brief import (
-    NAME_CHARS,
-    _clip_end,
-    _clip_mid,
-    _clip_start,
-    _human_bytes,
-    _human_count,
-    _plural,
-)
-from rlmnb.inputs._records import FieldInfo, InputsSummary
-from rlmnb.inputs._registry import sql_kinds
+from rlmnb.inputs._previews import NAME_CHARS, human_bytes, human_count, plural
+from rlmnb.inputs._records import Field, FieldInfo, InputsSummary, type_name
+from rlmnb.inputs._registry import describe, sql_kinds
 
 if TYPE_CHECKING:
     from rlmnb._ground.config import RLMConfig
+
 
 _TEXT_KINDS = frozenset({"text", "bytes", "text_file", "binary_file", "scalar"})
 _VIEW_KINDS = frozenset({"list", "dict", "array", "directory"})
@@ -97,7 +97,7 @@ def _more_line(rest: Sequence[FieldInfo], max_chars: int = 400) -> str:
     names: list[str] = []
     used = 0
     for info in rest:
-        entry = f"{_clip_end(info.name, NAME_CHARS)} ({info.kind})"
+        entry = f"{clip(info.name, NAME_CHARS)} ({info.kind})"
         if used + len(entry) > max_chars:
             names.append(f"and {len(rest) - len(names):,} others (list(inputs) names them all)")
             break
@@ -144,7 +144,7 @@ def _sql_sentence(infos: Sequence[FieldInfo]) -> str:
         if used + len(n) > 300:
             shown.append(f"and {len(names) - len(shown):,} more")
             break
-        shown.append(_clip_end(n, NAME_CHARS))
+        shown.append(clip(n, NAME_CHARS))
         used += len(n) + 2
     return " " + render("sql_summary", tables=", ".join(shown))
 
@@ -172,8 +172,8 @@ def _shown_path(info: FieldInfo) -> str:
 
 def _header(info: FieldInfo) -> str:
     kind = info.kind
-    tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
-    size = _human_bytes(info.size_bytes) if info.size_bytes is not None else None
+    tokens = f"~{human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
+    size = human_bytes(info.size_bytes) if info.size_bytes is not None else None
     if kind == "text":
         what, sizes = info.python_type, [f"{info.size_chars or 0:,} chars", tokens]
     elif kind in ("bytes", "text_file", "binary_file"):
@@ -184,17 +184,17 @@ def _header(info: FieldInfo) -> str:
         files = f"{info.rows or 0:,}{'+' if info.truncated else ''} file{'' if info.rows == 1 else 's'}"
         sizes = [files, size or "", f"{tokens} if all read"]
     elif kind in ("table", "arrow"):
-        what, sizes = info.python_type, [f"{_plural(info.rows or 0, 'row')} x {_plural(info.columns or 0, 'column')}",
+        what, sizes = info.python_type, [f"{plural(info.rows or 0, 'row')} x {plural(info.columns or 0, 'column')}",
                                          f"~{size}", tokens]
     elif kind == "series":
         dtype = info.dtypes[0][1] if info.dtypes else "?"
         label = f"name {info.dtypes[0][0]!r}, " if info.dtypes and info.dtypes[0][0] else ""
-        what, sizes = info.python_type, [_plural(info.rows or 0, "row"), f"{label}dtype {dtype}", f"~{size}", tokens]
+        what, sizes = info.python_type, [plural(info.rows or 0, "row"), f"{label}dtype {dtype}", f"~{size}", tokens]
     elif kind == "array":
         what, sizes = info.python_type, [size or "", tokens]
     elif kind in ("list", "dict"):
         unit = "item" if kind == "list" else "key"
-        what, sizes = f"read-only view of a {info.python_type}", [_plural(info.rows or 0, unit), tokens]
+        what, sizes = f"read-only view of a {info.python_type}", [plural(info.rows or 0, unit), tokens]
     elif _table_like(info):
         what, sizes = info.python_type + (f" over {_shown_path(info)}" if info.path else ""), _lazy_sizes(info)
     else:
@@ -207,20 +207,20 @@ def _lazy_sizes(info: FieldInfo) -> list[str]:
     if info.rows is None:
         rows = "rows unknown"
     elif info.estimated:
-        rows = f"~{_human_count(info.rows)} rows (estimated)"
+        rows = f"~{human_count(info.rows)} rows (estimated)"
     else:
-        rows = _plural(info.rows, "row")
-    size = _human_bytes(info.size_bytes) if info.size_bytes is not None else ""
+        rows = plural(info.rows, "row")
+    size = human_bytes(info.size_bytes) if info.size_bytes is not None else ""
     where = f"{size} on disk" if size and info.path else (f"~{size}" if size else "")
-    tokens = f"~{_human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
+    tokens = f"~{human_count(info.est_tokens)} token{'' if info.est_tokens == 1 else 's'}"
     tokens = "" if info.rows is None and not info.est_tokens else tokens + (" if all read" if info.path else "")
-    return [f"{rows} x {_plural(info.columns or 0, 'column')}", where, tokens]
+    return [f"{rows} x {plural(info.columns or 0, 'column')}", where, tokens]
 
 
 def _columns_line(info: FieldInfo, max_cols: int) -> str:
     total = len(info.dtypes) + info.more_columns
     shown = info.dtypes[:max_cols]
-    text = "  columns: " + ", ".join(f"{_clip_end(name, NAME_CHARS)} {dtype}" for name, dtype in shown)
+    text = "  columns: " + ", ".join(f"{clip(name, NAME_CHARS)} {dtype}" for name, dtype in shown)
     if total > len(shown):
         text += f", ... {total - len(shown):,} more"
     return text
@@ -234,9 +234,9 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
 
     if info.kind in _TEXT_KINDS:
         if len(lines) >= 2:
-            return [f"  head: {_clip_end(lines[0], cap_of(lines[0]))}",
-                    f"  tail: {_clip_start(lines[1], cap_of(lines[1]))}"]
-        return [f"  value: {_clip_mid(lines[0], cap_of(lines[0]))}"]
+            return [f"  head: {clip(lines[0], cap_of(lines[0]))}",
+                    f"  tail: {clip(lines[1], cap_of(lines[1]), keep='tail')}"]
+        return [f"  value: {clip(lines[0], cap_of(lines[0]), keep='both')}"]
     if info.kind == "directory":
         keep = lines[: max(1, math.ceil(len(lines) * scale))]
         more = ", ..." if len(keep) < (info.rows or 0) else ""
@@ -248,6 +248,16 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
     width = max((len(line) for line in header + keep), default=0)
     limit = width if scale >= 1 else max(60, int(width * scale))
     label = "row" if _table_like(info) else {"series": "row", "list": "item", "dict": "key"}.get(info.kind)
-    title = f"  first {_plural(len(keep), label)}:" if label else "  preview:"
-    return [title] + [f"    {_clip_end(line, limit)}" for line in header + keep]
+    title = f"  first {plural(len(keep), label)}:" if label else "  preview:"
+    return [title] + [f"    {clip(line, limit)}" for line in header + keep]
 
+
+def bind_inputs(values: Mapping[str, Any], config: RLMConfig) -> tuple[tuple[Field, ...], InputsSummary]:
+    """Describe every input (cheaply, by sampling) and render the summary the root model sees."""
+    if not isinstance(values, Mapping):
+        raise InputError(f"inputs must be a mapping of name -> value (e.g. a dict), got {type_name(values)}.")
+    fields = tuple(describe(name, value, config) for name, value in values.items())
+    return fields, render_summary([f.info for f in fields], config)
+
+
+__all__ = ["bind_inputs"]

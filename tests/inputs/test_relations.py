@@ -17,8 +17,7 @@ import pytest
 import rlmnb.inputs._families.datasets as datasets
 from rlmnb._ground.config import RLMConfig
 from rlmnb.inputs import describe
-from rlmnb.inputs._tables.duckfiles import FileDatabases, probe
-from rlmnb.inputs._tables.duckplan import PlanFacts, facts_of, plan_facts
+from rlmnb.inputs._families.relations import FileDatabases, PlanFacts, facts_of, plan_facts, probe
 
 CFG = RLMConfig()
 frame_in_this_module = pd.DataFrame({"k": [1, 2, 3]})
@@ -157,8 +156,8 @@ def test_a_filtered_dataset_samples_through_its_filter_and_does_not_count(tmp_pa
 
 def test_the_kernel_side_attach_says_what_went_wrong(tmp_path: Path) -> None:
     from rlmnb._ground.errors import InputError
+    from rlmnb.inputs._families.relations import open_attached
     from rlmnb.inputs._tables import duck
-    from rlmnb.inputs._tables.duckfiles import open_attached
 
     first, second = _database(tmp_path / "a.duckdb"), _database(tmp_path / "b.duckdb")
     plan = {"sql": "SELECT * FROM t", "attach": [["same", str(first)]], "use": ["same", "main"]}

@@ -1,22 +1,9 @@
 """What a confined sandbox kernel may touch, and whether this system can confine it at all (host side).
 
-Why Landlock plus seccomp, and not bubblewrap or a network namespace (measured on Linux 6.18, Landlock
-ABI 7; see bench/sandbox.py and the README's security section):
-
-- Landlock needs no root, no setuid helper and no package: the kernel launcher (launch.py) applies the
-  rules to itself before ipykernel starts a thread, so every thread and child is bound. Setup costs
-  about a millisecond; the kernel keeps its ZMQ ipc sockets, its shared-memory inputs and its
-  loopback broker, so nothing of the warm-kernel speed is lost. bubblewrap would add a process, mount
-  work and a helper binary to the start path; a network namespace would cut the broker and a Dask
-  scheduler off unless a proxy carried them.
-- Landlock rules TCP by port, not by host: the sandbox may connect to its broker's port (and to the
-  allowed ports) on any address. The broker's port is a random ephemeral one per sandbox.
-- What Landlock cannot see, seccomp.py refuses: UDP, unix-domain, MPTCP, SCTP and other non-TCP sockets,
-  listen(), TCP Fast Open, io_uring, ptrace and process_vm_* (root's CAP_SYS_PTRACE would otherwise pass
-  Landlock's ptrace rule), and, where Landlock cannot scope them (ABI < 6), signals to other processes.
-- `auto` takes what the kernel offers, guard by guard (`plan`): files from Landlock ABI 1, TCP ports
-  from ABI 4, signals from ABI 6 or else seccomp, sockets and other processes from seccomp; what does
-  not hold is recorded in the run's `Confinement` and said every run. `required` demands every guard.
+Landlock rules files, TCP ports and (from ABI 6) signals; seccomp.py refuses what Landlock cannot see.
+`auto` takes what the kernel offers, guard by guard (`plan`), and records what does not hold in the
+run's `Confinement`; `required` demands every guard. Why Landlock and not bubblewrap:
+docs/decisions/landlock-not-bubblewrap.md.
 
 The policy itself: read (and execute) Python, its libraries and the system's shared files; read the
 run's inputs (`Field.read_paths`, a file or folder input's path) and what the user allows

@@ -1,9 +1,14 @@
 """One sandbox kernel process: launching it, talking to it, and stopping it with everything it started.
 
-`KernelProcess` is the process lifecycle of the kernel sandbox (see kernel.py for what runs in it): an
+`KernelProcess` is the process lifecycle of the kernel sandbox (see sandbox.py for what runs in it): an
 ipykernel subprocess started by jupyter_client over ZMQ ipc sockets in a private runtime directory, in
 its own process session, with its fd 1 and 2 in a bounded log. A client on the shell channel only
 sends requests; results come back in the execute reply (output is captured inside the kernel).
+
+`kill_tree` stops a kernel and everything it started, even daemons that left its process session:
+every sandbox kernel carries a random marker (MARKER_VAR) in its environment, and a process that
+double-forked out of the kernel's session still carries it, so `marked_pids` finds it through
+`/proc/<pid>/environ`.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from rlmnb._ground.errors import SandboxError
 from rlmnb._sandbox.bridge import MIME, listening_socket
 from rlmnb._sandbox.confinement.launch import bootstrap
 from rlmnb._sandbox.confinement.policy import Policy, build_policy
-from rlmnb._sandbox.kernel.process_tree import MARKER_VAR, kill_tree
 from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir
 
 POLL_S = 0.2            # how often a wait checks that the kernel process is alive
@@ -381,5 +385,60 @@ def _kill_live() -> None:
 
 atexit.register(_kill_live)
 
-__all__ = ["CALL_TIMEOUT_S", "DEAD", "GRACE_S", "KernelProcess", "LOG_CAP", "LOG_TAIL", "POLL_S", "REPLY_EXPR",
-           "START_TIMEOUT_S", "TIMEOUT", "Home", "describe_failure", "reply_payload"]
+
+MARKER_VAR = "RLMNB_SANDBOX_KERNEL"
+
+
+def kill_tree(pid: int, marker: str) -> None:
+    """SIGKILL the kernel's process group, its descendants, and anything still carrying its marker."""
+    victims: list[Any] = []
+    try:
+        import psutil
+
+        with contextlib.suppress(psutil.Error):
+            victims = psutil.Process(pid).children(recursive=True)
+    except ImportError:
+        psutil = None  # type: ignore[assignment,unused-ignore]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # the kernel leads its own session (start_new_session)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    for proc in victims:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    for other in marked_pids(marker):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(other, signal.SIGKILL)
+    if psutil is not None and victims:
+        with contextlib.suppress(Exception):
+            psutil.wait_procs(victims, timeout=2)
+
+
+def marked_pids(marker: str) -> list[int]:
+    """Processes whose environment carries the kernel's marker (daemons that left its session)."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    me, uid = os.getpid(), os.getuid()
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+__all__ = [
+    "CALL_TIMEOUT_S", "DEAD", "GRACE_S", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR",
+    "POLL_S", "REPLY_EXPR", "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "kill_tree", "marked_pids",
+    "reply_payload",
+]

@@ -1,10 +1,10 @@
 """The kernel sandbox: every run's code in its own IPython kernel process (this module: running snippets
-and handling faults; the process itself is kernel_process.py).
+and handling faults; the process itself is process.py).
 
 Model code we did not read runs in a separate ipykernel process driven by jupyter_client, so an
 infinite loop, a memory blow-up or `os._exit` can never take down the user's kernel:
 
-- start: a warm spare kernel (see warm.py) when one matches, else a cold start (~0.5-1 s); either way
+- start: a warm spare kernel (see warm.py) when one matches, else a cold start; either way
   a kernel no earlier run touched. `--continue` (a kept Session) gets the same kernel back.
 - inputs cross as files in a private directory in /dev/shm (see transfer.py), never as code, and are
   shipped once per sandbox; the directory is removed on close, at exit, and by the next process

@@ -5,7 +5,10 @@ reads each call's reply through the `reply()` user expression. Snippets run thro
 `runner.run_snippet` in a namespace of their own (never IPython's `user_ns`), with the same
 primitives (`primitives.install`) and the same `inputs` mapping (`local.LazyInputs`) as the local
 sandbox, so errors, echoes and submissions read the same in both. Printing is captured here in
-`BoundedBuffer`s, so a snippet printing 100 MB never sends more than the kept head and tail.
+`BoundedBuffer`s, so a snippet printing 100 MB never sends more than the kept head and tail:
+`OutputRouter` stands in for `sys.stdout`/`sys.stderr` so every write lands in the current snippet's
+buffer, and `MirroredBuffer` also copies the first characters to a file, so the host can still show
+them when the kernel dies mid-snippet.
 
 Model calls go to the host over the loopback broker: one TCP connection per call (see bridge.py).
 Inputs arrive as files (see transfer.py) and load on first access.
@@ -15,11 +18,13 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import itertools
 import json
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -27,11 +32,87 @@ from typing import Any
 
 from rlmnb._ground import errors as rlm_errors
 from rlmnb._sandbox.bridge import MIME, opening, pack, recv_frame
-from rlmnb._sandbox.kernel.output import MirroredBuffer, OutputRouter
-from rlmnb._sandbox.local import LazyInputs, _sandbox_builtins
+from rlmnb._sandbox.local import LazyInputs, sandbox_builtins
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, run_snippet, snippet_filename
 from rlmnb._sandbox.transfer import decode_value, encode_value, load_spec
+
+
+class OutputRouter:
+    """Stands in for sys.stdout/sys.stderr: every write goes to the current snippet's bounded buffer.
+
+    Between snippets (background threads) writes go to a spare buffer that opens the next snippet's output.
+    """
+
+    def __init__(self, original: Any, limit: int) -> None:
+        self.original = original
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.sink = BoundedBuffer(limit)
+
+    def swap(self, sink: BoundedBuffer) -> BoundedBuffer:
+        with self.lock:
+            old, self.sink = self.sink, sink
+        return old
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            return self.sink.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return "strict"
+
+    def fileno(self) -> int:
+        return int(self.original.fileno())
+
+
+class MirroredBuffer(BoundedBuffer):
+    """A snippet's output buffer whose first `limit` characters also go straight to a file, so the host
+    can still show them when the kernel dies or is replaced before the snippet returns."""
+
+    def __init__(self, limit: int, path: str | None) -> None:
+        super().__init__(limit)
+        self.path = path
+        self.room = limit if path else 0
+        self.fd: int | None = None
+
+    def write(self, text: str) -> int:
+        if self.room > 0:
+            piece = str(text)[:self.room]
+            self.room -= len(piece)
+            if self.fd is None:
+                self.fd = os.open(str(self.path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(self.fd, piece.encode("utf-8", "replace"))
+        return super().write(text)
+
+    def discard(self) -> None:
+        """The snippet returned normally: its output travels in the reply, the mirror is not needed."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            with contextlib.suppress(OSError):
+                os.unlink(str(self.path))
 
 
 class Reply:
@@ -165,7 +246,7 @@ class Runtime:
         self.last = "null"
 
     def _fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"__name__": "__rlm__", "__builtins__": _sandbox_builtins()}
+        ns: dict[str, Any] = {"__name__": "__rlm__", "__builtins__": sandbox_builtins()}
         install(ns, self.bridge, self.tools)
         ns["inputs"] = LazyInputs(list(self.fields.values()))
         return ns
@@ -321,11 +402,8 @@ def reply() -> Reply:
 def warm_up() -> None:
     """Import what binding inputs needs, while the kernel waits as the warm spare; then settle the heap.
 
-    The imports leave ~83,000 objects for the collector, and CPython's next full collection (50-250 ms on
-    this machine under load) lands wherever the allocation count happens to trip it: measured, in a confined
-    kernel on the first requests of the run that took it (its launcher allocates a little more first),
-    in an unconfined one still inside the wait. Collecting here and freezing what survives (imported
-    modules live as long as the kernel) makes no run pay for the imports' garbage collection.
+    Collecting here and freezing what survives (imported modules live as long as the kernel) makes no
+    run pay for the imports' garbage collection (docs/decisions/warm-spare-kernel.md).
     """
     import gc
 
@@ -356,5 +434,7 @@ def mark_warm(path: str) -> None:
         pass
 
 
-__all__ = ["Reply", "Runtime", "SocketBridge", "bind", "configure", "mark_warm", "reply", "run", "runtime",
-           "variables", "warm_up"]
+__all__ = [
+    "MirroredBuffer", "OutputRouter", "Reply", "Runtime", "SocketBridge", "bind", "configure", "mark_warm", "reply",
+    "run", "runtime", "variables", "warm_up",
+]

@@ -1,10 +1,11 @@
 """One warm spare kernel, so a new run starts in milliseconds instead of about a second.
 
-The spare is a kernel process launched (in ~20 ms) when a run takes the previous one; it warms itself
+The spare is a kernel process launched when a run takes the previous one; it warms itself
 up (rlmnb's kernel side, pandas and pyarrow imported) while the run goes on, with no thread of ours
 waiting for it. A run takes the spare only if it was made for the same key (interpreter and working
 directory policy); a spare no run touched is the only kind ever handed out, so every run gets a
-namespace no earlier run saw. The spare is killed at interpreter exit.
+namespace no earlier run saw. The spare is killed at interpreter exit
+(docs/decisions/warm-spare-kernel.md).
 
 The pool is generic: the kernel sandbox passes a `spawn` coroutine that launches one kernel and a
 `kill` that stops one.

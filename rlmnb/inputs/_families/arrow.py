@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlmnb.inputs._brief import (
+from rlmnb._ground.text import clip
+from rlmnb.inputs._previews import (
     CELL_CHARS,
     SAMPLE_COLS,
     SAMPLE_ROWS,
-    _clip_end,
-    _one_line,
-    _sample_positions,
+    one_line,
+    sample_positions,
 )
-from rlmnb.inputs._records import Field, FieldInfo, _type_name
+from rlmnb.inputs._records import Field, FieldInfo, type_name
 from rlmnb.inputs._registry import Family
 from rlmnb.inputs._tables.lazytable import arrow_preview, arrow_tokens
 
@@ -24,13 +24,13 @@ def _describe_arrow(name: str, t: Any, config: RLMConfig) -> Field:
 
     n, ncols = t.num_rows, t.num_columns
     shown = min(ncols, config.max_columns_shown)
-    dtypes = tuple((_clip_end(_one_line(f.name), CELL_CHARS), str(f.type)) for f in list(t.schema)[:shown])
+    dtypes = tuple((clip(one_line(f.name), CELL_CHARS), str(f.type)) for f in list(t.schema)[:shown])
     preview, truncated = arrow_preview(t, n, config)
     tokens = 0
     if n and ncols:
-        cols = [int(j) for j in _sample_positions(ncols, SAMPLE_COLS)]
-        tokens = arrow_tokens(t.select(cols).take(pa.array(_sample_positions(n, SAMPLE_ROWS))), n * ncols)
-    info = FieldInfo(name, "arrow", _type_name(t), size_bytes=int(t.nbytes), rows=n, columns=ncols,
+        cols = [int(j) for j in sample_positions(ncols, SAMPLE_COLS)]
+        tokens = arrow_tokens(t.select(cols).take(pa.array(sample_positions(n, SAMPLE_ROWS))), n * ncols)
+    info = FieldInfo(name, "arrow", type_name(t), size_bytes=int(t.nbytes), rows=n, columns=ncols,
                      est_tokens=tokens, dtypes=dtypes, more_columns=ncols - shown, preview=preview,
                      truncated=truncated)
     return Field(name, t, info, lambda: t)
@@ -38,3 +38,6 @@ def _describe_arrow(name: str, t: Any, config: RLMConfig) -> Field:
 
 FAMILY = Family("arrow", ("arrow",), _describe_arrow, classes=("pyarrow:Table", "pyarrow:RecordBatch"),
                 tables=("arrow",), sql=lambda value: value)
+
+
+__all__ = ["FAMILY"]

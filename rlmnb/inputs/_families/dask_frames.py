@@ -30,8 +30,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._brief import _cell
-from rlmnb.inputs._records import Field, _type_name
+from rlmnb.inputs._previews import cell
+from rlmnb.inputs._records import Field, type_name
 from rlmnb.inputs._registry import Family
 from rlmnb.inputs._tables.lazytable import lazy_table_info
 
@@ -68,10 +68,10 @@ def _describe(name: str, ddf: Any, config: RLMConfig) -> Field:
              f"its methods build a graph and .compute() runs it" + (" on the cluster" if address else "")]
     if ddf.known_divisions:
         divisions = ddf.divisions
-        notes.append(f"index divisions known: {_cell(divisions[0], 30)} … {_cell(divisions[-1], 30)}")
+        notes.append(f"index divisions known: {cell(divisions[0], 30)} … {cell(divisions[-1], 30)}")
     if rows is None:
         notes.append("row count unknown (counting would compute every partition)")
-    info = lazy_table_info(name, "dask_frame", _type_name(ddf), [str(c) for c in meta.columns],
+    info = lazy_table_info(name, "dask_frame", type_name(ddf), [str(c) for c in meta.columns],
                            [str(t) for t in meta.dtypes], head, config,
                            rows=rows, detail="; ".join(notes))
     endpoints = (_host_port(address),) if address.startswith(("tcp://", "tls://")) else ()
@@ -270,3 +270,9 @@ class PartitionStream:
 
 FAMILY = Family("dask", ("dask_frame",), _describe, classes=("dask:DataFrame",), crossing=_crossing,
                 reopen=_reopen, tables=("dask_frame",), sql=PartitionStream)
+
+
+__all__ = [
+    "CONNECT_SECONDS", "FAMILY", "MAX_READ_PATHS", "PROBE_SECONDS", "PartitionStream", "known_length",
+    "parquet_files", "user_client",
+]

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._brief import SAMPLE_ROWS, _clip_end
+from rlmnb._ground.text import clip
+from rlmnb.inputs._previews import SAMPLE_ROWS
 from rlmnb.inputs._records import Field
 from rlmnb.inputs._registry import Family
 from rlmnb.inputs._tables import duck
@@ -162,7 +163,7 @@ def _describe(name: str, dataset: Any, config: RLMConfig) -> Field:
     except Exception as exc:
         if type(exc).__module__.split(".")[0] != "pyarrow" and not isinstance(exc, (OSError, ValueError)):
             raise
-        raise InputError(f"Input {name!r}: the Arrow dataset cannot be read ({_clip_end(str(exc), 300)}); check its "
+        raise InputError(f"Input {name!r}: the Arrow dataset cannot be read ({clip(str(exc), 300)}); check its "
                          f"files.") from None
     size = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) if parts else None
     root = os.path.commonpath(files) if parts and files else None
@@ -209,3 +210,6 @@ def _view(_name: str, table: Any) -> Any:
 FAMILY = Family("arrow_dataset", ("dataset",), _describe, classes=("pyarrow:Dataset",), crossing=_crossing,
                 reopen=_reopen, view=_view, tables=("dataset",), sql=lambda dataset: dataset,
                 export=lambda dataset: dataset.to_table())
+
+
+__all__ = ["COUNT_FILES", "FAMILY", "HEAD_BATCHES"]

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import InputError
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
-from rlmnb.inputs._brief import _clip_end, _clip_start, _one_line
-from rlmnb.inputs._disk import SNIFF_BYTES, _decode_tail, _sniff, _walk, decode_file
-from rlmnb.inputs._families.text import _sampled_tokens, _text_preview
+from rlmnb.inputs._families.text import sampled_tokens, text_preview
+from rlmnb.inputs._filesystem import SNIFF_BYTES, decode_file, decode_tail, sniff, walk_folder
+from rlmnb.inputs._previews import one_line
 from rlmnb.inputs._readonly import DirectoryView
 from rlmnb.inputs._records import Field, FieldInfo
 from rlmnb.inputs._registry import Family
-from rlmnb.inputs._tables import duck, tablefiles
-from rlmnb.inputs._tables.tablefiles import TableFiles, open_relation
-from rlmnb.inputs._tables.tablemeta import describe_table
+from rlmnb.inputs._tables import duck, filetables
+from rlmnb.inputs._tables.filetables import TableFiles, describe_table, open_relation
 
 if TYPE_CHECKING:
     from rlmnb._ground.config import RLMConfig
@@ -44,7 +44,7 @@ def _describe_path(name: str, path: Path, config: RLMConfig, source: Any) -> Fie
         if stat_.S_ISDIR(st.st_mode):
             return _describe_directory(name, where, config, source)
         if stat_.S_ISREG(st.st_mode):
-            table = tablefiles.for_file(name, where)
+            table = filetables.for_file(name, where)
             if table is not None:
                 return describe_table(name, table, config, source)
             return _describe_file(name, where, st.st_size, config, source)
@@ -63,26 +63,26 @@ def _describe_file(name: str, where: str, size: int, config: RLMConfig, source: 
             return f.read(n)
 
         head = read(0, SNIFF_BYTES)
-        binary_reason = _sniff(head, complete=size <= SNIFF_BYTES)
+        binary_reason = sniff(head, complete=size <= SNIFF_BYTES)
         if binary_reason is None:
-            tokens = _sampled_tokens(read, size)
+            tokens = sampled_tokens(read, size)
             if pc <= 0:
                 preview, truncated = "", size > 0
             elif size <= 8 * pc:  # small: at most 2 * pc characters guaranteed only below this
-                preview, truncated = _text_preview(read(0, size).decode("utf-8-sig", "replace"), pc)
+                preview, truncated = text_preview(read(0, size).decode("utf-8-sig", "replace"), pc)
             else:
                 head_text = read(0, 4 * pc).decode("utf-8-sig", "ignore")[:pc]
-                tail_text = _decode_tail(read(size - 4 * pc, 4 * pc))[-pc:]
+                tail_text = decode_tail(read(size - 4 * pc, 4 * pc))[-pc:]
                 preview, truncated = repr(head_text) + "\n" + repr(tail_text), True
         else:
             tokens = round(size / CHARS_PER_TOKEN)
             if pc <= 0:
                 preview, truncated = "", size > 0
             elif size <= 2 * pc:
-                preview, truncated = _clip_end(repr(read(0, size)), 2 * pc + 3), False
+                preview, truncated = clip(repr(read(0, size)), 2 * pc + 3), False
             else:
-                preview = (_clip_end(repr(read(0, pc)), pc + 3) + "\n"
-                           + _clip_start(repr(read(size - pc, pc)), pc + 3))
+                preview = (clip(repr(read(0, pc)), pc + 3) + "\n"
+                           + clip(repr(read(size - pc, pc)), pc + 3, keep="tail"))
                 truncated = True
     if binary_reason is None:
         info = FieldInfo(name, "text_file", "str", size_bytes=size, est_tokens=tokens, preview=preview,
@@ -110,10 +110,10 @@ def _read_binary_file(name: str, where: str) -> bytes:
 
 
 def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -> Field:
-    walk = _walk(where, MAX_DIR_ENTRIES, with_sizes=True)
-    table = tablefiles.for_folder(name, where, [rel for rel, _ in walk.files])
+    walk = walk_folder(where, MAX_DIR_ENTRIES, with_sizes=True)
+    table = filetables.for_folder(name, where, [rel for rel, _ in walk.files])
     if walk.truncated and (table is not None or not walk.files):  # a big dataset, or only partition folders so far
-        table = tablefiles.for_folder(name, where, [rel for rel, _ in _walk(where, None, with_sizes=False).files])
+        table = filetables.for_folder(name, where, [rel for rel, _ in walk_folder(where, None, with_sizes=False).files])
     if table is not None:
         return describe_table(name, table, config, source)
     total = sum(size for _, size in walk.files)
@@ -132,7 +132,7 @@ def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -
         detail += f" (counted in the first {MAX_DIR_ENTRIES:,} entries)"
     shown = [rel for rel, _ in walk.files[:DIR_PREVIEW_FILES]] if config.preview_rows > 0 else []
     info = FieldInfo(name, "directory", "Mapping[str, str | bytes]", size_bytes=total, rows=len(walk.files),
-                     est_tokens=round(total / CHARS_PER_TOKEN), preview="\n".join(_one_line(s) for s in shown),
+                     est_tokens=round(total / CHARS_PER_TOKEN), preview="\n".join(one_line(s) for s in shown),
                      truncated=walk.truncated, path=where, detail=detail)
     return Field(name, source, info, lambda: DirectoryView(where, name), read_paths=(where,))
 
@@ -199,13 +199,13 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
             raise InputError(f"Input {name!r}: no file matches {pattern}; check the pattern.")
         value = GlobFiles(pattern, matches)
     if isinstance(value, GlobFiles):
-        from rlmnb.inputs._families.containers import _describe_mapping
+        from rlmnb.inputs._families.containers import describe_mapping
 
-        table = tablefiles.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
+        table = filetables.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
         if table is not None:
             return describe_table(name, table, config, value)
 
-        field = _describe_mapping(name, value, config)
+        field = describe_mapping(name, value, config)
         field.read_paths = value.paths
         return field
     if isinstance(value, DirectoryView):
@@ -234,3 +234,6 @@ def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
 FAMILY = Family("files", ("text_file", "binary_file", "directory", "file_table"), _describe,
                 accepts=lambda v: isinstance(v, Path | DirectoryView | GlobFiles), crossing=_crossing,
                 reopen=_reopen, tables=("file_table",), sql=lambda relation: relation)
+
+
+__all__ = ["DIR_PREVIEW_FILES", "FAMILY", "GLOB_CHARS", "GlobFiles", "MAX_DIR_ENTRIES"]

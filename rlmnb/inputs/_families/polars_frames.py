@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._brief import SAMPLE_ROWS, _sample_positions
-from rlmnb.inputs._disk import readable_root
-from rlmnb.inputs._records import Field, _type_name
+from rlmnb.inputs._filesystem import readable_root
+from rlmnb.inputs._previews import SAMPLE_ROWS, sample_positions
+from rlmnb.inputs._records import Field, type_name
 from rlmnb.inputs._registry import Family
 from rlmnb.inputs._tables.lazytable import arrow_tokens, lazy_table_info
 
@@ -38,11 +38,11 @@ _ONE_LINE_ERROR = 300
 
 def _describe_frame(name: str, df: Any, config: RLMConfig) -> Field:
     rows, ncols = df.shape
-    info = lazy_table_info(name, "polars_frame", _type_name(df), df.columns, [str(t) for t in df.dtypes],
+    info = lazy_table_info(name, "polars_frame", type_name(df), df.columns, [str(t) for t in df.dtypes],
                            _arrow(df.head(config.preview_rows)), config, rows=rows,
                            size_bytes=int(df.estimated_size()))
     if rows and ncols:  # in memory: tokens from rows spread over the frame, not its head
-        sample = _arrow(df[[int(i) for i in _sample_positions(rows, SAMPLE_ROWS)]])
+        sample = _arrow(df[[int(i) for i in sample_positions(rows, SAMPLE_ROWS)]])
         info = dataclasses.replace(info, est_tokens=arrow_tokens(sample, rows * ncols))
     return Field(name, df, info, df.clone)  # a clone shares buffers; writes to it copy, never reach df
 
@@ -67,7 +67,7 @@ def _describe_lazy(name: str, lf: Any, config: RLMConfig) -> Field:
         head = _collect(name, head_plan)
     if count is None:
         notes.append("row count unknown (counting would scan the data)")
-    info = lazy_table_info(name, "polars_lazy", _type_name(lf), list(schema.names()),
+    info = lazy_table_info(name, "polars_lazy", type_name(lf), list(schema.names()),
                            [str(t) for t in schema.dtypes()], _arrow(head), config, rows=count,
                            detail="; ".join(notes))
     return Field(name, lf, info, lambda: lf, read_paths=scanned_paths(lf))  # plans are immutable
@@ -231,3 +231,6 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
 FAMILY = Family("polars", ("polars_frame", "polars_lazy"), _describe,
                 classes=("polars:DataFrame", "polars:LazyFrame"), crossing=_crossing, reopen=_reopen, view=_view,
                 tables=("polars_frame", "polars_lazy"), sql=lambda value: value)
+
+
+__all__ = ["FAMILY", "MAX_READ_PATHS", "scanned_paths"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens, estimate_tokens
-from rlmnb.inputs._brief import _clip_end, _clip_start
-from rlmnb.inputs._records import Field, FieldInfo, _type_name
+from rlmnb.inputs._records import Field, FieldInfo, type_name
 from rlmnb.inputs._registry import Family
 from rlmnb.inputs._registry import unsupported as _unsupported
 
@@ -20,8 +20,8 @@ SAMPLE_BYTES = 20_000      # each of the head, middle and tail samples of a file
 
 
 def _describe_text(name: str, text: str, config: RLMConfig) -> Field:
-    preview, truncated = _text_preview(text, config.preview_chars)
-    info = FieldInfo(name, "text", _type_name(text), size_chars=len(text),
+    preview, truncated = text_preview(text, config.preview_chars)
+    info = FieldInfo(name, "text", type_name(text), size_chars=len(text),
                      est_tokens=estimate_tokens(text) if text else 0, preview=preview, truncated=truncated)
     return Field(name, text, info, lambda: text)
 
@@ -39,18 +39,18 @@ def _describe_bytes(name: str, value: bytes | bytearray | memoryview, config: RL
     if pc <= 0:
         preview, truncated = "", n > 0
     elif n <= 2 * pc:
-        preview, truncated = _clip_end(repr(bytes(view)), 2 * pc + 3), False
+        preview, truncated = clip(repr(bytes(view)), 2 * pc + 3), False
     else:
-        preview = _clip_end(repr(bytes(view[:pc])), pc + 3) + "\n" + _clip_start(repr(bytes(view[-pc:])), pc + 3)
+        preview = clip(repr(bytes(view[:pc])), pc + 3) + "\n" + clip(repr(bytes(view[-pc:])), pc + 3, keep="tail")
         truncated = True
-    tokens = _sampled_tokens(lambda off, size: bytes(view[off: off + size]), n)
-    info = FieldInfo(name, "bytes", _type_name(value), size_bytes=n, est_tokens=tokens, preview=preview,
+    tokens = sampled_tokens(lambda off, size: bytes(view[off: off + size]), n)
+    info = FieldInfo(name, "bytes", type_name(value), size_bytes=n, est_tokens=tokens, preview=preview,
                      truncated=truncated)
     loaded = view.toreadonly() if isinstance(view, memoryview) else view
     return Field(name, value, info, lambda: loaded)
 
 
-def _text_preview(text: str, pc: int) -> tuple[str, bool]:
+def text_preview(text: str, pc: int) -> tuple[str, bool]:
     if pc <= 0:
         return "", len(text) > 0
     if len(text) <= 2 * pc:
@@ -58,7 +58,7 @@ def _text_preview(text: str, pc: int) -> tuple[str, bool]:
     return repr(text[:pc]) + "\n" + repr(text[-pc:]), True
 
 
-def _sampled_tokens(read: Callable[[int, int], bytes], n: int) -> int:
+def sampled_tokens(read: Callable[[int, int], bytes], n: int) -> int:
     """Tokens of n bytes of UTF-8 from three decoded samples (head, middle, tail)."""
     if n == 0:
         return 0
@@ -79,3 +79,6 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
 
 FAMILY = Family("text", ("text", "bytes"), _describe,
                 accepts=lambda v: isinstance(v, str | bytes | bytearray | memoryview))
+
+
+__all__ = ["FAMILY", "SAMPLE_BYTES", "sampled_tokens", "text_preview"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
-from rlmnb.inputs._brief import CELL_CHARS, NAME_CHARS, _cell, _cells_tokens, _clip_end, _one_line
+from rlmnb.inputs._previews import CELL_CHARS, NAME_CHARS, cell, cells_tokens, one_line
 from rlmnb.inputs._records import FieldInfo
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def lazy_table_info(name: str, kind: str, python_type: str, columns: Sequence[st
     """A table's FieldInfo; `head` is an Arrow table of its first rows (at most a few dozen)."""
     ncols = len(columns)
     shown = min(ncols, config.max_columns_shown)
-    dtypes = tuple((_clip_end(_one_line(str(c)), CELL_CHARS), str(t))
+    dtypes = tuple((clip(one_line(str(c)), CELL_CHARS), str(t))
                    for c, t in zip(columns[:shown], types[:shown], strict=True))
     preview, truncated = arrow_preview(head, rows, config)
     if rows is not None and ncols:
@@ -48,8 +49,8 @@ def arrow_preview(head: Any, n: int | None, config: RLMConfig) -> tuple[str, boo
         return "", bool(n is None or n > 0)
     first = head.slice(0, k)
     columns = [first.column(j).to_pylist() for j in range(shown)]
-    lines = [" | ".join(_clip_end(_one_line(f.name), NAME_CHARS) for f in list(head.schema)[:shown])]
-    lines += [" | ".join(_cell(col[i]) for col in columns) for i in range(k)]
+    lines = [" | ".join(clip(one_line(f.name), NAME_CHARS) for f in list(head.schema)[:shown])]
+    lines += [" | ".join(cell(col[i]) for col in columns) for i in range(k)]
     more_rows = n is None or n > k
     return "\n".join(lines), more_rows or ncols > shown or any(
         c.endswith("…") for line in lines for c in line.split(" | "))
@@ -60,4 +61,7 @@ def arrow_tokens(sample: Any, total_cells: int) -> int:
     if not sample.num_rows or not sample.num_columns:
         return 0
     values = [sample.column(j).to_pylist() for j in range(sample.num_columns)]
-    return _cells_tokens([list(row) for row in zip(*values, strict=True)], total_cells)
+    return cells_tokens([list(row) for row in zip(*values, strict=True)], total_cells)
+
+
+__all__ = ["arrow_preview", "arrow_tokens", "lazy_table_info"]

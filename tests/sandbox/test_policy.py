@@ -181,7 +181,7 @@ def test_without_own_pid_signals_are_left_to_landlock(machine: str) -> None:
 _SECCOMP_ONLY = '''
 import errno, json, os, signal, socket, sys, threading
 sys.path.insert(0, sys.argv[1])
-from rlmnb._sandbox import seccomp
+from rlmnb._sandbox.confinement import seccomp
 port = int(sys.argv[2])
 seccomp.apply(own_pid=os.getpid())
 out = {}

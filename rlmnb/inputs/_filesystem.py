@@ -1,4 +1,9 @@
-"""Reading files cheaply: the text-or-binary sniff and a bounded folder walk."""
+"""Reading the file system cheaply: the text-or-binary sniff, decoding, a bounded folder walk.
+
+Entry points: `sniff(head, complete)` (why a file is binary, or None for UTF-8 text), `decode_file`,
+`walk_folder` (files under a folder in name order, at most `limit`) and `readable_root` (what a confined
+kernel must be allowed to read for a lazy input's path).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ def readable_root(path: str) -> str | None:
     return where if os.path.exists(where) else None
 
 
-def _sniff(head: bytes, complete: bool) -> str | None:
+def sniff(head: bytes, complete: bool) -> str | None:
     """Why the head of a file is binary, or None for UTF-8 text."""
     if b"\0" in head:
         return "NUL bytes in the first 8 KiB"
@@ -37,7 +42,7 @@ def _sniff(head: bytes, complete: bool) -> str | None:
     return None
 
 
-def _decode_tail(data: bytes) -> str:
+def decode_tail(data: bytes) -> str:
     start = 0
     while start < min(3, len(data)) and 0x80 <= data[start] <= 0xBF:  # skip a cut multi-byte character
         start += 1
@@ -47,7 +52,7 @@ def _decode_tail(data: bytes) -> str:
 def decode_file(data: bytes) -> str | bytes:
     """File content as text when its first 8 KiB look like UTF-8 text, else the bytes."""
     head = data[:SNIFF_BYTES]
-    if _sniff(head, complete=len(data) <= SNIFF_BYTES) is not None:
+    if sniff(head, complete=len(data) <= SNIFF_BYTES) is not None:
         return data
     return data.decode("utf-8-sig", "replace")
 
@@ -59,7 +64,7 @@ class _Walk:
     truncated: bool
 
 
-def _walk(root: str, limit: int | None, with_sizes: bool) -> _Walk:
+def walk_folder(root: str, limit: int | None, with_sizes: bool) -> _Walk:
     """Files under root (relative posix paths), depth first in name order; symlinked folders are not entered."""
     out = _Walk([], 0, False)
     entries = 0
@@ -93,3 +98,4 @@ def _walk(root: str, limit: int | None, with_sizes: bool) -> _Walk:
     return out
 
 
+__all__ = ["SNIFF_BYTES", "decode_file", "decode_tail", "readable_root", "sniff", "walk_folder"]

@@ -18,14 +18,14 @@ import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
-import rlmnb.inputs._tables.tablemeta as tablemeta
+import rlmnb.inputs._tables.filetables as tablemeta
 from rlmnb import RLM
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import InputError
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._sandbox.local import LazyInputs
 from rlmnb.inputs import GlobFiles, bind_inputs, describe
-from rlmnb.inputs._tables.sqlengine import SQLEngine
+from rlmnb.inputs._tables.duck import SQLEngine
 from rlmnb.testing import ScriptedLM
 
 CFG = RLMConfig()

@@ -1,4 +1,9 @@
-"""Short, bounded renderings of values (cells, previews, sizes) and sampled token estimates."""
+"""Bounded renderings of values for previews (cells, briefs, sizes, counts) and sampled token estimates.
+
+Invariants: nothing here builds the whole repr of a big value; `brief(value, limit)` stays near `limit`
+characters; `cell` is one line of at most CELL_CHARS; token estimates extrapolate from a seeded sample
+(`sample_positions` gives the same positions for the same length every time).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,10 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
-from rlmnb.inputs._readonly import _FAST_LEAF, ReadOnlyMapping, ReadOnlySequence, _is_scalar
-from rlmnb.inputs._records import _type_name
+from rlmnb.inputs._readonly import FAST_LEAF, ReadOnlyMapping, ReadOnlySequence, is_scalar
+from rlmnb.inputs._records import type_name
 
 CELL_CHARS = 60            # a table cell in a preview
 ITEM_CHARS = 100           # one list item or dict value in a preview
@@ -18,7 +24,7 @@ NAME_CHARS = 40            # a column name or dict key in a preview
 SAMPLE_ROWS = 32           # rows of a table rendered to estimate its tokens
 SAMPLE_COLS = 64           # columns of a wide table rendered to estimate its tokens
 
-def _sample_positions(n: int, k: int) -> Any:
+def sample_positions(n: int, k: int) -> Any:
     """k distinct positions out of n, sorted, always the same for the same n (seeded numpy Generator)."""
     import numpy as np
 
@@ -27,7 +33,7 @@ def _sample_positions(n: int, k: int) -> Any:
     return np.sort(np.random.default_rng(0).choice(n, k, replace=False))
 
 
-def _cells_tokens(cells: Any, total_cells: int) -> int:
+def cells_tokens(cells: Any, total_cells: int) -> int:
     """Tokens of total_cells cells, extrapolated from a 2-D sample rendered as comma-separated lines."""
     lines = []
     chars = 0
@@ -50,56 +56,47 @@ def _cells_tokens(cells: Any, total_cells: int) -> int:
 def _cell_sample(v: Any) -> tuple[str, int]:
     if isinstance(v, str):
         return v[:2000], len(v)
-    text = str(v) if _is_scalar(v) or v is None else _brief(v, 2000)
+    text = str(v) if is_scalar(v) or v is None else brief(v, 2000)
     return text[:2000], len(text)
 
 
-def _one_line(s: str) -> str:
+def one_line(s: str) -> str:
     if "\n" in s or "\r" in s or "\t" in s:
         s = s.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
     return s
 
 
-def _clip_end(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: max(0, n - 1)] + "…"
 
 
-def _clip_start(s: str, n: int) -> str:
-    return s if len(s) <= n else "…" + s[len(s) - max(0, n - 1):]
 
 
-def _clip_mid(s: str, n: int) -> str:
-    if len(s) <= n:
-        return s
-    left = max(0, n - 1) // 2
-    return s[:left] + "…" + s[len(s) - (max(0, n - 1) - left):]
 
 
-def _cell(v: Any, limit: int = CELL_CHARS) -> str:
+def cell(v: Any, limit: int = CELL_CHARS) -> str:
     """A table cell or index label: str() for scalars, a bounded repr otherwise, one line, clipped."""
     if isinstance(v, str):
         text = v[: limit + 1]
-    elif v is None or _is_scalar(v):
+    elif v is None or is_scalar(v):
         text = str(v)
-    elif isinstance(v, tuple) and len(v) <= 8 and all(x is None or isinstance(x, str) or _is_scalar(x) for x in v):
+    elif isinstance(v, tuple) and len(v) <= 8 and all(x is None or isinstance(x, str) or is_scalar(x) for x in v):
         text = "(" + ", ".join(str(x) for x in v) + ")"  # a MultiIndex label
     else:
-        text = _brief(v, limit + 1)
-    return _clip_end(_one_line(text), limit)
+        text = brief(v, limit + 1)
+    return clip(one_line(text), limit)
 
 
-def _brief(value: Any, limit: int, depth: int = 0) -> str:
+def brief(value: Any, limit: int, depth: int = 0) -> str:
     """repr(value) cut to about `limit` characters without building the whole repr of a big value."""
     if isinstance(value, str):
         r = repr(value[:limit])
         return r if len(value) <= limit else r[:-1] + "…" + r[-1]
     if isinstance(value, bytes | bytearray | memoryview):
         chunk = bytes(memoryview(value).cast("B")[:limit]) if not isinstance(value, bytes) else value[:limit]
-        return _clip_end(repr(chunk), limit)
+        return clip(repr(chunk), limit)
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3000:
         return f"<int with ~{int(value.bit_length() * 0.30103):,} digits>"
-    if type(value) in _FAST_LEAF:
-        return _clip_end(repr(value), limit)
+    if type(value) in FAST_LEAF:
+        return clip(repr(value), limit)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(value, pd.DataFrame):
         return f"<DataFrame {value.shape[0]:,} rows x {value.shape[1]:,} columns>"
@@ -110,16 +107,16 @@ def _brief(value: Any, limit: int, depth: int = 0) -> str:
         return f"<ndarray {' x '.join(f'{d:,}' for d in value.shape) or '0-d'}, dtype {value.dtype}>"
     pa = sys.modules.get("pyarrow")
     if pa is not None and isinstance(value, pa.Table | pa.RecordBatch):
-        return f"<{_type_name(value)} {value.num_rows:,} rows x {value.num_columns:,} columns>"
+        return f"<{type_name(value)} {value.num_rows:,} rows x {value.num_columns:,} columns>"
     if isinstance(value, range):
-        return _clip_end(repr(value), limit)
+        return clip(repr(value), limit)
     if isinstance(value, Mapping | Sequence | set | frozenset):
         return _brief_collection(value, limit, depth)
     try:
         text = repr(value)
     except Exception:
-        text = f"<{_type_name(value)}>"
-    return _clip_end(_one_line(text), limit)
+        text = f"<{type_name(value)}>"
+    return clip(one_line(text), limit)
 
 
 def _brief_collection(value: Any, limit: int, depth: int) -> str:
@@ -142,10 +139,10 @@ def _brief_collection(value: Any, limit: int, depth: int) -> str:
     for entry in entries:
         room = max(8, limit - used - 4)
         if isinstance(value, Mapping):
-            key = _brief(entry[0], min(NAME_CHARS, room), depth + 1)
-            part = f"{key}: {_brief(entry[1], max(8, room - len(key) - 2), depth + 1)}"
+            key = brief(entry[0], min(NAME_CHARS, room), depth + 1)
+            part = f"{key}: {brief(entry[1], max(8, room - len(key) - 2), depth + 1)}"
         else:
-            part = _brief(entry, room, depth + 1)
+            part = brief(entry, room, depth + 1)
         if parts and used + len(part) > limit:
             break
         parts.append(part)
@@ -155,10 +152,10 @@ def _brief_collection(value: Any, limit: int, depth: int) -> str:
     body = ", ".join(parts)
     if len(parts) < len(value):
         body += ", …" if parts else "…"
-    return _clip_end(opening + body + closing, limit + 4)
+    return clip(opening + body + closing, limit + 4)
 
 
-def _approx_chars(value: Any, depth: int = 0) -> float:
+def approx_chars(value: Any, depth: int = 0) -> float:
     """Roughly len(repr(value)), from a bounded sample of a big nested value."""
     if isinstance(value, str):
         return len(value) + 2
@@ -178,13 +175,13 @@ def _approx_chars(value: Any, depth: int = 0) -> float:
         if not value:
             return 2
         items = list(itertools.islice(value.items(), 8))
-        return 2 + len(value) * sum(_approx_chars(k, depth + 1) + _approx_chars(v, depth + 1) + 4
+        return 2 + len(value) * sum(approx_chars(k, depth + 1) + approx_chars(v, depth + 1) + 4
                                     for k, v in items) / len(items)
     if isinstance(value, list | tuple | ReadOnlySequence | set | frozenset):
         if not value:
             return 2
         sample = list(itertools.islice(value, 8))
-        return 2 + len(value) * sum(_approx_chars(v, depth + 1) + 2 for v in sample) / len(sample)
+        return 2 + len(value) * sum(approx_chars(v, depth + 1) + 2 for v in sample) / len(sample)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(value, pd.DataFrame):
         return 10.0 * int(value.shape[0]) * int(value.shape[1])
@@ -196,14 +193,14 @@ def _approx_chars(value: Any, depth: int = 0) -> float:
     pa = sys.modules.get("pyarrow")
     if pa is not None and isinstance(value, pa.Table | pa.RecordBatch):
         return 10.0 * int(value.num_rows) * int(value.num_columns)
-    return len(_brief(value, 200))
+    return len(brief(value, 200))
 
 
-def _plural(n: int, unit: str) -> str:
+def plural(n: int, unit: str) -> str:
     return f"{n:,} {unit}" if n == 1 else f"{n:,} {unit}s"
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     if n < 1000:
         return f"{n:,} bytes"
     for unit, scale in (("KB", 1e3), ("MB", 1e6), ("GB", 1e9)):
@@ -212,7 +209,7 @@ def _human_bytes(n: int) -> str:
     return f"{n / 1e12:,.1f} TB"
 
 
-def _human_count(n: int) -> str:
+def human_count(n: int) -> str:
     if n < 10_000:
         return f"{n:,}"
     for unit, scale in (("K", 1e3), ("M", 1e6)):
@@ -221,3 +218,7 @@ def _human_count(n: int) -> str:
     return f"{n / 1e9:,.1f}B"
 
 
+__all__ = [
+    "CELL_CHARS", "ITEM_CHARS", "NAME_CHARS", "SAMPLE_COLS", "SAMPLE_ROWS", "approx_chars", "brief", "cell",
+    "cells_tokens", "human_bytes", "human_count", "one_line", "plural", "sample_positions",
+]

@@ -1,22 +1,134 @@
-"""Describing a Parquet dataset of many files: an exact row count and a checked schema from the head of
-every footer, whole footers (statistics) from a bounded number of files, and beyond the file cap or
-the time budget a row count that is scaled up from a sample and says so."""
+"""Reading Parquet footers: the head of one footer (rows and schema, from every common writer, reading only
+the end of the file) and a dataset of many files (an exact row count and a checked schema from every
+footer's head, statistics from a bounded number of whole footers, and beyond the file cap or the time
+budget a row count scaled up from a sample that says so)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import rlmnb.inputs._tables.parquetmeta as parquetmeta
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import InputError
 from rlmnb.inputs import bind_inputs, describe
-from rlmnb.inputs._tables.parquetfooter import FooterError
+from rlmnb.inputs._tables import parquet
+from rlmnb.inputs._tables.parquet import FooterError, FooterHead, read_head
+
+
+def _pyarrow_view(path: Path) -> tuple[int, tuple[tuple[str, str], ...], int]:
+    meta = pq.read_metadata(path)
+    schema = meta.schema
+    leaves = tuple((schema.column(i).path, str(schema.column(i).physical_type)) for i in range(len(schema)))
+    return meta.num_rows, leaves, meta.serialized_size
+
+
+NESTED = pa.table({
+    "a": [1, None, 3], "s": ["x", "y", None], "flag": [True, False, None],
+    "st": [{"x": 1, "y": "q"}, None, {"x": 2, "y": "r"}], "l": [[1, 2], [], None],
+    "m": pa.array([[("k", 1)], [], None], type=pa.map_(pa.string(), pa.int64())),
+    "dec": pa.array([1, 2, 3], type=pa.decimal128(10, 2)),
+    "ts": pa.array([1, 2, 3], type=pa.timestamp("us", tz="UTC")),
+    "fixed": pa.array([b"ab", b"cd", b"ef"], type=pa.binary(2)),
+})
+
+
+@pytest.mark.parametrize("options", [{}, {"compression": "zstd"}, {"version": "1.0"}, {"row_group_size": 1},
+                                     {"write_statistics": False}, {"use_dictionary": False}],
+                         ids=["default", "zstd", "v1", "one-row-groups", "no-stats", "plain"])
+def test_rows_and_leaf_columns_agree_with_pyarrow_for_nested_pyarrow_files(tmp_path: Path,
+                                                                           options: dict[str, Any]) -> None:
+    path = tmp_path / "t.parquet"
+    pq.write_table(NESTED, path, **options)
+    head = read_head(str(path))
+    assert (head.num_rows, head.leaves, head.footer_bytes) == _pyarrow_view(path)
+    assert ("st.x", "INT64") in head.leaves and ("l.list.element", "INT64") in head.leaves
+
+
+def test_files_from_duckdb_pandas_and_polars_agree_with_pyarrow(tmp_path: Path) -> None:
+    duckdb.sql(f"COPY (SELECT range AS a, range::VARCHAR AS b, DATE '2025-01-01' + range::INTEGER AS d "
+               f"FROM range(50000)) TO '{tmp_path / 'duck.parquet'}' (FORMAT parquet, ROW_GROUP_SIZE 1000)")
+    pd.DataFrame({"a": range(10), "b": [str(i) for i in range(10)]}).to_parquet(tmp_path / "pandas.parquet")
+    paths = [tmp_path / "duck.parquet", tmp_path / "pandas.parquet"]
+    polars = pytest.importorskip("polars")
+    polars.DataFrame({"a": [1, 2], "b": ["x", "y"]}).write_parquet(tmp_path / "polars.parquet")
+    paths.append(tmp_path / "polars.parquet")
+    for path in paths:
+        head = read_head(str(path))
+        assert (head.num_rows, head.leaves, head.footer_bytes) == _pyarrow_view(path), path.name
+    assert read_head(str(paths[0])).num_rows == 50_000
+
+
+def test_a_large_footer_is_read_in_two_reads_and_a_wide_schema_in_three(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    real = os.pread
+    monkeypatch.setattr(parquet.os, "pread", lambda fd, n, off: reads.append(n) or real(fd, n, off))
+    monkeypatch.setattr(parquet, "TAIL_BYTES", 4096)
+    monkeypatch.setattr(parquet, "HEAD_BYTES", 1024)
+    long = tmp_path / "long.parquet"  # 100 row groups: a footer larger than TAIL_BYTES
+    duckdb.sql(f"COPY (SELECT range AS a, range * 2 AS b FROM range(100000)) TO '{long}' "
+               f"(FORMAT parquet, ROW_GROUP_SIZE 1000)")
+    head = read_head(str(long))
+    assert head.footer_bytes > parquet.TAIL_BYTES and head.num_rows == 100_000
+    assert reads == [parquet.TAIL_BYTES, parquet.HEAD_BYTES]  # the end, then the footer's head
+    wide = tmp_path / "wide.parquet"  # a schema longer than HEAD_BYTES: the whole footer is read once more
+    pq.write_table(pa.table({f"column_{i:04d}_{'x' * 40}": [1] for i in range(100)}), wide)
+    reads.clear()
+    head = read_head(str(wide))
+    assert (head.num_rows, head.leaves, head.footer_bytes) == _pyarrow_view(wide)
+    assert reads == [parquet.TAIL_BYTES, parquet.HEAD_BYTES, head.footer_bytes]
+
+
+def test_equal_schemas_have_equal_keys_and_different_ones_do_not(tmp_path: Path) -> None:
+    for name, table in (("a", pa.table({"x": [1], "y": ["u"]})), ("b", pa.table({"x": [2, 3], "y": ["v", "w"]})),
+                        ("c", pa.table({"x": [1], "y": [1.5]})), ("d", pa.table({"y": ["u"], "x": [1]}))):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    a, b, c, d = (read_head(str(tmp_path / f"{n}.parquet")) for n in "abcd")
+    assert a.schema == b.schema and a.num_rows == 1 and b.num_rows == 2
+    assert c.schema != a.schema and d.schema != a.schema
+
+
+def test_anything_but_a_plain_footer_is_a_footer_error(tmp_path: Path) -> None:
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"x": list(range(100))}), good)
+    data = good.read_bytes()
+    start = len(data) - 8 - pq.read_metadata(good).serialized_size
+    cases = {"not.parquet": b"PAR1 this is not parquet", "tiny.parquet": b"PAR1",
+             "cut.parquet": data[: len(data) // 2],  # truncated: no magic at the end
+             "long.parquet": data[:4] + (10**6).to_bytes(4, "little") + b"PAR1",  # a footer longer than the file
+             "garbage.parquet": data[:start] + b"\xff" * 40 + data[start + 40:],  # the footer's head scrambled
+             "encrypted.parquet": data[:-4] + b"PARE"}
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(FooterError):
+            read_head(str(tmp_path / name))
+    with pytest.raises(FooterError):
+        read_head(str(tmp_path / "missing.parquet"))
+
+
+def test_a_head_round_trips_through_its_dict(tmp_path: Path) -> None:
+    pq.write_table(NESTED, tmp_path / "t.parquet")
+    head = read_head(str(tmp_path / "t.parquet"))
+    assert FooterHead.from_dict(head.to_dict()) == head
+
+
+def test_a_like_head_is_reused_only_when_the_schema_bytes_are_the_same(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1], "y": ["u"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [2, 3], "y": ["v", "w"]}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"x": [1], "z": [1.5]}), tmp_path / "c.parquet")
+    a = read_head(str(tmp_path / "a.parquet"))
+    b = read_head(str(tmp_path / "b.parquet"), like=a)
+    c = read_head(str(tmp_path / "c.parquet"), like=a)
+    assert b == read_head(str(tmp_path / "b.parquet")) and b.leaves is a.leaves  # reused, not parsed again
+    assert c == read_head(str(tmp_path / "c.parquet")) and c.leaves == (("x", "INT64"), ("z", "DOUBLE"))
+
 
 CFG = RLMConfig()
 
@@ -38,7 +150,7 @@ class _Counts:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.full: list[str] = []
         self.heads: list[str] = []
-        real_full, real_head = pq.read_metadata, parquetmeta.read_head
+        real_full, real_head = pq.read_metadata, parquet.read_head
 
         def full(path: Any, *a: Any, **k: Any) -> Any:
             self.full.append(Path(path).name)
@@ -49,13 +161,13 @@ class _Counts:
             return real_head(path, like)
 
         monkeypatch.setattr(pq, "read_metadata", full)
-        monkeypatch.setattr(parquetmeta, "read_head", head)
+        monkeypatch.setattr(parquet, "read_head", head)
 
 
 def test_every_files_footer_head_makes_an_exact_count_and_few_footers_are_parsed_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     truth = _dataset(tmp_path / "d", 30)
-    monkeypatch.setattr(parquetmeta, "STATS_FILES", 4)
+    monkeypatch.setattr(parquet, "STATS_FILES", 4)
     counts = _Counts(monkeypatch)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.rows == truth and not info.estimated
@@ -69,7 +181,7 @@ def test_every_files_footer_head_makes_an_exact_count_and_few_footers_are_parsed
 def test_statistics_stop_at_the_footer_byte_budget_but_always_have_the_first_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _dataset(tmp_path / "d", 6)
-    monkeypatch.setattr(parquetmeta, "STATS_FOOTER_BYTES", 1)
+    monkeypatch.setattr(parquet, "STATS_FOOTER_BYTES", 1)
     counts = _Counts(monkeypatch)
     info = describe("d", tmp_path / "d", CFG).info
     assert counts.full == ["part-000.parquet"] and not info.estimated
@@ -79,7 +191,7 @@ def test_statistics_stop_at_the_footer_byte_budget_but_always_have_the_first_fil
 def test_beyond_the_file_cap_the_count_is_an_estimate_that_says_from_how_many_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     truth = _dataset(tmp_path / "d", 12)
-    monkeypatch.setattr(parquetmeta, "MAX_COUNT_FILES", 5)
+    monkeypatch.setattr(parquet, "MAX_COUNT_FILES", 5)
     counts = _Counts(monkeypatch)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.estimated and info.rows != truth and abs(info.rows - truth) / truth < 0.02  # type: ignore[operator]
@@ -93,12 +205,12 @@ def test_beyond_the_file_cap_the_count_is_an_estimate_that_says_from_how_many_fi
 def test_when_the_time_budget_runs_out_the_files_read_so_far_make_the_estimate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     truth = _dataset(tmp_path / "d", 8)
-    monkeypatch.setattr(parquetmeta, "COUNT_SECONDS", 0.0)
-    monkeypatch.setattr(parquetmeta, "MIN_COUNT_FILES", 3)
+    monkeypatch.setattr(parquet, "COUNT_SECONDS", 0.0)
+    monkeypatch.setattr(parquet, "MIN_COUNT_FILES", 3)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.estimated and "rows estimated from the footers of 3 of the 8 files" in info.detail
     assert abs(info.rows - truth) / truth < 0.02  # type: ignore[operator]
-    monkeypatch.setattr(parquetmeta, "MIN_COUNT_FILES", 8)
+    monkeypatch.setattr(parquet, "MIN_COUNT_FILES", 8)
     assert describe("d", tmp_path / "d", CFG).info.rows == truth
 
 
@@ -129,17 +241,17 @@ def test_schemas_written_differently_but_equal_are_one_table(tmp_path: Path,
 def test_a_file_the_head_reader_cannot_read_is_read_by_pyarrow_instead(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     truth = _dataset(tmp_path / "d", 4)
-    real = parquetmeta.read_head
+    real = parquet.read_head
 
     def picky(path: str, like: Any = None) -> Any:
         if path.endswith("part-002.parquet"):
             raise FooterError("written by an unusual writer")
         return real(path, like)
 
-    monkeypatch.setattr(parquetmeta, "read_head", picky)
+    monkeypatch.setattr(parquet, "read_head", picky)
     info = describe("d", tmp_path / "d", CFG).info
     assert info.rows == truth and not info.estimated
-    monkeypatch.setattr(parquetmeta, "read_head", lambda path, like=None: (_ for _ in ()).throw(FooterError("no")))
+    monkeypatch.setattr(parquet, "read_head", lambda path, like=None: (_ for _ in ()).throw(FooterError("no")))
     assert describe("d", tmp_path / "d", CFG).info.rows == truth  # every file through pyarrow: still exact
 
 
@@ -190,7 +302,7 @@ def test_a_small_dataset_has_statistics_from_every_file(tmp_path: Path, monkeypa
 def test_counting_rows_reads_only_the_ends_of_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from rlmnb.inputs._tables import parquetfooter
+    from rlmnb.inputs._tables import parquet
 
     root = tmp_path / "d"
     root.mkdir()
@@ -198,9 +310,12 @@ def test_counting_rows_reads_only_the_ends_of_the_files(tmp_path: Path, monkeypa
         duckdb.sql(f"COPY (SELECT range AS id, md5(range::VARCHAR) AS h FROM range({i * 40_000}, {(i + 1) * 40_000})) "
                    f"TO '{root / f'part-{i}.parquet'}' (FORMAT parquet)")
     sizes = [p.stat().st_size for p in sorted(root.iterdir())]
-    assert min(sizes) > 20 * parquetfooter.TAIL_BYTES
+    assert min(sizes) > 20 * parquet.TAIL_BYTES
     read: list[int] = []
     real = os.pread
-    monkeypatch.setattr(parquetfooter.os, "pread", lambda fd, n, off: read.append(n) or real(fd, n, off))
-    assert parquetmeta.parquet_meta("d", [str(p) for p in sorted(root.iterdir())])[0] == 120_000
-    assert len(read) <= 6 and sum(read) <= 3 * (parquetfooter.TAIL_BYTES + parquetfooter.HEAD_BYTES)
+    monkeypatch.setattr(parquet.os, "pread", lambda fd, n, off: read.append(n) or real(fd, n, off))
+    assert parquet.parquet_meta("d", [str(p) for p in sorted(root.iterdir())])[0] == 120_000
+    assert len(read) <= 6 and sum(read) <= 3 * (parquet.TAIL_BYTES + parquet.HEAD_BYTES)
+
+
+__all__ = []
