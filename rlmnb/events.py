@@ -424,3 +424,12 @@ class RunScope:
     root_run_id: str
     parent_run_id: str | None = None
     depth: int = 0
+
+
+__all__ = [
+    "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "ConcurrencyChanged",
+    "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
+    "MapStarted", "ModelReply", "RunFinished", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
+    "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",
+    "TurnsTrimmed", "event_from_dict",
+]
