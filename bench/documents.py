@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from rlmnb import QuotesFound
-from rlmnb.config import RLMConfig
+from rlmnb._ground.config import RLMConfig
+from rlmnb._guards.quote_pages import pages_cache_dir
 from rlmnb.inputs import bind_inputs
-from rlmnb.inputs.docread import Document
-from rlmnb.quote_pages import pages_cache_dir
+from rlmnb.inputs._families.docread import Document
 from rlmnb.testing import documents as make
 
 

@@ -15,11 +15,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlmnb.testing.generators import _WORDS, GENERATED_AT
+from rlmnb.testing.generators import GENERATED_AT, WORDS
 
 
 def _sentence(seed: int, n: int = 12) -> str:
-    words = [_WORDS[(seed * 7919 + k * 104729) % len(_WORDS)] for k in range(n)]
+    words = [WORDS[(seed * 7919 + k * 104729) % len(WORDS)] for k in range(n)]
     return " ".join(words).capitalize() + "."
 
 
@@ -223,3 +223,7 @@ def contracts_folder(root: str | Path) -> dict[str, object]:
     for i, (name, total) in enumerate(totals.items()):
         invoice_image(invoices / name, total, number=i + 1)
     return {"notice": notice, "totals": totals}
+
+
+__all__ = ["NOTICE_CLAUSE", "contracts_folder", "docx", "encrypted_pdf", "eml", "html", "invoice_image", "markdown",
+           "mbox", "pdf", "pptx", "xlsx"]

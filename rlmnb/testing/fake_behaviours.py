@@ -26,6 +26,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Latency", "Reply", "Responder", "completion_body", "draw_fault",
+           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens", "shape",
+           "text_of"]
+
 Reply = str | dict[str, Any]
 Responder = Callable[[list[dict[str, Any]]], Reply]
 FAULT_KINDS = ("429", "500", "drop", "timeout", "malformed", "no_choices", "no_content", "content_filter")
@@ -69,7 +73,7 @@ def images_of(message: Mapping[str, Any]) -> list[bytes]:
 
 def image_tokens_of(message: Mapping[str, Any]) -> int:
     """A provider's count of a message's images (OpenAI high detail, from each image's header)."""
-    from ..images import header, image_tokens
+    from rlmnb._ground.images import header, image_tokens
 
     sizes = [header(data) for data in images_of(message)]
     return sum(image_tokens(s[1], s[2]) if s else 85 for s in sizes)
@@ -112,7 +116,7 @@ def load_responder(spec: str | Responder) -> Responder:
     if spec in BUILTIN_RESPONDERS:
         return BUILTIN_RESPONDERS[spec]
     try:  # the shared deterministic behaviours (find_needle, count_labels, ...)
-        from .responders import BUILTIN
+        from rlmnb.testing.responders import BUILTIN
     except ImportError:
         BUILTIN = {}
     if spec in BUILTIN:
