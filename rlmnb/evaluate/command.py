@@ -17,11 +17,14 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..tasks import TASK_NAMES, format_size
+from ..tasks.base import expand_tasks
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", "--tasks", dest="tasks", default="oolong",
-                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all (default oolong)")
+                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all; ruler:<name> or ruler:all (NVIDIA's "
+                        f"RULER), jsonl:PATH (your own), oolong_synth, oolong_real, longbench_v2, browsecomp_plus "
+                        f"(with --data PATH or the Hugging Face hub) (default oolong)")
     p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
     p.add_argument("--methods", default="rlm,direct",
                    help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm (default rlm,direct)")
@@ -85,7 +88,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     from .runner import EvalSpec
 
     prices = _prices(args.price)
-    tasks = list(TASK_NAMES) if args.tasks.strip().lower() == "all" else _split(args.tasks)
+    tasks = expand_tasks(_split(args.tasks))
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
     settings.update(_confinement(args))

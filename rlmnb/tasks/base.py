@@ -112,18 +112,48 @@ _REGISTRY: dict[str, str] = {
     "multihop": "rlmnb.tasks.multihop:MULTIHOP",
 }
 TASK_NAMES = tuple(_REGISTRY)
+# Task families named "<family>:<argument>" (`ruler:vt`, `jsonl:PATH`, `oolong_real:PATH`...): a factory each
+_FAMILIES: dict[str, str] = {
+    "ruler": "rlmnb.tasks.ruler:ruler_task",
+    "jsonl": "rlmnb.tasks.jsonl:jsonl_task",
+}
+FAMILY_NAMES = tuple(_FAMILIES)
 
 
 def get_task(name: str) -> Task:
     """The task called `name`; ConfigError listing the task names otherwise."""
     import importlib
 
+    family, colon, argument = str(name).partition(":")
+    if colon and family.strip().lower() in _FAMILIES:
+        module, _, attr = _FAMILIES[family.strip().lower()].partition(":")
+        made: Task = getattr(importlib.import_module(module), attr)(argument)
+        return made
     target = _REGISTRY.get(str(name).strip().lower().replace("-", "_"))
     if target is None:
-        raise ConfigError(f"unknown task {name!r}: choose from {', '.join(TASK_NAMES)}.")
+        raise ConfigError(f"unknown task {name!r}: choose from {', '.join(TASK_NAMES)}, or a family: "
+                          f"{', '.join(f + ':...' for f in FAMILY_NAMES)}.")
     module, _, attr = target.partition(":")
     task: Task = getattr(importlib.import_module(module), attr)
     return task
+
+
+def expand_tasks(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Task names with "all" (the suite) and "<family>:all" (every task of a family) spelled out."""
+    import importlib
+
+    out: list[str] = []
+    for name in names:
+        family, colon, argument = name.partition(":")
+        if name.strip().lower() == "all":
+            out += TASK_NAMES
+        elif colon and argument.strip().lower() == "all" and family.strip().lower() in _FAMILIES:
+            module = importlib.import_module(_FAMILIES[family.strip().lower()].partition(":")[0])
+            members = getattr(module, "NAMES", ())
+            out += [f"{family.strip().lower()}:{n}" for n in members] if members else [name]
+        else:
+            out.append(name)
+    return out
 
 
 def generate(task: str, size: int | str, *, seed: int = 0, index: int = 0) -> Instance:
