@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..tasks import TASK_NAMES, format_size
 from ..tasks.base import expand_tasks
+from ..tasks.published import PUBLISHED
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all; ruler:<name> or ruler:all (NVIDIA's "
                         f"RULER), jsonl:PATH (your own), oolong_synth, oolong_real, longbench_v2, browsecomp_plus "
                         f"(with --data PATH or the Hugging Face hub) (default oolong)")
+    p.add_argument("--data", help="a local copy (file or folder, published format) of oolong_synth, oolong_real, "
+                                   "longbench_v2 or browsecomp_plus; without it they load from the Hugging Face hub")
     p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
     p.add_argument("--methods", default="rlm,direct",
                    help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm (default rlm,direct)")
@@ -88,7 +91,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     from .runner import EvalSpec
 
     prices = _prices(args.price)
-    tasks = expand_tasks(_split(args.tasks))
+    tasks = [f"{t}:{args.data or 'hub'}" if t.strip().lower() in PUBLISHED else t
+             for t in expand_tasks(_split(args.tasks))]
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
     settings.update(_confinement(args))

@@ -133,7 +133,7 @@ class DirectMethod:
         from ..prompts import render
         from ..tokens import count_tokens
 
-        text = instance.inputs["context"]
+        text = instance.text
         room = self.window(setup) - REPLY_TOKENS - count_tokens(instance.question) - 100
         if room <= 0:
             raise ConfigError(f"the context window of {setup.model_label} ({self.window(setup):,} tokens) has no "

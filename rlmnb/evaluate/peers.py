@@ -74,7 +74,7 @@ class RLMsMethod:
                        other_backend_kwargs=[sub_kwargs], max_depth=1,
                        max_iterations=int(setup.settings.get("max_iterations", 20)), max_budget=max_cost)
         try:
-            result = peer.completion(instance.inputs["context"], root_prompt=instance.question)
+            result = peer.completion(instance.text, root_prompt=instance.question)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -114,7 +114,7 @@ class DSPyRLMMethod:
         started = time.perf_counter()
         try:
             with dspy.context(lm=lm, track_usage=True):
-                prediction = program(context=instance.inputs["context"], question=instance.question)
+                prediction = program(context=instance.text, question=instance.question)
         except KeyboardInterrupt:
             raise
         except Exception as exc:

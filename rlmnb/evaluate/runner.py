@@ -75,9 +75,27 @@ class EvalReport:
 
 
 def plan(spec: EvalSpec) -> list[Job]:
-    """Every run of the evaluation, instance by instance, methods side by side."""
-    return [Job(task, int(size), index, method) for size in spec.sizes for task in spec.tasks
-            for index in range(spec.n) for method in spec.methods]
+    """Every run of the evaluation, instance by instance, methods side by side.
+
+    Tasks of given rows (`rlmnb.tasks.rows`) run only as many instances as they have at a size, and
+    those with `fixed_size` (JSON Lines) only at the first size.
+    """
+    return [Job(task, int(size), index, method) for size in _sizes(spec) for task in spec.tasks
+            if size in _task_sizes(task, spec) for index in range(_count(task, int(size), spec.n))
+            for method in spec.methods]
+
+
+def _sizes(spec: EvalSpec) -> list[int]:
+    return [int(s) for s in spec.sizes]
+
+
+def _task_sizes(task: str, spec: EvalSpec) -> list[int]:
+    return _sizes(spec)[:1] if getattr(get_task(task), "fixed_size", False) else _sizes(spec)
+
+
+def _count(task: str, size: int, n: int) -> int:
+    count = getattr(get_task(task), "count", None)
+    return min(n, int(count(size))) if callable(count) else n
 
 
 def _key(job: Job, spec: EvalSpec) -> tuple[str, int, str, int, int, str, str]:
@@ -107,6 +125,8 @@ def estimate(spec: EvalSpec) -> dict[tuple[str, int, str], JobCost]:
     out: dict[tuple[str, int, str], JobCost] = {}
     for size in spec.sizes:
         for task in spec.tasks:
+            if int(size) not in _task_sizes(task, spec) or _count(task, int(size), spec.n) == 0:
+                continue
             instance = instances.get(task, int(size), 0)
             for method in spec.methods:
                 out[(task, int(size), method)] = estimate_job(get_method(method), instance, spec.setup)

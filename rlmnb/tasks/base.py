@@ -77,6 +77,14 @@ class Instance:
     def chars(self) -> int:
         return sum(len(v) for v in self.inputs.values())
 
+    @property
+    def text(self) -> str:
+        """The inputs as one text, for methods that take one: `context` alone, else each input under a
+        `=== name ===` header."""
+        if set(self.inputs) == {"context"}:
+            return self.inputs["context"]
+        return "\n\n".join(f"=== {name} ===\n{body}" for name, body in self.inputs.items())
+
     def score(self, prediction: Any) -> float:
         """The task's score of `prediction` for this instance, in [0, 1]."""
         return get_task(self.task).score(self, prediction)
@@ -116,6 +124,10 @@ TASK_NAMES = tuple(_REGISTRY)
 _FAMILIES: dict[str, str] = {
     "ruler": "rlmnb.tasks.ruler:ruler_task",
     "jsonl": "rlmnb.tasks.jsonl:jsonl_task",
+    "oolong_synth": "rlmnb.tasks.published:oolong_synth",
+    "oolong_real": "rlmnb.tasks.published:oolong_real",
+    "longbench_v2": "rlmnb.tasks.published:longbench_v2",
+    "browsecomp_plus": "rlmnb.tasks.published:browsecomp_plus",
 }
 FAMILY_NAMES = tuple(_FAMILIES)
 
@@ -125,7 +137,7 @@ def get_task(name: str) -> Task:
     import importlib
 
     family, colon, argument = str(name).partition(":")
-    if colon and family.strip().lower() in _FAMILIES:
+    if family.strip().lower() in _FAMILIES:
         module, _, attr = _FAMILIES[family.strip().lower()].partition(":")
         made: Task = getattr(importlib.import_module(module), attr)(argument)
         return made

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -209,25 +209,18 @@ def split_prompt(text: str, answer_prefix: str) -> tuple[str, str]:
     return question, context
 
 
-def _as_text(prediction: Any) -> str:
-    from rlmnb.tasks.scoring import unwrap
-
-    value = unwrap(prediction)
-    if isinstance(value, list | tuple | set):
-        return ", ".join(str(v) for v in value)
-    return "" if value is None else str(value)
-
-
 def string_match_all(references: list[str], prediction: Any) -> float:
     """RULER's string_match_all per sample: the fraction of references found (case-insensitive) in the answer."""
-    pred = _as_text(prediction).lower()
-    return sum(1.0 for r in references if r.lower() in pred) / len(references) if references else 0.0
+    from rlmnb.tasks.metrics import all_of
+
+    return all_of(references, prediction)
 
 
 def string_match_part(references: list[str], prediction: Any) -> float:
     """RULER's string_match_part per sample: 1 when any reference is found (case-insensitive) in the answer."""
-    pred = _as_text(prediction).lower()
-    return max((1.0 if r.lower() in pred else 0.0 for r in references), default=0.0)
+    from rlmnb.tasks.metrics import contains
+
+    return contains(references, prediction)
 
 
 class RulerTask:
@@ -268,6 +261,6 @@ def ruler_task(variant: str) -> RulerTask:
     return _task(variant.strip().lower().replace("-", "_"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _task(variant: str) -> RulerTask:
     return RulerTask(variant)
