@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..errors import BudgetExhausted, ConfigError
 from ..tasks import Instance
 from ..usage import CallUsage, Usage
+from .tokens import TokenSplit
 
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
 REPLY_TOKENS = 1_000         # room kept for the direct reply
@@ -63,6 +64,7 @@ class Outcome:
     error: str | None = None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    tokens: TokenSplit | None = None  # root input/output and sub-call tokens; None: from usage (see tokens.py)
 
 
 class Method(Protocol):
@@ -109,9 +111,12 @@ class RLMMethod:
         result = rlm.run(instance.question, **instance.inputs)
         answer = result.answer if result.status in ("submitted", "fallback") else None
         refused = wallet.refused if wallet is not None else 0
+        from .tokens import split_from_trajectory
+
         return Outcome(answer=answer, status=result.status, usage=result.usage, error=result.error,
                        note=result.reason if result.status not in ("submitted",) else "",
-                       extra={"refused_calls": refused} if refused else {})
+                       extra={"refused_calls": refused} if refused else {},
+                       tokens=split_from_trajectory(result.usage, result.trajectory))
 
 
 class DirectMethod:

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..tasks import Instance
 from ..usage import Usage
 from .methods import Outcome, Setup
+from .tokens import TokenSplit
 
 INSTALL = {"rlms": "pip install rlms", "dspy_rlm": "pip install dspy"}
 
@@ -128,4 +129,5 @@ class DSPyRLMMethod:
                       output_tokens=output_tokens, cost_usd=cost,
                       unpriced_calls=sum(1 for h in [*lm.history, *sub.history] if h.get("cost") is None),
                       wall_s=time.perf_counter() - started)
-        return Outcome(answer=prediction.answer, status="submitted", usage=usage)
+        split = TokenSplit.from_sub_usages(usage, (h.get("usage") or {} for h in sub.history))
+        return Outcome(answer=prediction.answer, status="submitted", usage=usage, tokens=split)

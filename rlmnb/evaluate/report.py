@@ -32,6 +32,9 @@ class SummaryRow:
     tokens: float
     wall_s: float
     errors: int
+    root_input: float | None = None   # tokens per answer, split (means over the rows that know it)
+    root_output: float | None = None
+    sub_tokens: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,8 +59,19 @@ def summarise(rows: Iterable[ResultRow]) -> list[SummaryRow]:
             cost_complete=all(r.cost_usd is not None and not r.unpriced_calls for r in group),
             calls=sum(r.calls for r in group) / n, tokens=sum(r.total_tokens for r in group) / n,
             wall_s=sum(r.wall_s for r in group) / n,
-            errors=sum(1 for r in group if r.status not in ("submitted", "fallback"))))
+            errors=sum(1 for r in group if r.status not in ("submitted", "fallback")),
+            root_input=_mean(r.root_input_tokens for r in group), root_output=_mean(r.root_output_tokens for r in group),
+            sub_tokens=_mean(r.sub_tokens for r in group)))
     return sorted(out, key=lambda s: (s.task, s.size, s.method, s.model, s.sub_model))
+
+
+def _mean(values: Iterable[int | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def format_table(summary: Iterable[SummaryRow]) -> str:
@@ -67,15 +81,16 @@ def format_table(summary: Iterable[SummaryRow]) -> str:
         return "(no results yet)"
     show_models = len({(r.model, r.sub_model) for r in rows}) > 1
     head = ["task", "size", "method", *(["models"] if show_models else []), "n", "score", "cost/query",
-            "calls", "tokens", "time", "failed"]
+            "calls", "tokens", "root in", "root out", "sub tokens", "time", "failed"]
     body = []
     for r in rows:
         cost = f"${r.cost_usd:.4f}" + ("" if r.cost_complete else "+")
         body.append([r.task, format_size(r.size), r.method, *([f"{r.model} / {r.sub_model}"] if show_models else []),
                      str(r.n), f"{100 * r.score:.1f}%", cost, f"{r.calls:.1f}", f"{r.tokens:,.0f}",
-                     f"{r.wall_s:.1f} s", str(r.errors)])
+                     _count(r.root_input), _count(r.root_output), _count(r.sub_tokens), f"{r.wall_s:.1f} s",
+                     str(r.errors)])
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    numeric = {"n", "score", "cost/query", "calls", "tokens", "time", "failed"}
+    numeric = {"n", "score", "cost/query", "calls", "tokens", "root in", "root out", "sub tokens", "time", "failed"}
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.rjust(w) if h in numeric else c.ljust(w)

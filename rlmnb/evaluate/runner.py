@@ -21,6 +21,7 @@ from .cost import JobCost, estimate_job
 from .methods import Method, Setup
 from .progress import ProgressBar
 from .results import ResultRow, ResultsFile, latest, now, short_json
+from .tokens import TokenSplit
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
     priced = usage.unpriced_calls == 0
     extra: dict[str, Any] = dict(outcome.extra)
     extra["meta"] = {k: v for k, v in instance.meta.items() if k != "counts"}
+    split = outcome.tokens or TokenSplit.from_usage(usage)
     return ResultRow(
         task=instance.task, size=instance.size, method=method.name, index=instance.index, seed=instance.seed,
         model=spec.setup.model_label, sub_model=spec.setup.sub_label, kind=instance.kind, tokens=instance.tokens,
@@ -205,5 +207,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
         cost_usd=round(usage.cost_usd, 8) if priced or usage.cost_usd else None, unpriced_calls=usage.unpriced_calls,
         root_calls=usage.root_calls, sub_calls=usage.sub_calls, cached_calls=usage.cached_calls,
         input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens, wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
+        output_tokens=usage.output_tokens, root_input_tokens=split.root_input if split else None,
+        root_output_tokens=split.root_output if split else None, sub_tokens=split.sub if split else None,
+        wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
         finished_at=now())
