@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .methods import DirectMethod, Method, RLMMethod
 from .peers import peer_method
+from .peers_extra import extra_peer
 
 BUILTIN = ("rlm", "rlm_no_sub", "direct")
-PEERS = ("rlms", "dspy_rlm")
+PEERS = ("rlms", "dspy_rlm", "minrlm", "fast_rlm")
 METHOD_NAMES = BUILTIN + PEERS
 
 
@@ -20,6 +21,9 @@ def get_method(name: str) -> Method:
         return RLMMethod("rlm_no_sub", sub_calls=False)
     if key == "direct":
         return DirectMethod()
+    if key in ("minrlm", "fast_rlm"):
+        extra: Method = extra_peer(key)
+        return extra
     if key in PEERS:
         peer: Method = peer_method(key)
         return peer

@@ -30,11 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                    "longbench_v2 or browsecomp_plus; without it they load from the Hugging Face hub")
     p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
     p.add_argument("--methods", default="rlm,direct",
-                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm (default rlm,direct)")
+                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm, minrlm, fast_rlm (default rlm,direct)")
     p.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
     p.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
     p.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
     p.add_argument("--api-key", help="the key for --api-base (default: the provider's environment variable)")
+    p.add_argument("--temperature", type=float, help="sampling temperature of both models, for every method")
+    p.add_argument("--max-tokens", type=int, help="reply cap of both models' calls, for every method")
     p.add_argument("-n", type=int, default=5, help="instances per task and size (default 5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results", help="folder for results.jsonl, summary and plot (default results/)")
@@ -76,6 +78,10 @@ def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, f
         options["api_base"] = args.api_base
     if args.api_key:
         options["api_key"] = args.api_key
+    if getattr(args, "temperature", None) is not None:
+        options["temperature"] = args.temperature
+    if getattr(args, "max_tokens", None):
+        options["max_tokens"] = args.max_tokens
     price = prices.get(name) or prices.get(name.split("/", 1)[-1])
     if price:
         options["input_cost_per_token"], options["output_cost_per_token"] = price
