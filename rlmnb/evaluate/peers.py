@@ -53,6 +53,18 @@ def _api_key(setup: Setup) -> str | None:
     return str(key) if key else None
 
 
+def sampling(setup: Setup) -> dict[str, Any]:
+    """The root model's temperature and reply cap, when the evaluation set them."""
+    kwargs = getattr(setup.model, "kwargs", {}) or {}
+    out = {}
+    if kwargs.get("temperature") is not None:
+        out["temperature"] = float(kwargs["temperature"])
+    cap = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens")
+    if cap:
+        out["max_tokens"] = int(cap)
+    return out
+
+
 class RLMsMethod:
     """The `rlms` package's RLM at depth 1 (sub-calls through its `llm_query`)."""
 
@@ -69,6 +81,9 @@ class RLMsMethod:
             kwargs["base_url"] = base
         if key:
             kwargs["api_key"] = key
+        sample = sampling(setup)
+        if sample:
+            kwargs["sampling_args"] = sample
         sub_kwargs = {**kwargs, "model_name": sub.split("/", 1)[-1]}
         started = time.perf_counter()
         peer = PeerRLM(backend="openai", backend_kwargs=kwargs, other_backends=["openai"],
@@ -87,8 +102,14 @@ class RLMsMethod:
                       output_tokens=summary.total_output_tokens, cost_usd=summary.total_cost or 0.0,
                       unpriced_calls=0 if summary.total_cost is not None else calls,
                       wall_s=time.perf_counter() - started)
+        by_model = summary.model_usage_summaries
+        root_use, sub_use = by_model.get(kwargs["model_name"]), by_model.get(sub_kwargs["model_name"])
+        split = (TokenSplit(root_use.total_input_tokens, root_use.total_output_tokens,
+                            sub_use.total_input_tokens + sub_use.total_output_tokens)
+                 if root_use is not None and sub_use is not None and root_use is not sub_use else None)
         return Outcome(answer=result.response, status="error" if result.error else "submitted", usage=usage,
-                       error=result.error, note="rlms reports calls per model, not root vs sub")
+                       error=result.error, tokens=split,
+                       note="" if split else "rlms reports calls per model, not root vs sub (one model for both)")
 
 
 class DSPyRLMMethod:
@@ -106,6 +127,7 @@ class DSPyRLMMethod:
             options["api_base"] = base
         if key:
             options["api_key"] = key
+        options.update(sampling(setup))
         lm = dspy.LM(_model_name(setup.model, "model"), **options)
         sub = dspy.LM(_model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model"),
                       **options)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rlmnb.errors import ConfigError
 from rlmnb.evaluate.methods import Outcome, Setup
-from rlmnb.evaluate.peers import _api_base, _api_key, _model_name
+from rlmnb.evaluate.peers import _api_base, _api_key, _model_name, sampling
 from rlmnb.evaluate.tokens import TokenSplit
 from rlmnb.tasks import Instance
 from rlmnb.usage import Usage
@@ -38,18 +38,6 @@ def extra_peer(name: str) -> Any:
     if importlib.util.find_spec(name) is None:
         raise ConfigError(f"method {name} needs its package: {INSTALL[name]}")
     return MinRLMMethod() if name == "minrlm" else FastRLMMethod()
-
-
-def sampling(setup: Setup) -> dict[str, Any]:
-    """The root model's temperature and reply cap, when the evaluation set them."""
-    kwargs = getattr(setup.model, "kwargs", {}) or {}
-    out = {}
-    if kwargs.get("temperature") is not None:
-        out["temperature"] = float(kwargs["temperature"])
-    cap = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens")
-    if cap:
-        out["max_tokens"] = int(cap)
-    return out
 
 
 def _names(setup: Setup) -> tuple[str, str]:
