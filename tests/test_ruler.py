@@ -160,3 +160,16 @@ def test_the_task_table_is_nvidias_synthetic_yaml() -> None:
 
     config = yaml.safe_load((package_dir() / "synthetic.yaml").read_text(encoding="utf-8"))
     assert {name: (c["task"], c["args"]) for name, c in config.items()} == TASKS
+
+
+def test_the_offline_splitter_differs_from_trained_punkt_only_at_abbreviations() -> None:
+    """What the module docstring says of nltk's untrained Punkt: it splits after "Mr.", "e.g.", "U.S."
+    (which trained English Punkt keeps inside a sentence) and keeps initials and decimals whole."""
+    nltk = pytest.importorskip("nltk")
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    assert nltk is not None
+    text = "Mr. Smith went to Washington. He said e.g. this works. J. R. R. Tolkien wrote it. It cost $3.50 here."
+    assert PunktSentenceTokenizer().tokenize(text) == [
+        "Mr.", "Smith went to Washington.", "He said e.g.", "this works.", "J. R. R. Tolkien wrote it.",
+        "It cost $3.50 here."]

@@ -13,7 +13,8 @@ made in blocks of ten and kept in `data_dir()`. Nothing is re-implemented; two t
   niah_multiquery) call nltk's `sent_tokenize`, whose trained English Punkt data is not on PyPI. The child
   replaces it with nltk's own `PunktSentenceTokenizer()` with no training data: the same algorithm without
   the learned English abbreviations, collocations and sentence starters, so it also splits after
-  abbreviations and initials ("Mr. Smith", "e.g. this"). The haystack words are the same; only the
+  abbreviations ("Mr." | "Smith", "e.g." | "this", "U.S." | "today"; initials such as "J. R. R." stay
+  whole). The haystack words are the same; only the
   sentence boundaries the needles are inserted at can differ (needle depths move to a neighbouring
   boundary). Every other task is unaffected (they do not split sentences).
 - The prompt is cut in two for an RLM: the generated context (between markers the child puts around
