@@ -154,6 +154,9 @@ def test_browsecomp_plus_from_the_decrypted_jsonl(tmp_path: Path) -> None:
     instance = task.generate(8000 if task.count(8000) else 16000)
     assert instance.inputs["context"].count("Document d1") == 1 and "Document d2" in instance.inputs["context"]
     assert instance.score("tagus.") == 1.0 and instance.score("The Douro") == 0.0
+    _write_jsonl(tmp_path / "hub" / "rows.jsonl", [{**record, "query": "c2VjcmV0", "canary": "BrowseComp-Plus"}])
+    with pytest.raises(ConfigError, match="decrypt_dataset.py"):
+        get_task(f"browsecomp_plus:{tmp_path / 'hub'}").generate(8000)
 
 
 def test_missing_fields_and_hub_say_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

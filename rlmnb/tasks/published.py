@@ -20,6 +20,7 @@ task is loaded with Hugging Face `datasets` from the hub (`pip install datasets`
 - `browsecomp_plus` (Tevatron/browsecomp-plus, decrypted as its `decrypt_dataset.py` writes it): rows
   `query_id, query, answer, evidence_docs, gold_docs, negative_docs` (documents `docid, url, text`); the
   row's documents (deduplicated, in that order) are the context; exact match of the normalised answer.
+  Encrypted rows (with a `canary` field, as the hub serves them) are refused with the decrypting step.
 
 Sizes pick a length band (`rlmnb.tasks.rows`): rows with more than half and at most `size` tokens (the
 row's own `context_len` when it has one).
@@ -183,6 +184,9 @@ def _browsecomp_rows(records: list[dict[str, Any]]) -> list[Row]:
     name = "browsecomp_plus"
     rows = []
     for r in records:
+        if "canary" in r:
+            raise ConfigError("BrowseComp-Plus rows from the hub are encrypted: decrypt them with the benchmark's "
+                              "scripts_build_index/decrypt_dataset.py and pass its output as --data PATH.")
         docs: dict[str, str] = {}
         for group in ("evidence_docs", "gold_docs", "negative_docs"):
             for doc in r.get(group) or []:
