@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .blocking import run_coroutine_blocking
 from .budget import Budget
@@ -26,6 +26,9 @@ from .sandbox.primitives import check_tools
 from .schema import AnswerSchema
 from .tree import RunRecord, RunSpec, Session, Tree
 from .usage import Usage
+
+if TYPE_CHECKING:
+    from .journal import JournalWriter
 
 __all__ = ["RLM", "RunResult", "Session"]  # Session is defined in tree.py, below runs.py
 
@@ -45,6 +48,7 @@ class RunResult:
     error: str | None = None
     verified: bool | None = None
     session: Session | None = field(default=None, repr=False, compare=False)
+    journal: Path | None = field(default=None, repr=False, compare=False)  # the run's journal file, if written
 
     @property
     def ok(self) -> bool:
@@ -130,6 +134,7 @@ class RLM:
                                      timeout=self.config.verify_timeout)
         self.on_event = on_event
         self.pinned_models = False  # replay: every model name is served by the record
+        self._resumed_from: Path | None = None  # resume: the journal this run continues
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -212,6 +217,7 @@ class RLM:
 
         detach = attach_telemetry(bus)
         tree = self._tree(Budget(self.config), bus)
+        writer: JournalWriter | None = None
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
@@ -222,18 +228,49 @@ class RLM:
                     spec = self._next_round(prep, spec, earlier, record, round_no)
                 else:
                     tree.root_run_id = spec.run_id
+                    writer = self._open_journal(bus, prep, spec.run_id)
                 record = await execute_run(tree, spec)
                 if record.status not in ("submitted", "fallback"):
                     break
                 earlier.append(record.answer)
         finally:
             detach()
+            if writer is not None:
+                await asyncio.to_thread(writer.close)
             if own_loop:  # the loop dies with the run: close what litellm opened on it
                 await _release_model_clients()
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
-                         error=record.error, verified=record.verified, session=record.session)
+                         error=record.error, verified=record.verified, session=record.session,
+                         journal=writer.path if writer is not None else None)
+
+    def _open_journal(self, bus: EventBus, prep: _Prepared, run_id: str) -> JournalWriter | None:
+        """Start this run's journal (journal.py) as the bus's first subscriber; None when journaling is off."""
+        from .journal import (
+            JournalWriter,
+            fingerprint,
+            journal_folder,
+            new_journal_path,
+            prune,
+            secret_values,
+        )
+
+        folder = journal_folder(self.config.journal)
+        if folder is None:
+            return None
+        import os
+        import time
+
+        prune(folder, max(0, self.config.journal_keep - 1))
+        keys = [str(getattr(lm, "api_key", None) or "") for lm in (self.model, self.sub_model, self.child_model)]
+        header = {"run_id": run_id, "question": prep.question, "created": time.time(), "cwd": os.getcwd(),
+                  "model": model_label(self.model), "sub_model": model_label(self.sub_model),
+                  "inputs": {f.name: fingerprint(f.source, f.read_paths) for f in prep.fields},
+                  "resumed_from": str(self._resumed_from) if self._resumed_from is not None else None}
+        writer = JournalWriter(new_journal_path(folder, run_id), header, secrets=secret_values(keys))
+        bus.subscribe(writer)
+        return writer
 
     def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
                     round_no: int) -> RunSpec:
