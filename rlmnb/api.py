@@ -28,7 +28,7 @@ from .tree import RunRecord, RunSpec, Session, Tree
 from .usage import Usage
 
 if TYPE_CHECKING:
-    from .journal import JournalWriter
+    from .journal import Journal, JournalWriter
 
 __all__ = ["RLM", "RunResult", "Session"]  # Session is defined in tree.py, below runs.py
 
@@ -111,6 +111,8 @@ class RLM:
         if sandbox is not None:
             settings["sandbox"] = sandbox
         self.config = base.replace(**settings) if settings else base.validate()
+        defaults = RLMConfig()  # what resume() keeps of ours: the settings given here or set away from the default
+        self._given = set(settings) | {n for n in field_names() if getattr(base, n) != getattr(defaults, n)}
         if self.config.sandbox == "kernel":  # bad allow_paths, or 'required' where it cannot be: now, not mid-run
             from .sandbox.confinement import resolve
 
@@ -135,6 +137,7 @@ class RLM:
         self.on_event = on_event
         self.pinned_models = False  # replay: every model name is served by the record
         self._resumed_from: Path | None = None  # resume: the journal this run continues
+        self._resume_record: Any = None  # resume: its resume.ResumeRecord
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -190,6 +193,45 @@ class RLM:
             raise ReplayDivergence(result.reason)
         return result
 
+    def resume(self, source: str | Path | Journal, /, *, force: bool = False, keep_session: bool = False,
+               **inputs: Any) -> RunResult:
+        """Continue a run from its journal with this RLM's models (see resume.py).
+
+        What the journal answered is served from it at zero cost; the recorded code re-runs against the
+        same inputs, rebuilding the sandbox; the run goes live where the journal ends. In-memory inputs
+        must be passed again by name; files are re-read from their recorded paths. The recorded settings
+        hold, except those given to this RLM (e.g. `RLM(..., max_iterations=30).resume(path)`).
+
+        Raises:
+            ConfigError: an input changed since the run (unless `force=True`), or one was not passed.
+            FileNotFoundError / ValueError: no journal at `source`, or not a journal.
+        """
+        from .resume import check_inputs, plan_resume
+
+        plan = plan_resume(source, self.config, self._given, force=force, **inputs)
+        resumed = self._resuming(plan)
+        prepared = resumed._prepare(plan.question, plan.inputs, None)
+        check_inputs(plan, prepared.fields)
+        resumed.check_keys()
+        result: RunResult = run_coroutine_blocking(resumed._execute(prepared, keep_session, own_loop=True),
+                                                    interruptible=True)
+        return result
+
+    def _resuming(self, plan: Any) -> RLM:
+        """A copy of this RLM whose models are served by the plan's record first (resume.ResumedLM)."""
+        import copy
+
+        from .resume import ResumedLM
+
+        twin = copy.copy(self)
+        twin.config = plan.config
+        twin.model = ResumedLM(self.model, plan.record, role="root")
+        twin.sub_model = ResumedLM(self.sub_model, plan.record, role="sub")
+        twin.child_model = ResumedLM(self.child_model, plan.record, role="sub") if self.child_model else None
+        twin._resumed_from = plan.journal.path
+        twin._resume_record = plan.record
+        return twin
+
     # ---- internals -------------------------------------------------------------------------------
     def _prepare(self, question: str, inputs: dict[str, Any], continue_from: RunResult | None) -> _Prepared:
         if not isinstance(question, str) or not question.strip():
@@ -229,6 +271,7 @@ class RLM:
                 else:
                     tree.root_run_id = spec.run_id
                     writer = self._open_journal(bus, prep, spec.run_id)
+                    self._mark_resume(bus, spec.run_id)
                 record = await execute_run(tree, spec)
                 if record.status not in ("submitted", "fallback"):
                     break
@@ -271,6 +314,22 @@ class RLM:
         writer = JournalWriter(new_journal_path(folder, run_id), header, secrets=secret_values(keys))
         bus.subscribe(writer)
         return writer
+
+    def _mark_resume(self, bus: EventBus, run_id: str) -> None:
+        """A resumed run marks, with a RunResumed event, the moment its first request goes live."""
+        record = self._resume_record
+        if record is None:
+            return
+        from .events import RunResumed, RunScope
+
+        scope = RunScope(run_id=run_id, root_run_id=run_id)
+        source = str(self._resumed_from)
+
+        def mark() -> None:
+            bus.emit(RunResumed, scope, source=source, root_answers=record.root_answers,
+                     sub_answers=record.sub_answers, served_root=record.served_root, served_sub=record.served_sub)
+
+        record.on_live = mark
 
     def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
                     round_no: int) -> RunSpec:

@@ -248,11 +248,24 @@ class RunFinished(Event):
     verified: bool | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunResumed(Event):
+    """A resumed run (api.RLM.resume) sent its first live request here; what came before was served from
+    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers."""
+
+    kind: ClassVar[str] = "run_resumed"
+    source: str
+    root_answers: int = 0
+    sub_answers: int = 0
+    served_root: int = 0  # served from the journal before this point
+    served_sub: int = 0
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
                 SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
-                AttemptVerified, RunFinished, MapStarted, MapFinished)
+                AttemptVerified, RunFinished, MapStarted, MapFinished, RunResumed)
 }
 
 E = TypeVar("E", bound=Event)
