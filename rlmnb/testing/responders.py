@@ -51,3 +51,13 @@ def runbook_owner(messages: Any) -> str:
 
 
 BUILTIN["runbook_owner"] = runbook_owner
+
+
+def packed_upper(messages: Any) -> str:
+    """llm_map's packed prompts answered with each item upper-cased (a plain prompt: its text upper-cased)."""
+    from .packed import PackedResponder
+
+    return PackedResponder(str.upper)(messages)
+
+
+BUILTIN["packed_upper"] = packed_upper
