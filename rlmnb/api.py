@@ -125,6 +125,12 @@ class RLM:
                               else self.model)
         self.child_model: LM | None = (resolve_model(child_model, role="child_model", **lm_options) if child_model
                                        else None)
+        if self.config.max_cost is not None:  # a cost cap needs every model's price, before any call
+            from .estimate import require_price
+
+            for lm in (self.model, self.sub_model, self.child_model):
+                if lm is not None:
+                    require_price(lm)
         self.tools = check_tools(tools)
         self.schema = AnswerSchema(schema) if schema is not None else None
         self.verifier = None
@@ -258,7 +264,9 @@ class RLM:
         from .telemetry import attach as attach_telemetry
 
         detach = attach_telemetry(bus)
-        tree = self._tree(Budget(self.config), bus)
+        from .estimate import known_price
+
+        tree = self._tree(Budget(self.config, price_of=known_price), bus)
         writer: JournalWriter | None = None
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)

@@ -1,4 +1,4 @@
-"""Resume from the front ends: `%rlm runs`, `%%rlm --resume [RUN]` and `rlmnb resume PATH` (issue 23)."""
+"""Issue 23 in the front ends: `%rlm runs`, `%%rlm --resume [RUN]`, `rlmnb resume PATH`, %%rlm --max-cost."""
 
 from __future__ import annotations
 
@@ -66,3 +66,9 @@ def test_cli_runs_lists_a_stopped_run_and_resume_checks_its_path(tmp_path: Path,
     assert "stopped" in out and "Shout it" in out and json.loads(lines[0])["kind"] == "journal"
     assert main(["resume", str(tmp_path / "missing.jsonl")]) == 2
     assert "no journal at" in capsys.readouterr().err
+
+
+def test_the_magic_refuses_max_cost_with_an_unpriced_model(shell: InteractiveShell) -> None:
+    model = "openai/rlmnb-unpriced-model"
+    with pytest.raises(UsageError, match=f"max_cost needs a price for {model}"):
+        shell.run_cell_magic("rlm", f"-m {model} --max-cost 0.01 --quiet", "What?")
