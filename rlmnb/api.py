@@ -49,6 +49,8 @@ class RunResult:
     verified: bool | None = None
     session: Session | None = field(default=None, repr=False, compare=False)
     journal: Path | None = field(default=None, repr=False, compare=False)  # the run's journal file, if written
+    # event subscribers (on_event, the widget) that raised, each with its traceback; they got no more events
+    subscriber_errors: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -152,7 +154,7 @@ class RLM:
         prepared = self._prepare(question, inputs, continue_from)
         self.check_keys()
         result: RunResult = run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
-                                                    interruptible=True)
+                                                    interruptible=True, on_interrupt=_late_interrupt)
         return result
 
     async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -220,7 +222,7 @@ class RLM:
         check_inputs(plan, prepared.fields)
         resumed.check_keys()
         result: RunResult = run_coroutine_blocking(resumed._execute(prepared, keep_session, own_loop=True),
-                                                    interruptible=True)
+                                                    interruptible=True, on_interrupt=_late_interrupt)
         return result
 
     def _resuming(self, plan: Any) -> RLM:
@@ -268,10 +270,10 @@ class RLM:
 
         tree = self._tree(Budget(self.config, price_of=known_price), bus)
         writer: JournalWriter | None = None
+        record: RunRecord | None = None
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
-            record: RunRecord | None = None
             for round_no in range(1, self.config.rounds + 1):
                 spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
                 if round_no > 1:
@@ -284,17 +286,26 @@ class RLM:
                 if record.status not in ("submitted", "fallback"):
                     break
                 earlier.append(record.answer)
+        except asyncio.CancelledError:
+            if not own_loop:  # an arun() caller's cancellation is theirs to see
+                raise
+            # run(): a Ctrl-C that reached the run between its steps (or as it ended) is an interrupted run
+            record = _interrupted(record, tree.root_run_id)
         finally:
             detach()
+            late = False  # a Ctrl-C that landed in the clean-up below, after the run's last step
             if writer is not None:
-                await asyncio.to_thread(writer.close)
+                late = await _uncancelled(asyncio.to_thread(writer.close), own_loop)
             if own_loop:  # the loop dies with the run: close what litellm opened on it
-                await _release_model_clients()
+                late = await _uncancelled(_release_model_clients(), own_loop) or late
+        if late:
+            record = _interrupted(record, tree.root_run_id)
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
                          error=record.error, verified=record.verified, session=record.session,
-                         journal=writer.path if writer is not None else None)
+                         journal=writer.path if writer is not None else None,
+                         subscriber_errors=tuple(bus.subscriber_errors))
 
     def _open_journal(self, bus: EventBus, prep: _Prepared, run_id: str) -> JournalWriter | None:
         """Start this run's journal (journal.py) as the bus's first subscriber; None when journaling is off."""
@@ -354,6 +365,45 @@ class RLM:
     def __repr__(self) -> str:
         return (f"RLM(model={model_label(self.model)!r}, sub_model={model_label(self.sub_model)!r}, "
                 f"sandbox={self.config.sandbox!r})")
+
+
+def _interrupted(record: RunRecord | None, run_id: str) -> RunRecord:
+    """The record of a run stopped by Ctrl-C: interrupted, keeping an answer it already had."""
+    if record is not None and record.status == "interrupted":
+        return record
+    if record is None:
+        return RunRecord(run_id, "interrupted", None, "the run was interrupted")
+    return RunRecord(run_id, "interrupted", record.answer,
+                     f"interrupted as the run ended ({record.status}: {record.reason}); its answer is kept",
+                     verified=record.verified, session=record.session)
+
+
+async def _uncancelled(step: Any, own_loop: bool) -> bool:
+    """Await a clean-up step to its end even if the run is cancelled meanwhile; True if it was.
+
+    Only run()'s private loop swallows the cancellation (the result then says "interrupted");
+    an arun() caller's cancellation is raised once the step is done.
+    """
+    future = asyncio.ensure_future(step)
+    try:
+        await asyncio.shield(future)
+        return False
+    except asyncio.CancelledError:
+        await asyncio.wait({future})
+        if not own_loop:
+            raise
+        return True
+
+
+def _late_interrupt(result: Any) -> Any:
+    """run_coroutine_blocking's hook for a Ctrl-C that came after the run's last step: still interrupted."""
+    if isinstance(result, RunResult) and result.status != "interrupted":
+        import dataclasses
+
+        record = _interrupted(RunRecord(result.run_id, result.status, result.answer, result.reason,
+                                        verified=result.verified, session=result.session), result.run_id)
+        return dataclasses.replace(result, status=record.status, reason=record.reason)
+    return result
 
 
 async def _prepare_models(*models: Any) -> None:

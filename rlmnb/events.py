@@ -387,7 +387,9 @@ Subscriber = Callable[[Event], None]
 class EventBus:
     """Numbers events, appends them to the trajectory and hands them to subscribers.
 
-    A subscriber that raises is dropped after the first error so a broken view never stops a run.
+    A subscriber that raises is dropped after its first error, so a broken view never stops a run; the
+    error is logged once (logger "rlmnb", with its traceback) and kept in `subscriber_errors`, which
+    RunResult reports.
     """
 
     def __init__(self, trajectory: Trajectory | None = None) -> None:
@@ -418,7 +420,14 @@ class EventBus:
             try:
                 fn(event)
             except Exception as exc:  # a view must never break the run
-                self.subscriber_errors.append(f"{type(exc).__name__}: {exc}")
+                import logging
+                import traceback
+
+                text = "".join(traceback.format_exception(exc))
+                name = getattr(fn, "__qualname__", None) or type(fn).__name__
+                self.subscriber_errors.append(f"{name} at a {event.kind} event: {text}")
+                logging.getLogger("rlmnb").error("The event subscriber %s raised at a %s event and gets no more "
+                                                 "events of this run:\n%s", name, event.kind, text)
                 with self._lock:
                     if fn in self._subscribers:
                         self._subscribers.remove(fn)
