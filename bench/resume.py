@@ -10,6 +10,13 @@
     event (the writer's queue.put) and bytes per event. Goal: under 5 % of harness time per event.
 
 Run: `.venv/bin/python bench/resume.py [--calls 5000]` (a few minutes on 2 cores).
+
+Measured (2026-11, 2 cores shared with other test runs, 5,000 calls, 32 in flight, 10 ms server):
+killed at 50 %: 5,017 requests in all vs 5,002 (1.0030x), tokens 1.0030x; at 90 %: 5,018 (1.0032x);
+same answer both times (the extra ~15 are the calls in flight at the kill). Journal: 455 bytes per
+event; the emitting thread pays 0.13 us per event (0.04 % of the harness's 320 us per event); the
+writer thread spends ~38 us of CPU per event beside the run; map time with vs without the journal
+-10.8 % (within this machine's noise: no overhead measurable end to end).
 """
 
 from __future__ import annotations

@@ -35,8 +35,19 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind}
-        out.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        out.update({name: getattr(self, name) for name in _field_names(type(self))})
         return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """An event class's field names, looked up once (to_dict runs for every event a journal writes)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @dataclass(frozen=True, kw_only=True)
