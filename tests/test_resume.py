@@ -9,6 +9,7 @@ import pytest
 
 from rlmnb import RLM
 from rlmnb.errors import ConfigError
+from rlmnb.events import ModelReply
 from rlmnb.journal import read_journal
 from rlmnb.testing import ScriptedLM
 
@@ -107,3 +108,30 @@ def test_changed_file_inputs_are_refused(tmp_path: Path) -> None:
     notes.write_text("alpha beta gamma\n")
     with pytest.raises(ConfigError, match="notes's files changed"):
         RLM(root_model(script), sub_model(), sandbox="local").resume(first.journal)
+
+
+def test_resume_after_a_ctrl_c(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    finished: list[int] = []
+
+    def interrupt_at_the_tenth_answer(event: Any) -> None:
+        if event.kind == "sub_call_finished":
+            finished.append(1)
+            if len(finished) == 10:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    script = [LOOK, FAN_OUT, SUBMIT]
+    first = RLM(root_model(script), ScriptedLM(lambda m: str(m[-1]["content"]).split(": ", 1)[1].upper(),
+                                               name="sub", latency=0.01),
+                sandbox="local", journal=str(tmp_path), max_concurrency=2, min_concurrency=2,
+                on_event=interrupt_at_the_tenth_answer).run("Shout the words", words=WORDS)
+    assert first.status == "interrupted" and first.journal is not None
+    root_done = len(first.trajectory.of(ModelReply))
+    sub_done = sum(1 for row in read_journal(first.journal).trajectory.sub_calls() if row["reply"])
+    assert 10 <= sub_done < 20
+    root, sub = root_model(script), sub_model()
+    again = RLM(root, sub, sandbox="local").resume(first.journal, words=WORDS)
+    assert again.status == "submitted" and again.answer == EXPECTED
+    assert len(root.requests) == 3 - root_done and len(sub.requests) == 20 - sub_done
