@@ -46,7 +46,7 @@ def items(n: int) -> list[str]:
 def host(url: str, folder: str, mode: str, n: int) -> None:
     """The host process: run (or resume from the newest journal in `folder`) and print the result."""
     from rlmnb import RLM
-    from rlmnb.journal import journal_paths
+    from rlmnb._engine.journal import journal_paths
     from rlmnb.testing.fake_server import lm_for
 
     rlm = RLM(lm_for(url, "fake-root"), lm_for(url, "fake-sub"), journal=folder, max_llm_calls=n + 10,
@@ -72,7 +72,7 @@ def finished(proc: subprocess.Popen[str]) -> dict[str, Any]:
 
 
 def kill_at(proc: subprocess.Popen[str], folder: Path, calls: int) -> None:
-    from rlmnb.journal import journal_paths
+    from rlmnb._engine.journal import journal_paths
 
     while True:
         found = journal_paths(folder)
@@ -118,7 +118,7 @@ def killed_and_resumed(n: int) -> None:
 
 def journal_cost(n: int, repeats: int = 3) -> None:
     from rlmnb import RLM
-    from rlmnb.journal import JournalWriter, read_journal
+    from rlmnb._engine.journal import JournalWriter, read_journal
     from rlmnb.testing import ScriptedLM
     from rlmnb.testing.responders import packed_upper
 

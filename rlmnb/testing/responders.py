@@ -11,7 +11,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from .generators import LABELS, label_of
+from rlmnb.testing.generators import LABELS, label_of
+
+__all__ = ["BUILTIN", "count_labels", "find_needle", "runbook_owner"]
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 
@@ -55,7 +57,7 @@ BUILTIN["runbook_owner"] = runbook_owner
 
 def packed_upper(messages: Any) -> str:
     """llm_map's packed prompts answered with each item upper-cased (a plain prompt: its text upper-cased)."""
-    from .packed import PackedResponder
+    from rlmnb.testing.packed import PackedResponder
 
     return PackedResponder(str.upper)(messages)
 
