@@ -462,7 +462,7 @@ class RunScope:
 __all__ = [
     "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "ConcurrencyChanged",
     "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
-    "MapStarted", "ModelReply", "RunFinished", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
+    "MapStarted", "ModelReply", "RunFinished", "RunResumed", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
     "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",
     "TurnsTrimmed", "event_from_dict",
 ]

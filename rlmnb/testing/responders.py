@@ -13,7 +13,7 @@ from typing import Any
 
 from rlmnb.testing.generators import LABELS, label_of
 
-__all__ = ["BUILTIN", "count_labels", "find_needle", "runbook_owner"]
+__all__ = ["BUILTIN", "count_labels", "find_needle", "packed_upper", "runbook_owner"]
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 
