@@ -118,8 +118,9 @@ class SubCaller:
         pictures = tuple(images or ())
         if pictures:
             check_vision(lm)
-        est = self._check_size(prompt, lm) + sum(image_tokens(i.width, i.height) for i in pictures)
-        reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=est)
+        prompt_tokens = self._check_size(prompt, lm) + sum(image_tokens(i.width, i.height) for i in pictures)
+        tokens, cost = self.budget.estimate(lm, prompt_tokens)
+        reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=tokens, est_cost=cost)
         reply, error = await self._call(lm, prompt, reservation, batch_id=None, images=pictures)
         if error is not None:
             raise error
@@ -155,8 +156,9 @@ class SubCaller:
         reservation = None
         if sendable:
             try:
-                reservation = self.budget.reserve(self.scope.run_id, len(sendable),
-                                                  est_tokens=sum(e for _, e in sendable))
+                tokens, cost = self.budget.estimate(lm, sum(e for _, e in sendable), len(sendable))
+                reservation = self.budget.reserve(self.scope.run_id, len(sendable), est_tokens=tokens,
+                                                  est_cost=cost)
             except Exception as exc:
                 self.bus.emit(BatchFinished, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
                               errors=len(prompts), latency_s=0.0, refused=str(exc))

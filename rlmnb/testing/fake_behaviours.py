@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Latency", "Reply", "Responder", "completion_body", "draw_fault",
-           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens", "shape",
-           "text_of"]
+           "echo_responder", "image_text_responder", "image_tokens_of", "images_of", "load_responder", "load_script",
+           "needle_responder", "plausible_tokens", "png_text", "shape", "text_of"]
 
 Reply = str | dict[str, Any]
 Responder = Callable[[list[dict[str, Any]]], Reply]
