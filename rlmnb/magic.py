@@ -92,6 +92,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         self._placeholder: Any = None  # the display a run's widget takes over (see _new_view)
         self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
+        self.last_models: tuple[Any, Any] = (None, None)  # the last run's root and sub model (%rlm models)
 
     # ---- the magic --------------------------------------------------------------------------------
     @declare_arguments
@@ -137,6 +138,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             if args.dry_run:
                 return self._dry_run(rlm, question, inputs)
             self._check_keys(rlm)
+            self.last_models = (rlm.model, rlm.sub_model)
         except BaseException:
             if view is not None:
                 view.discard()

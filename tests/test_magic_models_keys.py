@@ -1,0 +1,58 @@
+"""`%rlm models` says where each model's key comes from: the api_key= argument, an environment variable, or
+none needed for a server on this machine; a model with its own key never reads "OPENAI_API_KEY is NOT set"."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from test_magic import magics, shell  # noqa: F401  (shell is a fixture)
+
+from rlmnb import LiteLLM
+from rlmnb.magic_report import key_source
+from rlmnb.testing import ScriptedLM
+from rlmnb.testing.fake_server import FakeServer
+
+
+def test_key_source_of_each_kind_of_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert key_source(LiteLLM("openai/x", api_base="https://proxy.example/v1", api_key="sk-1")) == \
+        "key from the api_key= argument at https://proxy.example/v1"
+    assert key_source(LiteLLM("ollama_chat/qwen3")) == "no key needed (server on this machine)"
+    assert key_source(LiteLLM("hosted_vllm/q", api_base="http://127.0.0.1:8000/v1")) == \
+        "no key needed (server on this machine at http://127.0.0.1:8000/v1)"
+    assert key_source(LiteLLM("openai/local", api_base="http://127.0.0.1:8080/v1")) == \
+        "OPENAI_API_KEY is NOT set: http://127.0.0.1:8080/v1 is on this machine, pass api_key='none' if it needs none"
+    assert key_source(LiteLLM("openai/x", api_base="https://proxy.example/v1")) == \
+        "OPENAI_API_KEY is NOT set (for https://proxy.example/v1)"
+    assert key_source("openai/gpt-5") == "OPENAI_API_KEY is NOT set"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert key_source(LiteLLM("openai/gpt-5")) == "OPENAI_API_KEY is set"
+    assert key_source(ScriptedLM(["x"])) == "no key needed"
+
+
+def test_models_with_their_own_key_and_base_say_so_before_and_after_a_run(
+        shell: InteractiveShell, capsys: pytest.CaptureFixture[str],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    script = {"root": ["```python\nprint(len(inputs['text']))\n```", "```python\nsubmit('fine')\n```"]}
+    with FakeServer(script=script).start() as server:
+        shell.user_ns["proxied"] = LiteLLM("openai/root", api_base=server.url, api_key="sk-own-key")
+        shell.user_ns["local"] = LiteLLM("hosted_vllm/root", api_base=server.url)
+        shell.user_ns["text"] = "some text"
+        shell.run_line_magic("config", "RLMMagics.model = 'proxied'")
+        shell.run_line_magic("config", "RLMMagics.sub_model = 'local'")
+        shell.run_line_magic("rlm", "models")
+        before = capsys.readouterr().out
+        assert shell.run_cell_magic("rlm", "-i text --quiet", "What is it?") == "fine"
+    assert re.search(rf"root +openai/root \(LiteLLM object\) +from %config +key from the api_key= argument at "
+                     rf"{re.escape(server.url)}", before), before
+    assert re.search(r"sub +hosted_vllm/root \(LiteLLM object\) +from %config +no key needed \(server on this machine",
+                     before), before
+    shell.run_line_magic("rlm", "models")
+    after = capsys.readouterr().out
+    assert re.search(r"root \(last run\) +openai/root +from the last run +key from the api_key= argument", after)
+    assert re.search(r"sub \(last run\) +hosted_vllm/root +from the last run +no key needed", after), after
+    assert "NOT set" not in before + after and "sk-own-key" not in before + after
+    assert magics(shell).last_models[0] is shell.user_ns["proxied"]
