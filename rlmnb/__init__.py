@@ -25,6 +25,7 @@ _EXPORTS = {
     "SandboxError": "errors", "ReplayDivergence": "errors", "DepthLimitReached": "errors",
     "ScriptExhausted": "errors",
     "QuotesFound": "quotes_guard",
+    "saved_run": "saved_runs",
 }
 
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension", "__version__"])
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from .litellm_lm import LiteLLM
     from .models import LM, Completion
     from .quotes_guard import QuotesFound
+    from .saved_runs import saved_run
     from .usage import CallUsage, Usage
 
 

@@ -45,6 +45,7 @@ class RunResult:
     error: str | None = None
     verified: bool | None = None
     session: Session | None = field(default=None, repr=False, compare=False)
+    fields: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # the bound inputs (workspace())
 
     @property
     def ok(self) -> bool:
@@ -59,6 +60,14 @@ class RunResult:
     def to_frame(self) -> Any:
         """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
         return self.trajectory.to_frame()
+
+    def workspace(self, *, live: bool = False, sub_model: Any = None, **values: Any) -> Any:
+        """The run's inputs and primitives (`inputs`, `sql`, `llm_query`, ...) in the notebook, so code of
+        its turns runs there; sub-calls are answered from the run's record unless `live` (see workspace.py).
+        `values` bind in-memory inputs again when the run was loaded from a file."""
+        from .workspace import workspace_of
+
+        return workspace_of(self.trajectory, self.fields, live=live, sub_model=sub_model, **values)
 
     def to_json(self, indent: int | None = None) -> str:
         import json
@@ -233,7 +242,8 @@ class RLM:
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
-                         error=record.error, verified=record.verified, session=record.session)
+                         error=record.error, verified=record.verified, session=record.session,
+                         fields=tuple(prep.fields))
 
     def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: RunRecord | None,
                     round_no: int) -> RunSpec:

@@ -168,7 +168,7 @@ export function traceView(tree: Tree): HTMLElement | null {
   const filter = select(FILTERS, 'rlmnb-filter', 'filter sub-calls');
   const timelineButton = h('button', 'rlmnb-button rlmnb-timeline-toggle', 'timeline') as HTMLButtonElement;
   const frame = insertButton('open as DataFrame', () => '{run}.to_frame()  # one row per sub-call',
-    'insert a cell below with this run\'s sub-calls as a pandas DataFrame');
+    'insert a cell below with this run\'s sub-calls as a pandas DataFrame', tree.rootId ?? undefined);
   const status = h('span', 'rlmnb-search-status rlmnb-muted');
   const scope = h('div', 'rlmnb-scope rlmnb-muted', searchScope(hits));
   const results = h('div', 'rlmnb-search-results');

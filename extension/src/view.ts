@@ -6,7 +6,7 @@
 import { Env, answerView } from './answer';
 import { Group, Run, Tree, Turn, outCounts } from './fold';
 import {
-  Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
+  Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, runnableCode,
   moreLabel, pendingTurnText, percentile, plural
 } from './format';
 import { PAGE_SIZE, callRow, traceView } from './trace';
@@ -206,7 +206,8 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
   }
   if (code) {
     box.appendChild(h('div', 'rlmnb-label', 'code ', copyButton('copy', () => code),
-      insertButton('copy code to a new cell', () => code, 'insert a cell below with this turn\'s code')));
+      insertButton('copy code to a new cell', () => runnableCode(code), 'insert a cell below with this turn\'s code, '
+        + 'runnable there', tree.rootId ?? undefined)));
     box.appendChild(textBlock(code, 'rlmnb-code'));
   } else if (t.reply) {
     box.appendChild(h('div', 'rlmnb-muted', '(no code in this reply)'));
