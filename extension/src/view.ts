@@ -102,7 +102,7 @@ function slotsRecorded(g: Group): boolean {
   return g.calls.some(c => c.sent !== null || c.queued !== null);
 }
 
-function groupSummary(g: Group): string {
+function groupSummary(g: Group, ended = false): string {
   if (g.kind === 'map' && g.map) {
     return mapSummary(g);
   }
@@ -123,7 +123,8 @@ function groupSummary(g: Group): string {
     const recorded = slotsRecorded(g);
     const [inFlight, queued] = outCounts(g.calls.length, done, g.calls.filter(c => c.sent !== null).length,
       g.calls.filter(c => c.sent !== null && c.done).length, recorded);
-    queueParts.push(`${fmtInt(inFlight)} in flight${queued ? ` · ${fmtInt(queued)} queued` : ''}`);
+    const [flying, waiting] = ended ? ['cancelled', 'not sent'] : ['in flight', 'queued']; // an ended run has none out
+    queueParts.push(`${fmtInt(inFlight)} ${flying}${queued ? ` · ${fmtInt(queued)} ${waiting}` : ''}`);
   }
   const q95 = percentile(waits, 95);
   if (q95 !== null && q95 >= 0.001) {
@@ -156,8 +157,8 @@ function groupSummary(g: Group): string {
   return parts.join(' · ');
 }
 
-export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
-  return details([h('span', 'rlmnb-group-title', groupSummary(g))], () => {
+export function groupView(g: Group, pageSize = PAGE_SIZE, ended = false): HTMLElement {
+  return details([h('span', 'rlmnb-group-title', groupSummary(g, ended))], () => {
     const list = h('div', 'rlmnb-calls');
     let shown = 0;
     const more = h('button', 'rlmnb-more');
@@ -228,7 +229,7 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     box.appendChild(h('div', `rlmnb-note rlmnb-note-${kind}`, text));
   }
   for (const g of t.groups) {
-    box.appendChild(groupView(g));
+    box.appendChild(groupView(g, PAGE_SIZE, run.status !== 'running'));
   }
   for (const id of t.children) {
     const child = tree.runs.get(id);
@@ -330,13 +331,17 @@ export function metersView(tree: Tree): HTMLElement {
   const tokens = t.inputTokens + t.outputTokens;
   const elapsed = runElapsed(tree, root);
   const [inFlight, queued] = outCounts(t.subCalls, t.subDone, t.subSent, t.subSentDone, t.queueRecorded);
+  const ended = root.status !== 'running'; // nothing is in flight after the end: cancelled, or never sent
   const out = [[inFlight, 'in flight'], [queued, 'queued']].filter(([n]) => (n as number) > 0)
     .map(([n, word]) => `+${fmtInt(n as number)} ${word}`);
-  const calls = `${fmtInt(t.subDone)}${out.length ? ` (${out.join(', ')})` : ''}` +
-    `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}`;
+  const gone = [[inFlight, 'cancelled'], [queued, 'not sent']].filter(([n]) => (n as number) > 0)
+    .map(([n, word]) => `${fmtInt(n as number)} ${word}`);
+  const calls = `${fmtInt(t.subDone)}${out.length && !ended ? ` (${out.join(', ')})` : ''}` +
+    `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}` +
+    `${ended && gone.length ? ` · ${gone.join(', ')}` : ''}`;
   return h('div', 'rlmnb-meters',
     meter('turns', `${turns}${limitText(maxTurns, fmtInt)}`, turns, maxTurns),
-    meter('sub-calls', calls, t.subDone, maxCalls, inFlight + queued),
+    meter('sub-calls', calls, t.subDone, maxCalls, ended ? 0 : inFlight + queued),
     meter('tokens', `${fmtCount(t.inputTokens)} in · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`,
       tokens, maxTokens),
     meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`, t.cost, maxCost),

@@ -76,7 +76,8 @@ class TreeReadings:
                     "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                     "max_tokens": limits.get("max_tokens"), "cost": t.cost, "unpriced": t.unpriced,
                     "max_cost": limits.get("max_cost"), "elapsed": elapsed,
-                    "max_time": limits.get("max_time")}
+                    "max_time": limits.get("max_time"),
+                    "ended": root is not None and root.status != "running"}
 
     def turn_numbers(self, run_id: str | None = None) -> list[int]:
         with self.lock:
@@ -112,6 +113,8 @@ class TreeReadings:
                     "rate": None, "eta": None}
             view["in_flight"], view["queued"] = _out(len(g.call_ids), g.finished, g.sent, g.sent_finished,
                                                      self.totals.queue_recorded)
+            owner = self.runs.get(g.run_id)
+            view["ended"] = owner is not None and owner.status != "running"  # its calls out are cancelled
             queued_times = sorted(g.queued_times)
             running = not g.done and g.finished < max(g.size, len(g.call_ids)) and \
                 self.runs.get(g.run_id) is not None and self.runs[g.run_id].status == "running"
