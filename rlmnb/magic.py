@@ -93,6 +93,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
         self.last_models: tuple[Any, Any] = (None, None)  # the last run's root and sub model (%rlm models)
+        self._held_in = "_rlm"  # where the last run's RunResult is: _rlm, and its -o NAME (errors say so)
 
     # ---- the magic --------------------------------------------------------------------------------
     @declare_arguments
@@ -175,19 +176,20 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if result.status == "interrupted":
             turns = len(result.trajectory.of(_turn_started_type(), run_id=result.run_id))
             raise RunInterrupted(f"Run interrupted after {turns} turn(s); the partial trajectory is kept and the "
-                                 f"RunResult is in _rlm.")
+                                 f"RunResult is in {self._held_in}.")
         if result.status == "error":
             error = result.error or result.reason
             if error.startswith(MissingAPIKey.__name__):
                 raise UsageError(error.split(": ", 1)[-1])
-            raise RunFailed(f"The run failed: {error.rstrip('.')}. The partial result is in _rlm.")
+            raise RunFailed(f"The run failed: {error.rstrip('.')}. The partial result is in {self._held_in}.")
         return result.answer
 
     def _record(self, result: RunResult, out_name: str | None) -> None:
         self.last = result
         self.history = [*self.history[-(MAX_HISTORY - 1):], result]
         self.ip.user_ns["_rlm"] = result
-        if out_name and result.status not in ("interrupted", "error"):
+        self._held_in = f"_rlm and {out_name}" if out_name else "_rlm"
+        if out_name:  # whatever the status: an interrupted or failed run is kept under its name too
             self.ip.user_ns[out_name] = result
         kept = result.session is not None and not result.session.closed
         previous = self._session_holder

@@ -48,8 +48,8 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                       "help": "Where the model's code runs. Default: RLMMagics.sandbox."}),
     (("--schema",), {"metavar": "NAME", "help": "A pydantic model or dataclass in your namespace the "
                      "answer must validate against."}),
-    (("-o", "--out"), {"metavar": "NAME", "help": "Also store the RunResult in this variable (_rlm always "
-                       "holds the last one)."}),
+    (("-o", "--out"), {"metavar": "NAME", "help": "Also store the RunResult in this variable, whatever its "
+                       "status (interrupted and failed runs too); _rlm always holds the last one."}),
     (("--continue",), {"action": "store_true", "dest": "continue_run", "help": "Carry on the previous "
                        "run's sandbox state and conversation with this new question."}),
     (("--dry-run",), {"action": "store_true", "dest": "dry_run", "help": "Show the inputs summary, the "

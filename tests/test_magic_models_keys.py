@@ -56,3 +56,13 @@ def test_models_with_their_own_key_and_base_say_so_before_and_after_a_run(
     assert re.search(r"sub \(last run\) +hosted_vllm/root +from the last run +no key needed", after), after
     assert "NOT set" not in before + after and "sk-own-key" not in before + after
     assert magics(shell).last_models[0] is shell.user_ns["proxied"]
+
+
+def test_out_name_holds_a_failed_run_too(shell: InteractiveShell) -> None:  # noqa: F811
+    from rlmnb.magic import RunFailed
+
+    shell.user_ns["root"] = ScriptedLM(["```python\nprint(1)\n```"], name="root")  # the script runs out: error
+    shell.user_ns["text"] = "t"
+    with pytest.raises(RunFailed, match=r"The partial result is in _rlm and broken\.$"):
+        shell.run_cell_magic("rlm", "-m root -i text -o broken --quiet", "q")
+    assert shell.user_ns["broken"] is shell.user_ns["_rlm"] and shell.user_ns["broken"].status == "error"
