@@ -94,12 +94,32 @@ def parse_line(magic: Any, line: str) -> Any:
     try:
         args = parse_argstring(magic, line)  # type: ignore[no-untyped-call]
     except UsageError as exc:
-        raise UsageError(f"{exc} (see %%rlm? for the options)") from None
+        raise UsageError(f"{exc}{_did_you_mean(magic, str(exc))} (see %%rlm? for the options)") from None
     for name in ("model", "sub_model", "schema", "out"):  # IPython keeps quotes around option values
         value = getattr(args, name)
         if isinstance(value, str):
             setattr(args, name, unquote(value))
     return args
+
+
+def _did_you_mean(magic: Any, message: str) -> str:
+    """"; did you mean --max-iterations?" for each unrecognized option close to a declared one (as model
+    names get); "" when none is close."""
+    import difflib
+
+    if "unrecognized arguments:" not in message:
+        return ""
+    parser = getattr(magic, "parser", None)
+    declared = sorted(getattr(parser, "_option_string_actions", {}))
+    words = message.split("unrecognized arguments:", 1)[1].split()
+    hints = []
+    for word in (w.split("=", 1)[0] for w in words if w.startswith("-")):
+        same = [d for d in declared if d.startswith("--") == word.startswith("--")]
+        longer = [d for d in same if d.startswith(word) and len(word) > 3]  # an abbreviation, refused as such
+        close = longer[:1] if len(longer) == 1 else difflib.get_close_matches(word, same, n=1, cutoff=0.6)
+        if close and close[0] != word:
+            hints.append(f"{word}: did you mean {close[0]}?")
+    return f"; {'; '.join(hints)}" if hints else ""
 
 
 def setting_values(args: Any) -> dict[str, Any]:

@@ -66,3 +66,27 @@ def test_out_name_holds_a_failed_run_too(shell: InteractiveShell) -> None:  # no
     with pytest.raises(RunFailed, match=r"The partial result is in _rlm and broken\.$"):
         shell.run_cell_magic("rlm", "-m root -i text -o broken --quiet", "q")
     assert shell.user_ns["broken"] is shell.user_ns["_rlm"] and shell.user_ns["broken"].status == "error"
+
+
+@pytest.mark.parametrize("line, hint", [
+    ("--max-iteration 5", "--max-iteration: did you mean --max-iterations?"),
+    ("--dryrun", "--dryrun: did you mean --dry-run?"),
+    ("--max-iter 3", "--max-iter: did you mean --max-iterations?"),
+    ("--qiuet --sandbx local", "--qiuet: did you mean --quiet?; --sandbx: did you mean --sandbox?"),
+])
+def test_a_typo_in_an_option_gets_did_you_mean(shell: InteractiveShell, line: str, hint: str) -> None:  # noqa: F811
+    from IPython.core.error import UsageError
+
+    shell.user_ns["text"] = "t"
+    with pytest.raises(UsageError) as err:
+        shell.run_cell_magic("rlm", f"-m root -i text {line}", "q")
+    message = str(err.value)
+    assert "unrecognized arguments:" in message and hint in message and message.endswith("(see %%rlm? for the options)")
+
+
+def test_an_unknown_option_far_from_any_gets_no_guess(shell: InteractiveShell) -> None:  # noqa: F811
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError) as err:
+        shell.run_cell_magic("rlm", "-m root --zzzzzzzz", "q")
+    assert "did you mean" not in str(err.value)
