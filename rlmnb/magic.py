@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import html
 import keyword
 import os
 from pathlib import Path
@@ -130,7 +131,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if args.verify:
             extras["verify"] = verify_guard(args.verify, self._model_value)
         quiet = args.quiet or self.quiet
-        view = None if quiet or args.dry_run else self._new_view()
+        names = _model_names(model, sub_model)
+        view = None if quiet or args.dry_run else self._new_view(names)
+        shown = _dry_run_placeholder(names) if args.dry_run and not quiet else None
         if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
             view.display(self._placeholder)
             view.start()
@@ -144,6 +147,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             if view is not None:
                 view.discard()
             raise
+        finally:
+            if shown is not None:  # the report (or the error) is the cell's outcome: the placeholder goes
+                shown.update({"text/plain": ""}, raw=True)
         if previous is None:
             self._close_session()
         result = self._execute(rlm, question, inputs, previous, view)
@@ -273,7 +279,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                                  f"model name has its provider first, as in openai/gpt-5-mini.)")
         return value
 
-    def _new_view(self) -> RunWidget | None:
+    def _new_view(self, models: tuple[str, str] = ("", "")) -> RunWidget | None:
         import importlib.util
         import time
 
@@ -284,9 +290,10 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
         # something on screen at once: the first import of ipywidgets and the widget models take a while
         opened = time.time()
-        self._placeholder = RunWidget.placeholder()
+        self._placeholder = RunWidget.placeholder(models)
         view = RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
         view.tree.opened = opened
+        view.tree.expected_models = models
         return view
 
     def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any],
@@ -434,3 +441,22 @@ def unregister(ipython: Any) -> None:
         instance._close_session()
         if instance in ipython.configurables:
             ipython.configurables.remove(instance)
+
+
+def _model_names(model: Any, sub_model: Any) -> tuple[str, str]:
+    """The root and sub model's names as the run will record them (a string, else the object's name)."""
+    def name(m: Any) -> str:
+        return m.strip() if isinstance(m, str) else str(getattr(m, "name", type(m).__name__))
+
+    return name(model), name(sub_model if sub_model is not None else model)
+
+
+def _dry_run_placeholder(models: tuple[str, str]) -> Any:
+    """A line shown at once while a dry run builds its report (the first one loads the tokenizer for
+    seconds); the display handle, cleared when the report is the cell's value."""
+    from IPython.display import display
+
+    text = (f"Dry run: building the first root request for {models[0]} and its estimate (no model is "
+            f"called)…")
+    return display({"text/plain": text, "text/html": f'<div class="rlmnb-dry-run-pending" style="opacity:0.7">'
+                    f'{html.escape(text)}</div>'}, raw=True, display_id=True)  # type: ignore[no-untyped-call]

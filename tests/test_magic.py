@@ -242,7 +242,8 @@ def test_dry_run_calls_no_model(shell: InteractiveShell) -> None:
     text = repr(report)
     assert "First root request" in text and "Estimated cost: $0.0000 – $0.0000" in text
     assert "Inputs summary" in report._repr_html_() and "<script" not in report._repr_html_()
-    assert shell.published == [] and "_rlm" not in shell.user_ns  # no widget, no run
+    # no widget, no run: only the line shown at once while the report is built, then cleared
+    assert [p["data"]["text/plain"][:9] for p in shell.published] == ["Dry run: ", ""] and "_rlm" not in shell.user_ns
     with pytest.raises(UsageError, match="cannot be combined"):
         cell(shell, "-m root --dry-run --continue")
 

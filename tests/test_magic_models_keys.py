@@ -90,3 +90,42 @@ def test_an_unknown_option_far_from_any_gets_no_guess(shell: InteractiveShell) -
     with pytest.raises(UsageError) as err:
         shell.run_cell_magic("rlm", "-m root --zzzzzzzz", "q")
     assert "did you mean" not in str(err.value)
+
+
+def test_a_dry_run_shows_a_placeholder_at_once_then_clears_it(shell: InteractiveShell) -> None:  # noqa: F811
+    shell.user_ns["root"] = ScriptedLM(["x"], name="root-model")
+    shell.user_ns["text"] = "t"
+    published: list[dict[str, object]] = shell.published  # type: ignore[attr-defined]
+    seen_during: list[int] = []
+    real = magics(shell)._dry_run
+
+    def spy(*args: object) -> object:
+        seen_during.append(len(published))  # what was on screen while the report was being built
+        return real(*args)  # type: ignore[arg-type]
+
+    magics(shell)._dry_run = spy  # type: ignore[method-assign]
+    cell_value = shell.run_cell_magic("rlm", "-m root -i text --dry-run", "q")
+    assert seen_during == [1] and "Dry run: building the first root request for root-model" in \
+        str(published[0]["data"])
+    assert published[1]["data"] == {"text/plain": ""} and published[1].get("update") is True
+    assert type(cell_value).__name__ == "DryRunReport"
+
+
+def test_the_live_header_names_the_models_before_the_first_event() -> None:
+    from rlmnb.views import RunTree
+    from rlmnb.views.html import header_html
+
+    tree = RunTree()
+    tree.expected_models = ("openai/gpt-5-mini", "openai/gpt-5-nano")
+    head = header_html(tree.run_view())
+    assert "openai/gpt-5-mini" in head and "openai/gpt-5-nano" in head and "?" not in head
+
+
+def test_the_widget_placeholder_shows_the_models_at_once(shell: InteractiveShell) -> None:  # noqa: F811
+    shell.user_ns["root"] = ScriptedLM(["```python\nprint(1)\n```", "```python\nsubmit('ok')\n```"],
+                                       name="root-model")
+    shell.user_ns["sub"] = ScriptedLM(["x"], name="sub-model")
+    shell.user_ns["text"] = "t"
+    assert shell.run_cell_magic("rlm", "-m root -s sub -i text", "q") == "ok"
+    first = shell.published[0]["data"]["text/html"]  # type: ignore[attr-defined]
+    assert "starting…" in first and "root-model" in first and "sub-model" in first and "?" not in first

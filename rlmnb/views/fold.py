@@ -40,6 +40,8 @@ class RunTree(TreeReadings):
         # when the user's cell started (set by the live widget): the root run's time is the time the user
         # waited, set-up before its first event (importing litellm, binding inputs) included
         self.opened: float | None = None
+        # the root and sub model's names, known before the run's first event (the live header shows them)
+        self.expected_models: tuple[str, str] = ("", "")
         self._changes: set[tuple[Any, ...]] = set()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "run_started": self._run_started, "turn_started": self._turn_started,

@@ -24,6 +24,7 @@ class TreeReadings:
     calls: dict[str, list[Any]]
     totals: Totals
     opened: float | None
+    expected_models: tuple[str, str]
 
     # ---- reading ---------------------------------------------------------------------------------
     @property
@@ -36,7 +37,8 @@ class TreeReadings:
             run = self.runs.get(run_id or self.root_id or "")
             if run is None:
                 waited = (now if now is not None else time.time()) - self.opened if self.opened is not None else 0.0
-                return {"run_id": None, "status": "waiting", "question": "", "model": "", "sub_model": "",
+                model, sub = self.expected_models
+                return {"run_id": None, "status": "waiting", "question": "", "model": model, "sub_model": sub,
                         "label": "", "elapsed": max(0.0, waited), "setup": 0.0, "depth": 0, "turns": 0, "answer": None, "has_answer": False,
                         "reason": "", "error": None, "notes": [], "fallback": False, "sandbox": ""}
             opened = self.opened if run.run_id == self.root_id and self.opened is not None else None
