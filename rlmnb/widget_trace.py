@@ -96,7 +96,7 @@ class TracePanel:
         noun = "matching sub-call" if query.strip() else "sub-call"
         head = f"{len(found):,} {noun}{'' if len(found) == 1 else 's'}"
         if keep != "all":
-            head += f" ({FILTERS[keep][0]})"
+            head += f" · {FILTERS[keep][0]}"
         if len(found) > SHOWN:
             head += f", the first {SHOWN} shown"
         self.results.value = f'<div class="rlmnb-search-status" style="font-size:12px">{head}</div>{"".join(rows)}'
