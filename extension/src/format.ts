@@ -123,9 +123,23 @@ export function answerText(answer: Json | undefined): string {
   }
 }
 
-/** Copy text to the clipboard; `done` hears whether it worked. */
+/**
+ * Copy text to the clipboard; `done` hears whether it worked, once. A clipboard request that neither resolves
+ * nor fails within a second (a permission prompt nobody answers, a page without focus) falls back to the
+ * selection copy, so the button always says something.
+ */
 export function copyText(text: string, done: (ok: boolean) => void): void {
+  let settled = false;
+  const finish = (ok: boolean) => {
+    if (!settled) {
+      settled = true;
+      done(ok);
+    }
+  };
   const fallback = () => {
+    if (settled) {
+      return;
+    }
     const area = document.createElement('textarea');
     area.value = text;
     area.style.position = 'fixed';
@@ -139,10 +153,11 @@ export function copyText(text: string, done: (ok: boolean) => void): void {
       ok = false;
     }
     area.remove();
-    done(ok);
+    finish(ok);
   };
   if (navigator.clipboard?.writeText) {
-    navigator.clipboard.writeText(text).then(() => done(true), fallback);
+    navigator.clipboard.writeText(text).then(() => finish(true), fallback);
+    setTimeout(fallback, 1000);
   } else {
     fallback();
   }
@@ -257,9 +272,10 @@ export function requestInsert(button: HTMLElement, label: string, code: string, 
   button.dispatchEvent(new CustomEvent(INSERT_EVENT, { bubbles: true, detail }));
   if (detail.handled) {
     flash(button, label, 'cell inserted below');
-  } else {
-    copyText(detail.code.replace(/\{run\}/g, '_rlm'), ok =>
-      flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here'));
+  } else { // a trajectory file's viewer: nowhere to insert; the code goes to the clipboard, and the button says so
+    button.textContent = 'no notebook here: copying the code…';
+    copyText(insertedCode(detail.code, '_rlm', runId, ''), ok =>
+      flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here: copy failed'));
   }
 }
 
