@@ -259,6 +259,7 @@ class RunWidget:
         self.stop()
         self.push()
         self.finished = True
+        self.trace.enable()
         self.trace.refresh()
         if self._handle is not None:
             self._handle.update(self)

@@ -58,3 +58,28 @@ def test_the_demo_gives_one_time_figure_in_the_views_format(tmp_path: Path, caps
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.match(r"The answer is correct; the run took \d+(\.\d)? (ms|s) \(\d+(\.\d)? (ms|s) with the sandbox's "
                     r"set-up\)\. HTML view written to ", last), last
+
+
+def test_live_controls_are_disabled_with_the_reason_until_the_run_ends() -> None:
+    from rlmnb.widget import RunWidget
+    from rlmnb.widget_trace import WAIT_REASON
+
+    root = ScriptedLM([code("r = llm_query_batched(['a', 'b'])"), code("submit(len(r))")])
+    widget = RunWidget(interval=0.05)
+    seen: list[tuple[bool, str]] = []
+
+    def watch(event: object) -> None:
+        widget.on_event(event)  # type: ignore[arg-type]
+        if getattr(event, "kind", "") == "sub_call_finished":
+            widget.push()
+            trace = widget.trace
+            seen.append((all(c.disabled for c in (trace.search, trace.sort, trace.keep, trace.timeline)),
+                         trace.scope.value))
+
+    RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="local", on_event=watch).run("q", text="t")
+    assert seen and all(disabled for disabled, _ in seen) and WAIT_REASON in seen[0][1]
+    assert widget.trace.search.tooltip == WAIT_REASON
+    widget.finish()
+    trace = widget.trace
+    assert not any(c.disabled for c in (trace.search, trace.sort, trace.keep, trace.timeline))
+    assert WAIT_REASON not in trace.scope.value
