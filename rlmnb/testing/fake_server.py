@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .fake_behaviours import (
+from rlmnb.testing.fake_behaviours import (
     BUILTIN_RESPONDERS,
     FAULT_KINDS,
     Latency,
@@ -44,8 +44,8 @@ from .fake_behaviours import (
     text_of,
 )
 
-__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "FakeServer", "Latency", "Responder",
-           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens"]
+__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Address", "FakeServer", "Latency", "Responder",
+           "echo_responder", "lm_for", "load_responder", "load_script", "needle_responder", "plausible_tokens"]
 
 
 class Address:
@@ -379,7 +379,7 @@ def _fmt_seconds(value: float) -> str:
 
 def lm_for(url: str, name: str, **kwargs: Any) -> Any:
     """A `LiteLLM` for `name` on a fake server at `url` (provider "openai/", a dummy key)."""
-    from ..litellm_lm import LiteLLM
+    from rlmnb._models.litellm import LiteLLM
 
     kwargs.setdefault("api_key", "fake-key")
     return LiteLLM(name if "/" in name else f"openai/{name}", api_base=url, **kwargs)
