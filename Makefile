@@ -1,7 +1,7 @@
 # Two jobs: `make demo` (the offline demo) and `make test` (the whole suite). Each sets itself up:
-# a virtual environment in .venv with rlmnb and its dev dependencies, made on first use. Installing
-# rlmnb builds the JupyterLab extension (extension/) with npm; the venv then links to the build, so
-# `make extension` after editing extension/src is all JupyterLab needs (reload the page).
+# a virtual environment in .venv with rlmnb and its dev dependencies, made on first use, and the
+# JupyterLab extension (extension/) built with `npm ci` from the committed lock (which it never rewrites);
+# the venv links to the build, so `make extension` after editing extension/src is all JupyterLab needs.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -17,17 +17,17 @@ $(STAMP): pyproject.toml extension/package.json constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	rm -rf $(LABEXT) rlmnb/labextension/install.json  # a re-install must not write through the link below
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	rm -rf $(LABEXT) && ln -s $(CURDIR)/rlmnb/labextension $(LABEXT)
 	touch $(STAMP)
 
 rlmnb/labextension/package.json: $(EXT_SRC) | $(STAMP)
-	cd extension && PATH="$(CURDIR)/$(BIN):$$PATH" npm install --no-audit --no-fund --silent && PATH="$(CURDIR)/$(BIN):$$PATH" npm run --silent build
+	cd extension && PATH="$(CURDIR)/$(BIN):$$PATH" npm $(if $(wildcard extension/package-lock.json),ci,install) --no-audit --no-fund --silent && PATH="$(CURDIR)/$(BIN):$$PATH" npm run --silent build
 	touch $@
 
 extension: rlmnb/labextension/package.json
 
-demo: $(STAMP)
+demo: $(STAMP) rlmnb/labextension/package.json
 	$(BIN)/rlmnb demo
 
 test: $(STAMP) rlmnb/labextension/package.json

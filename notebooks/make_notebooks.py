@@ -540,11 +540,14 @@ print("citations correct:", cited == truth["notice"])
 print("totals correct:", run.answer["invoice_totals"] == truth["totals"])"""),
 ]
 
+KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"  # ipykernel's kernel.json for "python3"
+
 
 def build(name: str) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = NOTEBOOKS[name]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # as JupyterLab saves it (the installed ipykernel spec's name): opening the tutorial leaves it clean
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": KERNEL_DISPLAY_NAME, "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     started = time.perf_counter()
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()

@@ -33,6 +33,7 @@ _EXPORTS = {
     "ImagesRefused": "rlmnb._ground.errors",
     "RuleBased": "rlmnb._guards.rules", "LLMJudge": "rlmnb._guards.rules", "AllOf": "rlmnb._guards.rules",
     "QuotesFound": "rlmnb._guards.quotes",
+    "saved_run": "rlmnb._notebook.saved_runs",
 }
 
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension", "__version__"])
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from rlmnb._guards.rules import AllOf, LLMJudge, RuleBased
     from rlmnb._models.base import LM, Completion
     from rlmnb._models.litellm import LiteLLM
+    from rlmnb._notebook.saved_runs import saved_run
     from rlmnb.events import Trajectory
     from rlmnb.inputs import FieldInfo, InputsSummary
 

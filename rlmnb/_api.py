@@ -31,6 +31,7 @@ from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
 
 if TYPE_CHECKING:
     from rlmnb._engine.journal import Journal, JournalWriter
+    from rlmnb._engine.workspace import Workspace
     from rlmnb.inputs import Field, InputsSummary
 
 __all__ = ["RLM", "STATUSES", "RunResult", "Session"]  # Session: defined in _engine.turn
@@ -54,6 +55,7 @@ class RunResult:
     journal: Path | None = field(default=None, repr=False, compare=False)  # the run's journal file, if written
     # event subscribers (on_event, the widget) that raised, each with its traceback; they got no more events
     subscriber_errors: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    fields: tuple[Field, ...] = field(default=(), repr=False, compare=False)  # the bound inputs (workspace())
 
     @property
     def ok(self) -> bool:
@@ -77,6 +79,14 @@ class RunResult:
     def to_frame(self) -> Any:
         """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
         return self.trajectory.to_frame()
+
+    def workspace(self, *, live: bool = False, sub_model: Any = None, **values: Any) -> Workspace:
+        """The run's inputs and primitives (`inputs`, `sql`, `llm_query`, ...) in the notebook, so code of
+        its turns runs there; sub-calls are answered from the run's record unless `live`
+        (see rlmnb._engine.workspace). `values` bind in-memory inputs again when the run was loaded from a file."""
+        from rlmnb._engine.workspace import workspace_of
+
+        return workspace_of(self.trajectory, self.fields, live=live, sub_model=sub_model, **values)
 
     def to_json(self, indent: int | None = None) -> str:
         import json
@@ -317,7 +327,7 @@ class RLM:
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
                          error=record.error, verified=record.verified, session=record.session,
                          journal=writer.path if writer is not None else None,
-                         subscriber_errors=tuple(bus.subscriber_errors))
+                         subscriber_errors=tuple(bus.subscriber_errors), fields=tuple(prep.fields))
 
     def _open_journal(self, bus: EventBus, prep: _Prepared, run_id: str) -> JournalWriter | None:
         """Start this run's journal (rlmnb._engine.journal) as the bus's first subscriber; None when journaling is off."""

@@ -123,9 +123,23 @@ export function answerText(answer: Json | undefined): string {
   }
 }
 
-/** Copy text to the clipboard; `done` hears whether it worked. */
+/**
+ * Copy text to the clipboard; `done` hears whether it worked, once. A clipboard request that neither resolves
+ * nor fails within a second (a permission prompt nobody answers, a page without focus) falls back to the
+ * selection copy, so the button always says something.
+ */
 export function copyText(text: string, done: (ok: boolean) => void): void {
+  let settled = false;
+  const finish = (ok: boolean) => {
+    if (!settled) {
+      settled = true;
+      done(ok);
+    }
+  };
   const fallback = () => {
+    if (settled) {
+      return;
+    }
     const area = document.createElement('textarea');
     area.value = text;
     area.style.position = 'fixed';
@@ -139,10 +153,11 @@ export function copyText(text: string, done: (ok: boolean) => void): void {
       ok = false;
     }
     area.remove();
-    done(ok);
+    finish(ok);
   };
   if (navigator.clipboard?.writeText) {
-    navigator.clipboard.writeText(text).then(() => done(true), fallback);
+    navigator.clipboard.writeText(text).then(() => finish(true), fallback);
+    setTimeout(fallback, 1000);
   } else {
     fallback();
   }
@@ -178,31 +193,89 @@ export const INSERT_EVENT = 'rlmnb:insert-cell';
 export interface InsertDetail {
   code: string; // the cell's source; "{run}" is replaced by the run's variable (-o NAME, else _rlm)
   handled: boolean;
+  // the run's id, when the view may be a saved output: the plugin then binds the run with
+  // rlmnb.saved_run (this kernel's run, else the one saved in the notebook), so a fresh kernel can run it
+  runId?: string;
 }
 
-export function insertButton(label: string, code: () => string, title: string): HTMLElement {
+export function insertButton(label: string, code: () => string, title: string, runId?: string): HTMLElement {
   const button = h('button', 'rlmnb-button rlmnb-insert', label) as HTMLButtonElement;
   button.title = title;
   button.addEventListener('click', event => {
     event.preventDefault();
     event.stopPropagation();
-    requestInsert(button, label, code());
+    requestInsert(button, label, code(), runId);
   });
   return button;
+}
+
+/**
+ * The cell's source for an insert: "{run}" bound to the run. With the run's id (the extension's view, which a
+ * reopened notebook shows too), a first line binds it with rlmnb.saved_run: this kernel's run if it still has
+ * it, else the one saved in this notebook's output (the kernel's working folder is the notebook's).
+ */
+export function insertedCode(code: string, variable: string, runId: string | undefined, notebookPath: string): string {
+  if (!code.includes('{run}')) {
+    return code;
+  }
+  if (runId) {
+    const name = variable === '_rlm' ? 'run' : variable;
+    const file = notebookPath.split('/').pop() ?? '';
+    const where = file ? `, notebook=${JSON.stringify(file)}` : '';
+    return `from rlmnb import saved_run\n${name} = saved_run(${JSON.stringify(runId)}${where})  `
+      + `# this kernel's run, else the one saved in ${file || 'the notebook'}\n`
+      + code.replace(/\{run\}/g, name);
+  }
+  const note = variable === '_rlm' ? '# _rlm: the last %%rlm run of this kernel (add -o NAME to a cell to keep its run)\n' : '';
+  return note + code.replace(/\{run\}/g, variable);
+}
+
+/** What the run's workspace binds in the notebook (rlmnb/workspace.py PRIMITIVES, same order). */
+export const WORKSPACE_NAMES = ['inputs', 'sql', 'llm_query', 'llm_query_batched', 'submit', 'FINAL'];
+/** Sandbox names a pasted cell cannot have: they need the run's sandbox and its budget. */
+export const SANDBOX_ONLY = ['rlm_query', 'rlm_query_batched', 'llm_map', 'llm_classify', 'llm_filter', 'FINAL_VAR',
+  'SHOW_VARS'];
+
+function uses(code: string, name: string): boolean {
+  return new RegExp(`(?<![\\w.])${name}(?!\\w)`).test(code);
+}
+
+/**
+ * A turn's code made runnable in a notebook cell: a header binds the primitives it uses from the run
+ * ("{run}", see InsertDetail) with `workspace().take(...)`, sub-calls answered from the run's record; names
+ * that exist only in the sandbox are said in a comment. Code that uses none comes back unchanged.
+ */
+export function runnableCode(code: string): string {
+  const used = WORKSPACE_NAMES.filter(n => uses(code, n));
+  const missing = SANDBOX_ONLY.filter(n => uses(code, n));
+  const lines: string[] = [];
+  if (used.length) {
+    const names = used.join(', ');
+    lines.push('# this turn\'s code, with the run\'s ' + names + ' bound here; sub-calls are answered from the',
+      '# run\'s record ({run}.workspace(live=True) sends them to the sub-model instead)',
+      `${used.length === 1 ? names + ',' : names} = {run}.workspace().take(${used.map(n => `"${n}"`).join(', ')})`);
+  }
+  if (missing.length) {
+    const one = missing.length === 1;
+    lines.push(`# ${missing.join(', ')} ${one ? 'exists' : 'exist'} only in the run's sandbox: this cell fails where it `
+      + `calls ${one ? 'it' : 'them'}`);
+  }
+  return lines.length ? `${lines.join('\n')}\n\n${code}` : code;
 }
 
 /**
  * What an insert button does when clicked (this view's buttons and the live widget's alike): ask the
  * notebook for a cell below the output; outside a notebook, copy the code instead.
  */
-export function requestInsert(button: HTMLElement, label: string, code: string): void {
-  const detail: InsertDetail = { code, handled: false };
+export function requestInsert(button: HTMLElement, label: string, code: string, runId?: string): void {
+  const detail: InsertDetail = { code, handled: false, runId };
   button.dispatchEvent(new CustomEvent(INSERT_EVENT, { bubbles: true, detail }));
   if (detail.handled) {
     flash(button, label, 'cell inserted below');
-  } else {
-    copyText(detail.code.replace(/\{run\}/g, '_rlm'), ok =>
-      flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here'));
+  } else { // a trajectory file's viewer: nowhere to insert; the code goes to the clipboard, and the button says so
+    button.textContent = 'no notebook here: copying the code…';
+    copyText(insertedCode(detail.code, '_rlm', runId, ''), ok =>
+      flash(button, label, ok ? 'no notebook here: code copied' : 'no notebook here: copy failed'));
   }
 }
 

@@ -17,7 +17,7 @@
  * are remembered when opened, and opened again after each redraw of the piece they sit in.
  */
 
-import { copyFrom, requestInsert } from './format';
+import { copyFrom, requestInsert, runnableCode } from './format';
 
 export const ACTION = 'data-rlmnb-action';
 export const LIVE_VIEW = '.rlmnb-widget';
@@ -46,9 +46,10 @@ export function handleLiveClick(event: MouseEvent): boolean {
       copyFrom(button, label, text);
     }
   } else if (action === 'insert') {
-    const code = button.getAttribute('data-rlmnb-code') ?? blockText(button);
+    const fixed = button.getAttribute('data-rlmnb-code');
+    const code = fixed ?? blockText(button);
     if (code !== null) {
-      requestInsert(button, label, code);
+      requestInsert(button, label, fixed === null ? runnableCode(code) : code); // a turn's code: runnable here
     }
   }
   return true;

@@ -8,7 +8,7 @@
  * widgets to the notebook holding the clicked output and uses the notebook model's shared cell list.
  */
 
-import { INSERT_EVENT, InsertDetail } from './format';
+import { INSERT_EVENT, InsertDetail, insertedCode } from './format';
 import { installLiveButtons } from './live';
 
 interface CellLike {
@@ -23,7 +23,7 @@ interface NotebookLike {
 }
 
 interface AppLike {
-  shell: { widgets(area: string): Iterable<{ node: HTMLElement; content?: unknown }> };
+  shell: { widgets(area: string): Iterable<{ node: HTMLElement; content?: unknown; context?: { path?: string } }> };
 }
 
 /** The variable holding a %%rlm cell's run: its -o/--out NAME, else _rlm (the last run of the kernel). */
@@ -36,11 +36,11 @@ export function runVariable(source: string): string {
   return match ? match[1] : '_rlm';
 }
 
-function notebookOf(app: AppLike, target: HTMLElement): NotebookLike | null {
+function notebookOf(app: AppLike, target: HTMLElement): { notebook: NotebookLike; path: string } | null {
   for (const widget of app.shell.widgets('main')) {
     const content = widget.content as NotebookLike | undefined;
     if (content && Array.isArray(content.widgets) && widget.node.contains(target) && content.model) {
-      return content;
+      return { notebook: content, path: widget.context?.path ?? '' };
     }
   }
   return null;
@@ -52,8 +52,9 @@ function insertBelow(app: AppLike, event: Event): void {
   if (!target || !detail || typeof detail.code !== 'string') {
     return;
   }
-  const notebook = notebookOf(app, target);
-  if (!notebook || !notebook.model) {
+  const found = notebookOf(app, target);
+  const notebook = found?.notebook;
+  if (!found || !notebook || !notebook.model) {
     return; // not in a notebook: the view copies the code instead
   }
   const index = notebook.widgets.findIndex(cell => cell.node.contains(target));
@@ -61,8 +62,7 @@ function insertBelow(app: AppLike, event: Event): void {
     return;
   }
   const variable = runVariable(notebook.widgets[index].model.sharedModel.getSource());
-  const note = variable === '_rlm' ? '# _rlm: the last %%rlm run of this kernel (add -o NAME to a cell to keep its run)\n' : '';
-  const code = detail.code.includes('{run}') ? note + detail.code.replace(/\{run\}/g, variable) : detail.code;
+  const code = insertedCode(detail.code, variable, detail.runId, found.path);
   notebook.model.sharedModel.insertCell(index + 1, { cell_type: 'code', source: code });
   notebook.activeCellIndex = index + 1;
   detail.handled = true;

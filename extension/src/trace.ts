@@ -168,7 +168,7 @@ export function traceView(tree: Tree): HTMLElement | null {
   const filter = select(FILTERS, 'rlmnb-filter', 'filter sub-calls');
   const timelineButton = h('button', 'rlmnb-button rlmnb-timeline-toggle', 'timeline') as HTMLButtonElement;
   const frame = insertButton('open as DataFrame', () => '{run}.to_frame()  # one row per sub-call',
-    'insert a cell below with this run\'s sub-calls as a pandas DataFrame');
+    'insert a cell below with this run\'s sub-calls as a pandas DataFrame', tree.rootId ?? undefined);
   const status = h('span', 'rlmnb-search-status rlmnb-muted');
   const scope = h('div', 'rlmnb-scope rlmnb-muted', searchScope(hits));
   const results = h('div', 'rlmnb-search-results');
@@ -210,7 +210,7 @@ export function traceView(tree: Tree): HTMLElement | null {
     found = found.map((hit, i) => ({ hit, i, k: key(hit.call) }))
       .sort((a, b) => a.k - b.k || a.i - b.i).map(x => x.hit);
     const noun = query ? 'matching sub-call' : 'sub-call';
-    show(found, `${plural(found.length, noun)}${filter.value !== 'all' ? ` (${FILTERS[filter.value][0]})` : ''}`);
+    show(found, `${plural(found.length, noun)}${filter.value !== 'all' ? ` · ${FILTERS[filter.value][0]}` : ''}`);
   };
   let timer: ReturnType<typeof setTimeout> | undefined;
   input.addEventListener('input', () => {
@@ -394,7 +394,7 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
     }
   });
   const legend = h('div', 'rlmnb-legend rlmnb-muted',
-    ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call (running)'],
+    ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call (provider time)'],
       ['rlmnb-bar-slow', 'slow (above p95)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
       ['rlmnb-bar-cached', 'cached'], ['rlmnb-bar-error', 'error'],
       ...(peakQueued ? [['rlmnb-queue', 'queued (waiting for a slot)']] : [])]

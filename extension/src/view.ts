@@ -6,7 +6,7 @@
 import { Env, answerView } from './answer';
 import { Group, Run, Tree, Turn, groupFigures, outCounts, runElapsed, slotsRecorded } from './fold';
 import {
-  Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
+  Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, runnableCode,
   moreLabel, pendingTurnText, plural
 } from './format';
 import { PAGE_SIZE, callRow, traceView } from './trace';
@@ -97,7 +97,7 @@ function mapSummary(g: Group): string {
   return parts.join(' · ');
 }
 
-function groupSummary(g: Group): string {
+function groupSummary(g: Group, ended = false): string {
   if (g.kind === 'map' && g.map) {
     return mapSummary(g);
   }
@@ -109,7 +109,8 @@ function groupSummary(g: Group): string {
   }
   const queueParts: string[] = [];
   if (f.finished < f.started) {
-    queueParts.push(`${fmtInt(f.inFlight)} in flight${f.queued ? ` · ${fmtInt(f.queued)} queued` : ''}`);
+    const [flying, waiting] = ended ? ['cancelled', 'not sent'] : ['in flight', 'queued']; // an ended run has none out
+    queueParts.push(`${fmtInt(f.inFlight)} ${flying}${f.queued ? ` · ${fmtInt(f.queued)} ${waiting}` : ''}`);
   }
   if (f.queuedP95 !== null && f.queuedP95 >= 0.001) {
     queueParts.push(`queued p50 ${fmtSecs(f.queuedP50)} · p95 ${fmtSecs(f.queuedP95)}`);
@@ -138,8 +139,8 @@ function groupSummary(g: Group): string {
   return parts.join(' · ');
 }
 
-export function groupView(g: Group, pageSize = PAGE_SIZE): HTMLElement {
-  return details([h('span', 'rlmnb-group-title', groupSummary(g))], () => {
+export function groupView(g: Group, pageSize = PAGE_SIZE, ended = false): HTMLElement {
+  return details([h('span', 'rlmnb-group-title', groupSummary(g, ended))], () => {
     const list = h('div', 'rlmnb-calls');
     let shown = 0;
     const more = h('button', 'rlmnb-more');
@@ -188,7 +189,8 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
   }
   if (code) {
     box.appendChild(h('div', 'rlmnb-label', 'code ', copyButton('copy', () => code),
-      insertButton('copy code to a new cell', () => code, 'insert a cell below with this turn\'s code')));
+      insertButton('copy code to a new cell', () => runnableCode(code), 'insert a cell below with this turn\'s code, '
+        + 'runnable there', tree.rootId ?? undefined)));
     box.appendChild(textBlock(code, 'rlmnb-code'));
   } else if (t.reply) {
     box.appendChild(h('div', 'rlmnb-muted', '(no code in this reply)'));
@@ -209,7 +211,7 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     box.appendChild(h('div', `rlmnb-note rlmnb-note-${kind}`, text));
   }
   for (const g of t.groups) {
-    box.appendChild(groupView(g));
+    box.appendChild(groupView(g, PAGE_SIZE, run.status !== 'running'));
   }
   for (const id of t.children) {
     const child = tree.runs.get(id);
@@ -301,13 +303,17 @@ export function metersView(tree: Tree): HTMLElement {
   const tokens = t.inputTokens + t.outputTokens;
   const elapsed = runElapsed(tree, root);
   const [inFlight, queued] = outCounts(t.subCalls, t.subDone, t.subSent, t.subSentDone, t.queueRecorded);
+  const ended = root.status !== 'running'; // nothing is in flight after the end: cancelled, or never sent
   const out = [[inFlight, 'in flight'], [queued, 'queued']].filter(([n]) => (n as number) > 0)
     .map(([n, word]) => `+${fmtInt(n as number)} ${word}`);
-  const calls = `${fmtInt(t.subDone)}${out.length ? ` (${out.join(', ')})` : ''}` +
-    `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}`;
+  const gone = [[inFlight, 'cancelled'], [queued, 'not sent']].filter(([n]) => (n as number) > 0)
+    .map(([n, word]) => `${fmtInt(n as number)} ${word}`);
+  const calls = `${fmtInt(t.subDone)}${out.length && !ended ? ` (${out.join(', ')})` : ''}` +
+    `${limitText(maxCalls, fmtInt)}${t.subErrors ? ` · ${fmtInt(t.subErrors)} failed` : ''}` +
+    `${ended && gone.length ? ` · ${gone.join(', ')}` : ''}`;
   return h('div', 'rlmnb-meters',
     meter('turns', `${turns}${limitText(maxTurns, fmtInt)}`, turns, maxTurns),
-    meter('sub-calls', calls, t.subDone, maxCalls, inFlight + queued),
+    meter('sub-calls', calls, t.subDone, maxCalls, ended ? 0 : inFlight + queued),
     meter('tokens', `${fmtCount(t.inputTokens)} in · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`,
       tokens, maxTokens),
     meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`, t.cost, maxCost),

@@ -111,11 +111,7 @@ class Budget:
             if charged:
                 left = self.max_llm_calls - self._charged_used - self._charged_reserved
                 if calls > left:
-                    what = "this call" if calls == 1 else f"a batch of {calls} calls"
-                    raise BudgetExhausted(
-                        f"Sub-call budget exhausted: {left} of {self.max_llm_calls} calls left, not enough for "
-                        f"{what}; nothing was sent. Aggregate what you already have with code, send fewer, "
-                        f"larger prompts, or submit your answer.")
+                    raise BudgetExhausted(_not_enough(calls, left, self.max_llm_calls))
                 self._charged_reserved += calls
             self._tokens_reserved += est_tokens
             self._cost_reserved += est_cost
@@ -173,3 +169,17 @@ class Budget:
                 f"Cost budget would be passed: ${used.cost_usd:.4f} spent and ${self._cost_reserved:.4f} held for "
                 f"calls in flight of ${self.max_cost:.4f}, and {'this call' if calls == 1 else f'{calls} calls'} "
                 f"may cost ~${est_cost:.4f}; nothing was sent. Send fewer or smaller prompts, or submit your answer.")
+
+
+def _not_enough(calls: int, left: int, limit: int) -> str:
+    """Why a reservation of `calls` fails with `left` of `limit` calls left: a spent budget, a batch larger
+    than what is left, or a batch larger than the whole budget (nothing spent yet: not "exhausted")."""
+    if left <= 0:
+        return (f"Sub-call budget exhausted: all {limit:,} calls are spent; nothing was sent. Aggregate what you "
+                f"already have with code, or submit your answer.")
+    if left < limit:
+        return (f"Sub-call budget exhausted: {left:,} of {limit:,} calls left, not enough for a batch of {calls:,}; "
+                f"nothing was sent. Send at most {left:,} prompts at once, aggregate what you already have with "
+                f"code, or submit your answer.")
+    return (f"A batch of {calls:,} sub-calls is larger than the whole sub-call budget ({limit:,} calls, none spent "
+            f"yet); nothing was sent. Send at most {limit:,} prompts at once, packing several items into each.")

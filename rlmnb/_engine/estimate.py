@@ -1,7 +1,9 @@
 """What a run would cost, before it runs: the price of a model and the dry-run cost range.
 
-The range brackets two runs. The low end is a lean run: a few root turns and one pass of the
-sub-model over the inputs. The high end spends the whole budget: every root turn (plus the final
+The range brackets two runs. The low end is a lean run: a few root turns and a few sub-calls that
+read a chunk each (one pass over small inputs; a sample of large ones, which a lean run queries with
+`sql()` or reads in part rather than whole), with terse replies, and never more than half the sub-call
+budget, so the low end stays below the high one. The high end spends the whole budget: every root turn (plus the final
 fallback call) with a growing conversation, and every allowed sub-call with a full prompt. Both
 are capped by `max_tokens` and `max_cost` when set. Prices come from the model object when it
 carries them, else from litellm's bundled price table, read as JSON so litellm is not imported.
@@ -28,6 +30,7 @@ SUB_REPLY_LOW = 100          # a terse sub-call answer
 SUB_REPLY_HIGH = 1_000       # a long sub-call answer
 CHUNK_TOKENS = 50_000        # the chunk a sub-call reads, at most half the sub-model's window
 LEAN_TURNS = 3               # explore, fan out, submit
+LEAN_SUB_CALLS = 10          # a lean run's sub-calls at most (and at most half the budget)
 
 
 @dataclass(frozen=True)
@@ -168,10 +171,13 @@ class CostEstimate:
         return f"${self.low.cost_usd:.4f} – ${self.high.cost_usd:.4f}"
 
     def lines(self) -> list[str]:
+        """The range, then each end with what it assumes (turns, sub-calls and their sizes), then the prices."""
         out = [f"Estimated cost: {self.cost_text()}"]
-        for label, s in (("low (lean run)", self.low), ("high (whole budget)", self.high)):
-            out.append(f"  {label}: {s.root_calls} root call(s), {s.root_input:,} in / {s.root_output:,} out tokens; "
-                       f"{s.sub_calls:,} sub-call(s), {s.sub_input:,} in / {s.sub_output:,} out tokens"
+        for label, s in (("low (a lean run)", self.low), ("high (the whole budget)", self.high)):
+            each = (f" of ~{s.sub_input // s.sub_calls:,} tokens with ~{s.sub_output // s.sub_calls:,}-token replies"
+                    if s.sub_calls else "")
+            out.append(f"  {label}: assumes {s.root_calls} root call(s) and {s.sub_calls:,} sub-call(s){each}; "
+                       f"{s.root_input + s.sub_input:,} in / {s.root_output + s.sub_output:,} out tokens"
                        + (f" ({s.capped})" if s.capped else ""))
         out.extend(f"  {note}" for note in self.notes)
         return out
@@ -200,7 +206,8 @@ def estimate_run(*, first_prompt_tokens: int, data_tokens: int, config: RLMConfi
 
     low_turns = min(LEAN_TURNS, config.max_iterations)
     low_in, low_out = root(low_turns)
-    low_sub = min(config.max_llm_calls, max(1, math.ceil(data_tokens / chunk))) if data_tokens else 0
+    lean_calls = min(LEAN_SUB_CALLS, max(1, config.max_llm_calls // 2))
+    low_sub = min(lean_calls, max(1, math.ceil(data_tokens / chunk))) if data_tokens else 0
     low_sub_in = min(data_tokens, low_sub * chunk) + low_sub * SUB_PROMPT_OVERHEAD
     low = Scenario(low_turns, low_in, low_out, low_sub, low_sub_in, low_sub * SUB_REPLY_LOW)
 

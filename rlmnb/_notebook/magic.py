@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import html
 import keyword
 import os
 from pathlib import Path
@@ -90,6 +91,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         self._placeholder: Any = None  # the display a run's widget takes over (see _new_view)
         self.history: list[RunResult] = []  # this kernel's runs, oldest first, for %rlm export PATH --all
         self._session_holder: RunResult | None = None
+        self.last_models: tuple[Any, Any] = (None, None)  # the last run's root and sub model (%rlm models)
+        self._held_in = "_rlm"  # where the last run's RunResult is: _rlm, and its -o NAME (errors say so)
 
     # ---- the magic --------------------------------------------------------------------------------
     @declare_arguments
@@ -126,7 +129,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if args.verify:
             extras["verify"] = verify_guard(args.verify, self._model_value)
         quiet = args.quiet or self.quiet
-        view = None if quiet or args.dry_run else self._new_view()
+        names = _model_names(model, sub_model)
+        view = None if quiet or args.dry_run else self._new_view(names)
+        shown = _dry_run_placeholder(names) if args.dry_run and not quiet else None
         if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
             view.display(self._placeholder)
             view.start()
@@ -135,10 +140,14 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             if args.dry_run:
                 return self._dry_run(rlm, question, inputs)
             self._check_keys(rlm)
+            self.last_models = (rlm.model, rlm.sub_model)
         except BaseException:
             if view is not None:
                 view.discard()
             raise
+        finally:
+            if shown is not None:  # the report (or the error) is the cell's outcome: the placeholder goes
+                shown.update({"text/plain": ""}, raw=True)
         if previous is None:
             self._close_session()
         if args.resume:
@@ -181,19 +190,20 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if result.status == "interrupted":
             turns = len(result.trajectory.of(_turn_started_type(), run_id=result.run_id))
             raise RunInterrupted(f"Run interrupted after {turns} turn(s); the partial trajectory is kept and the "
-                                 f"RunResult is in _rlm.")
+                                 f"RunResult is in {self._held_in}.")
         if result.status == "error":
             error = result.error or result.reason
             if error.startswith(MissingAPIKey.__name__):
                 raise UsageError(error.split(": ", 1)[-1])
-            raise RunFailed(f"The run failed: {error.rstrip('.')}. The partial result is in _rlm.")
+            raise RunFailed(f"The run failed: {error.rstrip('.')}. The partial result is in {self._held_in}.")
         return result.answer
 
     def _record(self, result: RunResult, out_name: str | None) -> None:
         self.last = result
         self.history = [*self.history[-(MAX_HISTORY - 1):], result]
         self.ip.user_ns["_rlm"] = result
-        if out_name and result.status not in ("interrupted", "error"):
+        self._held_in = f"_rlm and {out_name}" if out_name else "_rlm"
+        if out_name:  # whatever the status: an interrupted or failed run is kept under its name too
             self.ip.user_ns[out_name] = result
         kept = result.session is not None and not result.session.closed
         previous = self._session_holder
@@ -277,7 +287,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                                  f"model name has its provider first, as in openai/gpt-5-mini.)")
         return value
 
-    def _new_view(self) -> RunWidget | None:
+    def _new_view(self, models: tuple[str, str] = ("", "")) -> RunWidget | None:
         import importlib.util
         import time
 
@@ -288,9 +298,10 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
         # something on screen at once: the first import of ipywidgets and the widget models take a while
         opened = time.time()
-        self._placeholder = RunWidget.placeholder()
+        self._placeholder = RunWidget.placeholder(models)
         view = RunWidget(interval=self.widget_interval, embed_trajectory=self.embed_trajectory)
         view.tree.opened = opened
+        view.tree.expected_models = models
         return view
 
     def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any],
@@ -440,3 +451,22 @@ def unregister(ipython: Any) -> None:
         instance._close_session()
         if instance in ipython.configurables:
             ipython.configurables.remove(instance)
+
+
+def _model_names(model: Any, sub_model: Any) -> tuple[str, str]:
+    """The root and sub model's names as the run will record them (a string, else the object's name)."""
+    def name(m: Any) -> str:
+        return m.strip() if isinstance(m, str) else str(getattr(m, "name", type(m).__name__))
+
+    return name(model), name(sub_model if sub_model is not None else model)
+
+
+def _dry_run_placeholder(models: tuple[str, str]) -> Any:
+    """A line shown at once while a dry run builds its report (the first one loads the tokenizer for
+    seconds); the display handle, cleared when the report is the cell's value."""
+    from IPython.display import display
+
+    text = (f"Dry run: building the first root request for {models[0]} and its estimate (no model is "
+            f"called)…")
+    return display({"text/plain": text, "text/html": f'<div class="rlmnb-dry-run-pending" style="opacity:0.7">'
+                    f'{html.escape(text)}</div>'}, raw=True, display_id=True)  # type: ignore[no-untyped-call]

@@ -55,8 +55,8 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                       "help": "Where the model's code runs. Default: RLMMagics.sandbox."}),
     (("--schema",), {"metavar": "NAME", "help": "A pydantic model or dataclass in your namespace the "
                      "answer must validate against."}),
-    (("-o", "--out"), {"metavar": "NAME", "help": "Also store the RunResult in this variable (_rlm always "
-                       "holds the last one)."}),
+    (("-o", "--out"), {"metavar": "NAME", "help": "Also store the RunResult in this variable, whatever its "
+                       "status (interrupted and failed runs too); _rlm always holds the last one."}),
     (("--continue",), {"action": "store_true", "dest": "continue_run", "help": "Carry on the previous "
                        "run's sandbox state and conversation with this new question."}),
     (("--dry-run",), {"action": "store_true", "dest": "dry_run", "help": "Show the inputs summary, the "
@@ -104,12 +104,32 @@ def parse_line(magic: Any, line: str) -> Any:
     try:
         args = parse_argstring(magic, line)  # type: ignore[no-untyped-call]
     except UsageError as exc:
-        raise UsageError(f"{exc} (see %%rlm? for the options)") from None
+        raise UsageError(f"{exc}{_did_you_mean(magic, str(exc))} (see %%rlm? for the options)") from None
     for name in ("model", "sub_model", "schema", "out"):  # IPython keeps quotes around option values
         value = getattr(args, name)
         if isinstance(value, str):
             setattr(args, name, unquote(value))
     return args
+
+
+def _did_you_mean(magic: Any, message: str) -> str:
+    """"; did you mean --max-iterations?" for each unrecognized option close to a declared one (as model
+    names get); "" when none is close."""
+    import difflib
+
+    if "unrecognized arguments:" not in message:
+        return ""
+    parser = getattr(magic, "parser", None)
+    declared = sorted(getattr(parser, "_option_string_actions", {}))
+    words = message.split("unrecognized arguments:", 1)[1].split()
+    hints = []
+    for word in (w.split("=", 1)[0] for w in words if w.startswith("-")):
+        same = [d for d in declared if d.startswith("--") == word.startswith("--")]
+        longer = [d for d in same if d.startswith(word) and len(word) > 3]  # an abbreviation, refused as such
+        close = longer[:1] if len(longer) == 1 else difflib.get_close_matches(word, same, n=1, cutoff=0.6)
+        if close and close[0] != word:
+            hints.append(f"{word}: did you mean {close[0]}?")
+    return f"; {'; '.join(hints)}" if hints else ""
 
 
 def setting_values(args: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from rlmnb._ground.errors import RLMError
 from rlmnb._ground.flags import setting_docs
 
 __all__ = ["ENV_MODEL", "ENV_SUB_MODEL", "PROVIDER_KEYS", "SETTING_TRAITS", "TOPICS", "MagicDefaults", "RLMSettings",
-           "config_report", "key_status", "models_report", "setting_docs"]
+           "config_report", "key_source", "key_status", "models_report", "setting_docs"]
 
 # the environment variables the magic reads model names from (after -m/-s and %config)
 ENV_MODEL = "RLMNB_MODEL"
@@ -207,12 +207,37 @@ def key_status(name: str) -> str:
     return f"{env} is set" if os.environ.get(env) else f"{env} is NOT set"
 
 
+def key_source(model: Any) -> str:
+    """Where a model's key comes from, never its value: the `api_key=` argument of a model object, no key
+    for a server on this machine, else the provider's environment variable (set or not).
+
+    Args:
+        model: a litellm model name or a model object (a `LiteLLM` carries `kwargs` and `local`).
+    """
+    if isinstance(model, str):
+        return key_status(model)
+    kwargs = getattr(model, "kwargs", None)
+    name = getattr(model, "name", None)
+    if not isinstance(kwargs, dict) or not isinstance(name, str):
+        return "no key needed"  # a scripted or custom model object
+    base = kwargs.get("api_base")
+    at = f" at {base}" if base else ""
+    if kwargs.get("api_key"):
+        return f"key from the api_key= argument{at}"
+    if provider_of(name) in NO_KEY:
+        return f"no key needed ({'server on this machine' if getattr(model, 'local', False) else 'local provider'}{at})"
+    status = key_status(name)
+    if base and status.endswith("NOT set") and getattr(model, "local", False):
+        return f"{status}: {base} is on this machine, pass api_key='none' if it needs none"
+    return status + (f" (for {base})" if base else "")
+
+
 def _describe(value: Any) -> tuple[str, str]:
-    """(what the model is, its key status) for a model name or a model object."""
+    """(what the model is, where its key comes from) for a model name or a model object."""
     if isinstance(value, str):
         return value, key_status(value)
     name = getattr(value, "name", type(value).__name__)
-    return f"{name} ({type(value).__name__} object)", "no key needed"
+    return f"{name} ({type(value).__name__} object)", key_source(value)
 
 
 def models_report(magics: Any) -> str:
@@ -235,8 +260,11 @@ def models_report(magics: Any) -> str:
     if last is not None:
         started = next((e for e in last.trajectory.events if e.kind == "run_started"), None)
         if started is not None:
-            for role, name in (("root", started.model), ("sub", started.sub_model)):
-                rows.append((f"{role} (last run)", name, "the last run", key_status(name) if "/" in name else ""))
+            used = getattr(magics, "last_models", (None, None))
+            for (role, name), obj in zip((("root", started.model), ("sub", started.sub_model)), used, strict=True):
+                key = key_source(obj) if obj is not None and not isinstance(obj, str) else (
+                    key_status(name) if "/" in name else "")
+                rows.append((f"{role} (last run)", name, "the last run", key))
     width = max(len(r[1]) for r in rows)
     lines = ["Models of %%rlm (a cell's -m / -s override these; key values are never shown):"]
     for role, what, origin, key in rows:

@@ -14,9 +14,13 @@ from rlmnb.views._html import call_html
 from rlmnb.views._timeline import timeline_svg
 from rlmnb.views._trace import FILTERS, SORTS, call_tags, search_scope, select_calls, slow_threshold
 
-__all__ = ["TracePanel"]
+__all__ = ["WAIT_REASON", "TracePanel"]
 
 SHOWN = 50  # calls listed at a time
+
+
+# why the live toolbar waits: the kernel runs the cell and reads the controls' messages only after it
+WAIT_REASON = "search, sort, filter and timeline work once the run has ended (the kernel is busy with it)"
 
 
 class TracePanel:
@@ -34,14 +38,17 @@ class TracePanel:
         owner = self.owner
         self._built = True
         small = w.Layout(width="auto")
+        # a cell's kernel reads no front-end message until the cell ends: the controls cannot act during the
+        # run, so they are made disabled, saying why (enable() at the end)
+        wait: dict[str, Any] = {"disabled": True, "tooltip": WAIT_REASON}
         self.search = w.Text(placeholder="search the sub-calls", layout=w.Layout(width="260px"),
-                             continuous_update=False)
+                             continuous_update=False, **wait)
         self.sort = w.Dropdown(options=[(label, key) for key, (label, _) in SORTS.items()], value="order",
-                               layout=small)
+                               layout=small, **wait)
         self.keep = w.Dropdown(options=[(label, key) for key, (label, _) in FILTERS.items()], value="all",
-                               layout=small)
+                               layout=small, **wait)
         self.timeline = w.ToggleButton(value=False, description="timeline", layout=w.Layout(width="auto",
-                                                                                             height="28px"))
+                                                                                             height="28px"), **wait)
         self.scope = owner._html()
         self.picture = owner._html()
         self.results = owner._html()
@@ -65,7 +72,16 @@ class TracePanel:
         self.search.placeholder = f"search the {count:,} sub-call{'' if count == 1 else 's'}"
         self.scope.value = (f'<div style="font-size:11px;opacity:0.72">searches the whole prompt, reply and error '
                             f'of each of the {count:,} sub-call{"" if count == 1 else "s"} · as a DataFrame: '
-                            f'<code>_rlm.to_frame()</code></div>')
+                            f'<code>_rlm.to_frame()</code> · <span class="rlmnb-live-wait">{WAIT_REASON}</span>'
+                            f'</div>')
+
+    def enable(self) -> None:
+        """The run has ended: search, sort, filter and the timeline act from now on."""
+        if self._built:
+            for control in (self.search, self.sort, self.keep, self.timeline):
+                with control.hold_sync():  # one message per control
+                    control.disabled = False
+                    control.tooltip = None
 
     def refresh(self) -> None:
         """Redraw from the tree as it is now (shown once the run has sub-calls)."""
@@ -96,7 +112,7 @@ class TracePanel:
         noun = "matching sub-call" if query.strip() else "sub-call"
         head = f"{len(found):,} {noun}{'' if len(found) == 1 else 's'}"
         if keep != "all":
-            head += f" ({FILTERS[keep][0]})"
+            head += f" · {FILTERS[keep][0]}"
         if len(found) > SHOWN:
             head += f", the first {SHOWN} shown"
         self.results.value = f'<div class="rlmnb-search-status" style="font-size:12px">{head}</div>{"".join(rows)}'

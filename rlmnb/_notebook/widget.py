@@ -232,13 +232,15 @@ class RunWidget:
         return self
 
     @staticmethod
-    def placeholder() -> Any:
-        """Show the static header and meters of a run that is starting, at once (one message, no widget
-        models to create, ipywidgets not yet imported); returns the display handle the widget then takes over."""
+    def placeholder(models: tuple[str, str] = ("", "")) -> Any:
+        """Show the static header (with the models' names) and meters of a run that is starting, at once (one
+        message, no widget models to create, ipywidgets not yet imported); returns the display handle the
+        widget then takes over."""
         from IPython.display import display
 
         tree = RunTree()
         tree.opened = time.time()
+        tree.expected_models = models
         bundle = {"text/plain": summary_line(tree), "text/html": render_html(tree)}
         return display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
@@ -261,6 +263,7 @@ class RunWidget:
         self.stop()
         self.push()
         self.finished = True
+        self.trace.enable()
         self.trace.refresh()
         if self._handle is not None:
             self._handle.update(self)

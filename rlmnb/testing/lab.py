@@ -61,7 +61,7 @@ def write_run_notebook(path: Path, bundle: dict[str, Any], *, cell: str = "%%rlm
     if widget_view:
         data["application/vnd.jupyter.widget-view+json"] = {"model_id": "0" * 32, "version_major": 2,
                                                             "version_minor": 0}
-    nb = nbf.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+    nb = nbf.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                                            "language": "python"}})
     nb.cells = [nbf.v4.new_code_cell(cell, outputs=[nbf.v4.new_output("display_data", data=data)])]
     nbf.write(nb, path)

@@ -157,6 +157,8 @@ class RunTree:
         # when the user's cell started (set by the live widget): the root run's time is the time the user
         # waited, set-up before its first event (importing litellm, binding inputs) included
         self.opened: float | None = None
+        # the root and sub model's names, known before the run's first event (the live header shows them)
+        self.expected_models: tuple[str, str] = ("", "")
         self._changes: set[tuple[Any, ...]] = set()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "run_started": self._run_started, "turn_started": self._turn_started,
@@ -431,7 +433,8 @@ class RunTree:
             run = self.runs.get(run_id or self.root_id or "")
             if run is None:
                 waited = (now if now is not None else time.time()) - self.opened if self.opened is not None else 0.0
-                return {"run_id": None, "status": "waiting", "question": "", "model": "", "sub_model": "",
+                model, sub = self.expected_models
+                return {"run_id": None, "status": "waiting", "question": "", "model": model, "sub_model": sub,
                         "label": "", "elapsed": max(0.0, waited), "setup": 0.0, "depth": 0, "turns": 0, "answer": None, "has_answer": False,
                         "reason": "", "error": None, "notes": [], "fallback": False, "sandbox": ""}
             opened = self.opened if run.run_id == self.root_id and self.opened is not None else None
@@ -471,7 +474,8 @@ class RunTree:
                     "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                     "max_tokens": limits.get("max_tokens"), "cost": t.cost, "unpriced": t.unpriced,
                     "max_cost": limits.get("max_cost"), "elapsed": elapsed,
-                    "max_time": limits.get("max_time")}
+                    "max_time": limits.get("max_time"),
+                    "ended": root is not None and root.status != "running"}
 
     def turn_numbers(self, run_id: str | None = None) -> list[int]:
         with self.lock:
@@ -507,6 +511,8 @@ class RunTree:
                     "rate": None, "eta": None}
             view["in_flight"], view["queued"] = out_counts(len(g.call_ids), g.finished, g.sent, g.sent_finished,
                                                      self.totals.queue_recorded)
+            owner = self.runs.get(g.run_id)
+            view["ended"] = owner is not None and owner.status != "running"  # its calls out are cancelled
             queued_times = sorted(g.queued_times)
             running = not g.done and g.finished < max(g.size, len(g.call_ids)) and \
                 self.runs.get(g.run_id) is not None and self.runs[g.run_id].status == "running"

@@ -119,11 +119,14 @@ def running_time(latency_s: float | None, queued_s: float | None, cached: bool) 
 
 
 def queue_text(g: dict[str, Any], sep: str = " · ") -> str:
-    """A group's queue, apart from its latency: "4 in flight · 44 queued" while it runs, then
-    "queued p50 1.0 s · p95 1.9 s" when calls waited for a slot ("" when nothing waited)."""
+    """A group's queue, apart from its latency: "4 in flight · 44 queued" while it runs ("4 cancelled · 44 not
+    sent" once its run has ended), then "queued p50 1.0 s · p95 1.9 s" when calls waited for a slot ("" when
+    nothing waited)."""
     parts = []
     if g["finished"] < g["started"]:
-        parts.append(f"{g['in_flight']:,} in flight" + (f"{sep}{g['queued']:,} queued" if g["queued"] else ""))
+        flying, waiting = ("cancelled", "not sent") if g.get("ended") else ("in flight", "queued")
+        parts.append(sep.join(f"{n:,} {word}" for n, word in ((g["in_flight"], flying), (g["queued"], waiting))
+                              if n or word == flying))
     if g.get("queued_p95") is not None and g["queued_p95"] >= 0.001:
         parts.append(f"queued p50 {fmt_secs(g['queued_p50'])}{sep}p95 {fmt_secs(g['queued_p95'])}")
     return sep.join(parts)

@@ -164,14 +164,21 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
 
 def sub_calls_text(m: dict[str, Any]) -> str:
     """"58 (+4 in flight, +38 queued) / 100 · 1 failed": replies in, calls at the provider, calls waiting
-    for a concurrency slot, the budget, failures."""
+    for a concurrency slot, the budget, failures. Once the run has ended (`m["ended"]`) nothing is in flight:
+    "136 / 500 · 16 cancelled, 248 not sent"."""
     done, flying, queued = int(m["sub_calls_done"]), int(m["sub_calls_in_flight"]), int(m["sub_calls_queued"])
     limit = _limit(m["max_llm_calls"])
-    out = [f"+{n:,} {word}" for n, word in ((flying, "in flight"), (queued, "queued")) if n > 0]
-    text = f"{done:,}" + (f" ({', '.join(out)})" if out else "")
+    ended = bool(m.get("ended"))
+    text = f"{done:,}"
+    if not ended:
+        out = [f"+{n:,} {word}" for n, word in ((flying, "in flight"), (queued, "queued")) if n > 0]
+        text += f" ({', '.join(out)})" if out else ""
     text += f" / {int(limit):,}" if limit else ""
     if m["sub_errors"]:
         text += f" · {m['sub_errors']:,} failed"
+    if ended and flying + queued:
+        text += " · " + ", ".join(w for n, w in ((flying, f"{flying:,} cancelled"), (queued, f"{queued:,} not sent"))
+                                  if n > 0)
     return text
 
 
@@ -183,7 +190,7 @@ def meters_html(m: dict[str, Any]) -> str:
     tokens = m["input_tokens"] + m["output_tokens"]
     parts = [
         _meter("turns", f"{m['turns']:,}" + (f" / {int(max_turns):,}" if max_turns else ""), m["turns"], max_turns),
-        _meter("sub-calls", sub_calls_text(m), done, max_calls, sent - done),
+        _meter("sub-calls", sub_calls_text(m), done, max_calls, 0 if m.get("ended") else sent - done),
         _meter("tokens", f"{fmt_count(m['input_tokens'])} in · {fmt_count(m['output_tokens'])} out"
                + (f" / {fmt_count(max_tokens)}" if max_tokens else ""), tokens, max_tokens),
         _meter("cost", fmt_cost(m["cost"], m["unpriced"]) + (f" / ${max_cost:g}" if max_cost else ""),

@@ -296,7 +296,9 @@ class Runtime:
             name = spec["name"]
             if self.specs.get(name) == spec["path"] and name in self.fields:
                 continue
-            self.fields[name] = Field(name, spec["path"], FieldInfo.from_dict(spec["info"]), _loader(spec))
+            plan = spec.get("plan")  # a file table's files: sql() names a damaged one
+            self.fields[name] = Field(name, spec["path"], FieldInfo.from_dict(spec["info"]), _loader(spec),
+                                      plan=plan if isinstance(plan, dict) else None)
             self.specs[name] = spec["path"]
         self.ns["inputs"] = LazyInputs(list(self.fields.values()))
         return {"bound": [s["name"] for s in specs]}

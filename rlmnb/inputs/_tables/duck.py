@@ -102,12 +102,27 @@ class SQLEngine:
         with self._lock:
             cur = self._cursor()
             self._sync(cur)
-            rel = cur.sql(query)
-            if rel is None:  # a statement (CREATE VIEW, SET...) ran; nothing to return
-                import pandas as pd
+            try:
+                rel = cur.sql(query)
+                if rel is None:  # a statement (CREATE VIEW, SET...) ran; nothing to return
+                    import pandas as pd
 
-                return pd.DataFrame()
-            return _fetch(rel, max_rows)
+                    return pd.DataFrame()
+                return _fetch(rel, max_rows)
+            except Exception as exc:
+                damaged = self._damaged(exc, query)
+                if damaged is None:
+                    raise
+        raise damaged from None  # outside the lock: DuckDB's message named no file, this one does
+
+    def _damaged(self, exc: BaseException, query: str) -> Exception | None:
+        """A DuckDB failure reading a damaged Parquet file, as one sentence naming the file, row group
+        and column (see `damage`); None for any other failure."""
+        if not is_error(exc):
+            return None
+        from rlmnb.inputs._tables.damage import damaged_error, table_paths
+
+        return damaged_error(exc, query, table_paths(field for _name, field in self._fields()))
 
     def tables(self) -> list[str]:
         """The names sql() can query."""

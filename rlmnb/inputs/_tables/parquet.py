@@ -286,7 +286,7 @@ def _footer(name: str, path: str) -> Any:
         return pq.read_metadata(path)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; truncation an OSError
         raise InputError(f"Input {name!r}: cannot read {os.path.basename(path)} as Parquet "
-                         f"({clip(one_line(str(exc)), 200)}); fix or remove the file.") from None
+                         f"({clip(' '.join(str(exc).split()), 200)}); fix or remove the file.") from None
 
 
 def _head(name: str, path: str, like: FooterHead | None = None) -> FooterHead:
