@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import RLMConfig
 
-__all__ = ["CostEstimate", "DryRunReport", "Price", "estimate_run", "price_of"]
+__all__ = ["CostEstimate", "DryRunReport", "Price", "estimate_run", "price_entry", "price_of"]
 
 ROOT_REPLY_TOKENS = 400      # a root reply: some reasoning and a snippet
 OBSERVATION_TOKENS = 600     # what a snippet's output usually adds to the conversation
@@ -73,6 +73,11 @@ def _table_entry(name: str) -> dict[str, Any] | None:
         if isinstance(entry, dict) and "input_cost_per_token" in entry:
             return entry
     return None
+
+
+def price_entry(name: str) -> dict[str, Any] | None:
+    """litellm's price-table entry for a model name (registered models included once litellm is imported)."""
+    return _table_entry(name)
 
 
 def price_of(lm: Any) -> Price | None:

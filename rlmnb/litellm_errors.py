@@ -2,14 +2,19 @@
 
 `classify` sorts an exception into "auth" (a missing or rejected key), "context" (the prompt is over the
 window), "rate" (429), "retry" (5xx, timeouts, dropped connections, malformed replies) or "fatal"
-(anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone.
+(anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone, for both
+transports: litellm's exceptions, and the direct lane's `HTTPStatusError` (read by its `status_code`).
 """
 
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from typing import Any
+
+# how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
+_CONTEXT_WORDS = re.compile(r"context.length|maximum context|context window|exceeds the context", re.IGNORECASE)
 
 
 def classify(exc: BaseException, litellm: Any) -> str:
@@ -24,6 +29,10 @@ def classify(exc: BaseException, litellm: Any) -> str:
                   | ConnectionError):
         return "retry"
     status = getattr(exc, "status_code", None)
+    if status in (401, 403):
+        return "auth"
+    if status == 400 and _CONTEXT_WORDS.search(str(exc)):
+        return "context"
     if status == 429:
         return "rate"
     if isinstance(status, int) and (status >= 500 or status in (408, 409)):
@@ -46,7 +55,7 @@ def timed_out(exc: BaseException, litellm: Any) -> bool:
 def retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (retry-after-ms or Retry-After), if it said."""
     for source in (getattr(exc, "litellm_response_headers", None),
-                   getattr(getattr(exc, "response", None), "headers", None)):
+                   getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "headers", None)):
         if not source:
             continue
         try:

@@ -14,6 +14,11 @@
   map (None when the model has no price: unknown, not free). Give a model a price with
   `input_cost_per_token=` / `output_cost_per_token=` (this also saves litellm ~1.5 ms of price
   lookups per call) or with `litellm.register_model`.
+- Transport: `transport="auto"` (default) sends requests to an OpenAI-compatible endpoint (an
+  `api_base`, or an OpenAI-protocol provider such as openai/, hosted_vllm/, openrouter/, groq/)
+  through the direct lane (`openai_lane`: one pooled aiohttp session per event loop, ~0.1 ms of
+  client CPU per request instead of litellm's ~3 ms), and everything else through litellm;
+  `transport="litellm"` or `"direct"` forces one. Retries, errors, usage and cost are the same on both.
 - A missing or rejected key is a `MissingAPIKey` naming the provider's environment variable; a
   prompt over the model's context window is a `PromptTooLarge`; any other failure is a
   `ModelCallFailed` (a failed slot, not a failed run).
@@ -45,6 +50,7 @@ from .litellm_errors import timed_out as _timed_out
 from .litellm_reply import read_response
 from .local_servers import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local
 from .models import Completion, Message
+from .openai_lane import OpenAILane, choose_transport, close_lane_sessions
 from .tokens import prepare_offline_env
 
 __all__ = ["LiteLLM", "ModelCallFailed", "close_loop_clients", "load_litellm"]
@@ -139,6 +145,7 @@ class LiteLLM:
         local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
             request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
+        transport: "auto" (default), "litellm" or "direct"; see the module docs.
         **litellm_kwargs: passed to `litellm.acompletion` (api_base, api_key, temperature,
             max_tokens, extra_headers, ...).
     """
@@ -146,7 +153,7 @@ class LiteLLM:
     def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
                  max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
                  input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
-                 **litellm_kwargs: Any) -> None:
+                 transport: str = "auto", **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
         self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
@@ -173,6 +180,9 @@ class LiteLLM:
         self._provider = ""
         self._rng = random.Random()
         self._supports_stop: bool | None = None
+        self.transport = choose_transport(self.name, self.kwargs.get("api_base"), transport, self.kwargs)
+        self._lane = OpenAILane(self.name, self.kwargs, self.key_env_var()) if self.transport == "direct" else None
+        self._rates: tuple[float, float, float] | None | bool = False  # per-token prices, read once (False: not yet)
 
     # ---- what the rest of rlmnb reads ---------------------------------------------------------------
     @property
@@ -288,12 +298,16 @@ class LiteLLM:
         if not self._key_checked:
             await asyncio.to_thread(self.check_key)
         litellm = _litellm if _litellm is not None else await _aload_litellm()
+        lane = self._lane
         call = {**self.kwargs, **params, "timeout": self.timeout, "max_retries": 0, "num_retries": 0}
         retries = rate_limited = 0
         while True:
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await litellm.acompletion(model=self.name, messages=messages, **call)
+                    if lane is not None:
+                        response = await lane.send(messages, call)
+                    else:
+                        response = await litellm.acompletion(model=self.name, messages=messages, **call)
                 break
             except Exception as exc:
                 kind = _classify(exc, litellm)
@@ -320,15 +334,35 @@ class LiteLLM:
                 retries += 1
                 await _backoff(delay)
         return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
-                             cost=self._cost)
+                             cost=self._cost, priced=lane is None)
 
-    def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
+    def _cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
+        if self._lane is not None:
+            return self._lane_cost(input_tokens, output_tokens, cached_tokens)
         try:
             prompt_cost, completion_cost = _litellm.cost_per_token(
                 model=self.name, prompt_tokens=input_tokens, completion_tokens=output_tokens)
             return float(prompt_cost + completion_cost)
         except Exception:
             return None
+
+    def _lane_cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
+        """The price from litellm's cost map (registered prices included), read once per model."""
+        if self._rates is False:
+            from .estimate import price_entry
+
+            entry = price_entry(self.name)
+            if entry is None:
+                self._rates = None
+            else:
+                cost_in = float(entry.get("input_cost_per_token") or 0.0)
+                cached_rate = entry.get("cache_read_input_token_cost")
+                self._rates = (cost_in, float(entry.get("output_cost_per_token") or 0.0),
+                               cost_in if cached_rate is None else float(cached_rate))
+        if not isinstance(self._rates, tuple):
+            return None
+        cost_in, cost_out, cost_cached = self._rates
+        return (input_tokens - cached_tokens) * cost_in + cached_tokens * cost_cached + output_tokens * cost_out
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -350,12 +384,13 @@ class LiteLLM:
 
 
 async def close_loop_clients() -> None:
-    """Close the clients litellm cached for the running event loop and drain its logging queue.
+    """Close the clients litellm (and the direct lane) cached for the running loop; drain litellm's logging queue.
 
     litellm keys its cached HTTP clients by event loop; a run's loop ends with the run, so without
     this its connections would linger until garbage collection, and litellm would warn about
     logging tasks left on a dead loop. Best effort: never raises.
     """
+    await close_lane_sessions()
     litellm = _litellm if _litellm is not None else sys.modules.get("litellm")
     if litellm is None:
         return

@@ -35,9 +35,25 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def cached_input_tokens(usage: Any) -> int:
+    """Input tokens the provider read from its prompt cache (OpenAI/DeepSeek/Gemini via
+    `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`, DeepSeek's raw
+    `prompt_cache_hit_tokens`); 0 when it says nothing."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    for value in (getattr(details, "cached_tokens", None), getattr(usage, "cache_read_input_tokens", None),
+                  getattr(usage, "prompt_cache_hit_tokens", None)):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
 def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
-                  cost: Callable[[int, int], float | None]) -> Completion:
-    """The Completion of one litellm response; usage is counted when the provider reports none."""
+                  cost: Callable[[int, int, int], float | None], priced: bool = True) -> Completion:
+    """The Completion of one response; usage is counted when the provider reports none.
+
+    `priced`: the response carries its price (litellm's `response_cost`); when False (the direct
+    lane) the price is `cost(input_tokens, output_tokens, cached_input_tokens)`.
+    """
     choices = getattr(response, "choices", None)
     choice = choices[0] if choices else None
     message = getattr(choice, "message", None)
@@ -47,6 +63,7 @@ def read_response(response: Any, messages: list[Message], *, name: str, retries:
     usage = getattr(response, "usage", None)
     input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    cached = cached_input_tokens(usage)
     hidden = getattr(response, "_hidden_params", None) or {}
     price = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
     meta: dict[str, Any] = {"retries": retries, "rate_limited": rate_limited, "finish_reason": finish_reason}
@@ -58,7 +75,10 @@ def read_response(response: Any, messages: list[Message], *, name: str, retries:
         input_tokens = count_messages(messages, name)
         output_tokens = count_tokens(text, name)
         meta["usage_counted"] = True
-        price = cost(input_tokens, output_tokens) if price is not None else None
+        price = cost(input_tokens, output_tokens, 0) if price is not None else None
+    if not priced:
+        price = cost(input_tokens, output_tokens, cached)
     return Completion(text=text, model=str(getattr(response, "model", "") or name),
-                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None),
+                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None,
+                                      cached_input_tokens=cached),
                       meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))
