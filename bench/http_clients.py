@@ -16,7 +16,6 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 BODY = {"model": "fake-sub", "messages": [{"role": "user", "content": "lorem ipsum " * 170 + "magic number is 1"}]}
 
