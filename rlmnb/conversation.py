@@ -4,7 +4,10 @@ The opening messages (system rules, the question with the InputsSummary, later q
 continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do not
 fit together). When the conversation is too long, the
 lowest-value middle turns go first: turns with neither an error nor findings, oldest first, then
-the others, oldest first. A one-line note in the opening prompt says which turns were dropped.
+the others, oldest first. A one-line note right after the opening says which turns were dropped.
+
+The system prompt and the opening are sent byte-identical on every turn (nothing in them counts
+turns or tells the time), so a provider's prompt cache can serve them (see `prompt_cache`).
 """
 
 from __future__ import annotations
@@ -78,11 +81,10 @@ class Conversation:
         return sorted(newly)
 
     def messages(self) -> list[Message]:
-        opening = list(self.opening)
-        if self.dropped:
-            opening[-1] = opening[-1] + "\n\n" + render("trimmed", turns=_ranges(sorted(self.dropped)))
         out: list[Message] = [{"role": "system", "content": self.system}]
-        out.extend({"role": "user", "content": text} for text in opening)
+        out.extend({"role": "user", "content": text} for text in self.opening)
+        if self.dropped:  # its own message: the opening stays byte-identical for the provider's prompt cache
+            out.append({"role": "user", "content": render("trimmed", turns=_ranges(sorted(self.dropped)))})
         for entry in self.entries:
             if isinstance(entry, str):
                 out.append({"role": "user", "content": entry})

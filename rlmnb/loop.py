@@ -34,8 +34,9 @@ from .events import (
 )
 from .jsonable import recordable
 from .limits import RunLimits, run_limits
-from .models import LM, Completion, Message
+from .models import LM, Completion, Message, model_label
 from .parsing import final_call
+from .prompt_cache import mark_prefix, needs_cache_marks
 from .prompts import load, render
 from .repeats import Repeats
 from .replies import STOP_SEQUENCES, Step, read_step, split_reasoning
@@ -139,7 +140,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
         params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
     try:
-        completion = await ctx.root_lm.acomplete(messages, **params)
+        completion = await ctx.root_lm.acomplete(cache_marked(ctx, messages), **params)
     except BaseException:
         ctx.budget.settle(reservation, CallUsage(), root=True)
         raise
@@ -152,6 +153,13 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
                  request_sha=request_sha(messages), finish_reason=finish, reasoning=reasoning, notes=notes)
     return completion, step
+
+
+def cache_marked(ctx: RunContext, messages: list[Message]) -> list[Message]:
+    """The request with Anthropic-style cache marks on its stable prefix where the root model needs them."""
+    if not needs_cache_marks(model_label(ctx.root_lm)):
+        return messages
+    return mark_prefix(messages, 1 + len(ctx.conversation.opening))
 
 
 async def _supports_stop(ctx: RunContext) -> bool:
