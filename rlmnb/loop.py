@@ -18,6 +18,7 @@ from typing import Any
 
 from . import observation
 from .budget import Budget
+from .compaction import summarize_dropped
 from .config import RLMConfig
 from .conversation import Conversation, TurnRecord
 from .errors import BudgetExhausted
@@ -155,6 +156,11 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
     return completion, step
 
 
+async def _compact_call(ctx: RunContext, request: list[Message]) -> str:
+    completion, _ = await root_call(ctx, request, purpose="compact")
+    return completion.text
+
+
 def cache_marked(ctx: RunContext, messages: list[Message]) -> list[Message]:
     """The request with Anthropic-style cache marks on its stable prefix where the root model needs them."""
     if not needs_cache_marks(model_label(ctx.root_lm)):
@@ -180,6 +186,9 @@ async def run_turns(ctx: RunContext) -> Outcome:
         ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
         before = ctx.conversation.tokens()
         dropped = ctx.conversation.trim(limits.context_tokens)
+        if dropped and cfg.compaction == "summarize" and await summarize_dropped(
+                ctx.conversation, dropped, lambda request: _compact_call(ctx, request)):
+            dropped += ctx.conversation.trim(limits.context_tokens)  # the summary itself must fit
         if dropped:
             ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
                          tokens_before=before, tokens_after=ctx.conversation.tokens())

@@ -24,7 +24,7 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "allow_network")),
     ("Sub-calls", ("max_concurrency", "min_concurrency", "cache", "max_sub_prompt_tokens", "pack_tokens",
                    "pack_items", "map_retries")),
-    ("What the root model sees", ("max_output_chars", "max_context_tokens", "summary_max_tokens", "preview_chars",
+    ("What the root model sees", ("max_output_chars", "max_context_tokens", "compaction", "summary_max_tokens", "preview_chars",
                                   "preview_rows", "max_columns_shown", "max_event_chars", "instructions",
                                   "replace_instructions", "allow_first_turn_submit")),
     ("Recursion and checking", ("max_depth", "strict_depth", "max_child_concurrency", "min_confidence",
