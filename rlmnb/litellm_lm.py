@@ -16,9 +16,10 @@
   lookups per call) or with `litellm.register_model`.
 - Transport: `transport="auto"` (default) sends requests to an OpenAI-compatible endpoint (an
   `api_base`, or an OpenAI-protocol provider such as openai/, hosted_vllm/, openrouter/, groq/)
-  through the direct lane (`openai_lane`: one pooled aiohttp session per event loop, ~0.1 ms of
-  client CPU per request instead of litellm's ~3 ms), and everything else through litellm;
-  `transport="litellm"` or `"direct"` forces one. Retries, errors, usage and cost are the same on both.
+  through the direct lane (`openai_lane`: one pooled aiohttp session per event loop, about a
+  twelfth of litellm's client CPU per request: `bench/fanout.py --lane-only`), and everything else
+  through litellm; `transport="litellm"` or `"direct"` forces one. Retries, errors, usage and cost
+  are the same on both.
 - A missing or rejected key is a `MissingAPIKey` naming the provider's environment variable; a
   prompt over the model's context window is a `PromptTooLarge`; any other failure is a
   `ModelCallFailed` (a failed slot, not a failed run).

@@ -136,6 +136,9 @@ def _session() -> Any:
     if session is None or session.closed:
         import aiohttp
 
+        for old in [other for other in _sessions if other.is_closed()]:  # loops that ended without closing theirs
+            del _sessions[old]
+
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=30.0, ttl_dns_cache=300)
         session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
                                         json_serialize=json.dumps, skip_auto_headers=("User-Agent",))
