@@ -17,12 +17,17 @@ from .tokens import count_messages, count_tokens
 from .usage import CallUsage
 
 
+def _field(obj: Any, name: str) -> Any:
+    """`obj.name` of a litellm response object, or `obj[name]` of a parsed JSON body (the direct lane); else None."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def reasoning_of(message: Any) -> str:
     """Thinking the provider returned beside the answer (`reasoning_content`, or thinking blocks)."""
-    text = getattr(message, "reasoning_content", None)
+    text = _field(message, "reasoning_content")
     if isinstance(text, str) and text.strip():
         return text
-    blocks = getattr(message, "thinking_blocks", None)
+    blocks = _field(message, "thinking_blocks")
     if isinstance(blocks, list):
         parts = [str(b.get("thinking", "")) for b in blocks if isinstance(b, Mapping)]
         return "\n".join(p for p in parts if p)
@@ -39,9 +44,9 @@ def cached_input_tokens(usage: Any) -> int:
     """Input tokens the provider read from its prompt cache (OpenAI/DeepSeek/Gemini via
     `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`, DeepSeek's raw
     `prompt_cache_hit_tokens`); 0 when it says nothing."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    for value in (getattr(details, "cached_tokens", None), getattr(usage, "cache_read_input_tokens", None),
-                  getattr(usage, "prompt_cache_hit_tokens", None)):
+    details = _field(usage, "prompt_tokens_details")
+    for value in (_field(details, "cached_tokens"), _field(usage, "cache_read_input_tokens"),
+                  _field(usage, "prompt_cache_hit_tokens")):
         if isinstance(value, int) and value > 0:
             return value
     return 0
@@ -49,20 +54,20 @@ def cached_input_tokens(usage: Any) -> int:
 
 def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
                   cost: Callable[[int, int, int], float | None], priced: bool = True) -> Completion:
-    """The Completion of one response; usage is counted when the provider reports none.
+    """The Completion of one response (a litellm object, or the direct lane's parsed JSON); usage is counted when the provider reports none.
 
     `priced`: the response carries its price (litellm's `response_cost`); when False (the direct
     lane) the price is `cost(input_tokens, output_tokens, cached_input_tokens)`.
     """
-    choices = getattr(response, "choices", None)
+    choices = _field(response, "choices")
     choice = choices[0] if choices else None
-    message = getattr(choice, "message", None)
-    text = _content_text(getattr(message, "content", None))
-    finish = getattr(choice, "finish_reason", None)
+    message = _field(choice, "message")
+    text = _content_text(_field(message, "content"))
+    finish = _field(choice, "finish_reason")
     finish_reason = str(finish) if finish else None
-    usage = getattr(response, "usage", None)
-    input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    usage = _field(response, "usage")
+    input_tokens = int(_field(usage, "prompt_tokens") or 0)
+    output_tokens = int(_field(usage, "completion_tokens") or 0)
     cached = cached_input_tokens(usage)
     hidden = getattr(response, "_hidden_params", None) or {}
     price = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
@@ -78,7 +83,7 @@ def read_response(response: Any, messages: list[Message], *, name: str, retries:
         price = cost(input_tokens, output_tokens, 0) if price is not None else None
     if not priced:
         price = cost(input_tokens, output_tokens, cached)
-    return Completion(text=text, model=str(getattr(response, "model", "") or name),
+    return Completion(text=text, model=str(_field(response, "model") or name),
                       usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None,
                                       cached_input_tokens=cached),
                       meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))

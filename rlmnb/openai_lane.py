@@ -3,8 +3,8 @@
 litellm spends ~3 ms of client CPU per request; for a server that speaks the OpenAI chat protocol
 (vLLM, SGLang, llama.cpp, Ollama's /v1, OpenRouter, Together, Groq, DeepSeek, Fireworks, OpenAI)
 that is the whole ceiling of a fan-out. This module sends such requests itself: one POST of the
-chat body to `<base>/chat/completions`, the reply parsed into attribute-readable fields that
-`litellm_reply.read_response` reads exactly as it reads a litellm response.
+chat body to `<base>/chat/completions`, the reply parsed as JSON, which
+`litellm_reply.read_response` reads as it reads a litellm response.
 
 Contract:
 - `choose_transport(model, api_base, transport, params)` says "direct" or "litellm": "auto" is
@@ -109,20 +109,13 @@ class HTTPStatusError(Exception):
         self.message = message
 
 
-class _Fields(dict[str, Any]):
-    """A JSON object whose keys read as attributes (missing ones as None), like a litellm response."""
-
-    def __getattr__(self, name: str) -> Any:
-        return self.get(name)
-
-
-def wire_fields(raw: bytes) -> _Fields:
+def wire_fields(raw: bytes) -> dict[str, Any]:
     """A chat completion body parsed for `read_response`; HTTPStatusError(502) when it is not one."""
     try:
-        body = json.loads(raw, object_hook=_Fields)
+        body = json.loads(raw)
     except ValueError:
         raise HTTPStatusError(502, "the server's reply is not valid JSON") from None
-    if not isinstance(body, _Fields) or not isinstance(body.get("choices", []), list):
+    if not isinstance(body, dict) or not isinstance(body.get("choices", []), list):
         raise HTTPStatusError(502, "the server's reply is not a chat completion")
     return body
 
@@ -184,7 +177,7 @@ class OpenAILane:
         key = self._params.get("api_key") or os.environ.get(self._key_env)
         return {**self._headers, "Authorization": f"Bearer {key}"} if key else self._headers
 
-    async def send(self, messages: list[dict[str, Any]], params: Mapping[str, Any]) -> _Fields:
+    async def send(self, messages: list[dict[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
         """One attempt: POST the body, return the parsed completion; see the module docs for what it raises."""
         body: dict[str, Any] = {"model": self.wire_model, "messages": messages}
         for key, value in params.items():
