@@ -186,7 +186,7 @@ class OpenAILane:
         extra = params.get("extra_body")
         if isinstance(extra, Mapping):
             body.update(extra)
-        async with _session().post(self.url, data=json.dumps(body), headers=self._auth()) as response:
+        async with _session().post(self.url, data=json.dumps(body).encode(), headers=self._auth()) as response:
             raw = await response.read()
             if response.status != 200:
                 raise HTTPStatusError(response.status, _error_message(raw), response.headers)
