@@ -15,6 +15,7 @@ EXT_SRC := $(wildcard extension/src/*.ts extension/style/*) extension/package.js
 # constraints.txt pins every dependency to the versions the suite passed with; pyproject.toml keeps ranges for users
 $(STAMP): pyproject.toml extension/package.json constraints.txt
 	$(PYTHON) -m venv $(VENV)
+	rm -rf $(LABEXT) rlmnb/labextension/install.json  # a re-install must not write through the link below
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	rm -rf $(LABEXT) && ln -s $(CURDIR)/rlmnb/labextension $(LABEXT)

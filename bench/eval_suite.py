@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from rlmnb.evaluate import EvalSpec, Setup, format_table, run_eval, summarise
-from rlmnb.tasks import TASK_NAMES, format_size, get_task, parse_size
+from rlmnb._eval import EvalSpec, Setup, format_table, run_eval, summarise
+from rlmnb._eval.oracles import OracleModel
+from rlmnb._eval.tasks import TASK_NAMES, format_size, get_task, parse_size
 from rlmnb.testing import ScriptedLM
-from rlmnb.testing.oracles import OracleModel
 
 
 def oracle_setup(window: int = 16_000) -> Setup:

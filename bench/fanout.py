@@ -83,7 +83,7 @@ def baseline(name: str, model: str, url: str, n: int, concurrency: int, latency_
         c0, t0 = time.process_time(), time.perf_counter()
         out = await asyncio.gather(*(one(p) for p in items))
         c1, t1 = time.process_time(), time.perf_counter()
-        from rlmnb.litellm_lm import close_loop_clients
+        from rlmnb._models.litellm import close_loop_clients
 
         await close_loop_clients()
         return t1 - t0, c1 - c0, sum(1 for a in out if a != "NONE")
@@ -137,8 +137,8 @@ def main() -> None:
     n, conc = args.calls, args.concurrency
     os.environ["RLMNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlmnb-bench-cache-")  # never the user's cache
 
+    from rlmnb._ground.tokens import prepare_offline_env
     from rlmnb.testing.fake_process import FakeServerProcess
-    from rlmnb.tokens import prepare_offline_env
 
     prepare_offline_env()
     started = time.perf_counter()
@@ -159,7 +159,7 @@ def main() -> None:
         rows.append(baseline("bare acompletion, defaults (before)", model, slow.url, n, conc, 100))
         rows.append(baseline("bare acompletion, defaults (before)", model, fast.url, n, conc, 0))
         # "after": what rlmnb does on first use (gc.freeze after start-up) plus a registered price
-        from rlmnb.litellm_lm import load_litellm
+        from rlmnb._models.litellm import load_litellm
 
         load_litellm()
         for m in (model, "hosted_vllm/fake-sub"):
@@ -220,7 +220,7 @@ def main() -> None:
 def lane(n: int, slow_n: int, conc: int) -> None:
     """(d): the direct lane vs litellm through llm_query_batched, same servers, same run."""
     os.environ["RLMNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlmnb-bench-cache-")  # never the user's cache
-    from rlmnb.litellm_lm import load_litellm
+    from rlmnb._models.litellm import load_litellm
     from rlmnb.testing.fake_process import FakeServerProcess
 
     started = time.perf_counter()

@@ -19,7 +19,7 @@ takes about an hour on two busy cores). Counts and aggregates are over all 10^9 
 
 - many files (--many-files 1000,10000): 10^6 rows split into that many files, in one folder and as Hive
   partitions, bind time only (a Hive dataset's key types need DuckDB to bind over every path, ~0.1 ms a file):
-  each file's footer head is read for an exact count up to parquetmeta.MAX_COUNT_FILES files or
+  each file's footer head is read for an exact count up to parquet.MAX_COUNT_FILES files or
   COUNT_SECONDS, beyond that the count is an estimate and the summary says so.
 
 Run: PYTHONPATH=. .venv/bin/python bench/lazy.py [--sizes 6,8,9] [--bind-only] [--many-files 1000,10000]
@@ -111,7 +111,7 @@ def folder_bytes(folder: Path) -> int:
 
 def bind_times(folders: dict[K, Path], repeat: int) -> dict[K, tuple[float, int, str]]:
     """Median bind time (ms), tokens and summary text of each folder; sizes interleaved round by round."""
-    from rlmnb.config import RLMConfig
+    from rlmnb._ground.config import RLMConfig
     from rlmnb.inputs import bind_inputs
 
     config = RLMConfig()

@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-HEAVY = ("litellm", "pandas", "numpy", "ipywidgets", "pyarrow", "pydantic", "tiktoken", "aiohttp", "rlmnb.api")
+HEAVY = ("litellm", "pandas", "numpy", "ipywidgets", "pyarrow", "pydantic", "tiktoken", "aiohttp", "rlmnb._api")
 
 PROBE = f"""
 import json, sys, time

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from rlmnb import RLM
-from rlmnb.models import Completion
+from rlmnb._models.base import Completion
 from rlmnb.testing import ScriptedLM
 
 

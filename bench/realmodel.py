@@ -128,7 +128,7 @@ def harness_events(events: list[Any], max_tokens: int = ROOT_MAX_TOKENS) -> dict
 
 
 def run_task(name: str, spec: dict[str, Any], out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from rlmnb.litellm_lm import LiteLLM
+    from rlmnb._models.litellm import LiteLLM
 
     root = LiteLLM("openai/local", max_tokens=args.max_tokens, **MODEL_SETTINGS)
     sub = LiteLLM("openai/local", max_tokens=120, **MODEL_SETTINGS)

@@ -31,7 +31,7 @@ def script(turns: int) -> list[str]:
 
 def one_run(turns: int, cache: bool) -> dict[str, Any]:
     from rlmnb import RLM
-    from rlmnb.litellm_lm import load_litellm
+    from rlmnb._models.litellm import load_litellm
     from rlmnb.testing.fake_server import FakeServer
 
     name = f"root-cost-{'cached' if cache else 'plain'}"

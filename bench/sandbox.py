@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlmnb.config import RLMConfig
+from rlmnb._ground.config import RLMConfig
+from rlmnb._sandbox import create_sandbox
+from rlmnb._sandbox.confinement import policy as confinement
+from rlmnb._sandbox.kernel.warm import pool
 from rlmnb.inputs import bind_inputs
-from rlmnb.sandbox import confinement, create_sandbox
-from rlmnb.sandbox.warm import pool
 
 KINDS = ("local", "kernel", "kernel-off")  # kernel: confined (the default where available); kernel-off: not
 
@@ -239,7 +240,7 @@ async def setup_cost(repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         sandbox, _ = await started("kernel")
         try:
-            result = await sandbox.execute("import json, rlmnb.sandbox.launch as _l\nprint(json.dumps(_l.applied))", 30)
+            result = await sandbox.execute("import json, rlmnb._sandbox.confinement.launch as _l\nprint(json.dumps(_l.applied))", 30)
             applied = json.loads(result.stdout)
             landlock_ms.append(applied["landlock_ms"])
             seccomp_ms.append(applied["seccomp_ms"])
@@ -265,6 +266,9 @@ async def faults(repeats: int) -> tuple[float, float]:
     return statistics.median(died) * 1000, statistics.median(over) * 1000
 
 
+GOAL_RATIO = 1.10  # issues 16 and 20: the confined kernel within 10 % of the unconfined one
+
+
 def row(label: str, values: dict[str, str], goal: str, ratio: str | None = None) -> None:
     if ratio is None:
         ratio = "-"
@@ -283,8 +287,9 @@ async def main(quick: bool) -> None:
         print(f"confinement unavailable here ({confinement.support()[1]}): both kernel columns are unconfined")
     row("", {"local": "local", "kernel": "confined", "kernel-off": "kernel off"}, "kernel goal (ratio: confined/off)")
     n = 50 if quick else 200
-    row("trivial snippet round trip (ms, median)", {k: f"{v:.2f}" for k, v in (await round_trips(n)).items()},
-        "< 10 ms")
+    trips = await round_trips(n)
+    row("trivial snippet round trip (ms, median)", {k: f"{v:.2f}" for k, v in trips.items()}, "< 10 ms")
+    verdicts = [("round trip", trips["kernel"] / trips["kernel-off"])]
     rounds = 10 if quick else 40
     wall, cpu = await broker_overheads(200, rounds)
     for label, samples in (("broker overhead per llm_query (µs, median)", wall),
@@ -292,6 +297,8 @@ async def main(quick: bool) -> None:
         low, mid, high = paired(samples)
         row(label, {k: f"{statistics.median(v):.0f}" for k, v in samples.items()}, "< 1000 µs" if samples is wall
             else "", ratio=f"{mid:.2f}")
+        if samples is wall:
+            verdicts.append(("broker overhead", mid))
         print(f"  ({rounds} rounds of 200 calls per kind, kinds alternating; confined/off ratio of each round: "
               f"median {mid:.2f}, quartiles {low:.2f}-{high:.2f}; per call µs, quartiles: "
               + ", ".join(f"{k} {quartiles(v)[0]:.0f}-{quartiles(v)[2]:.0f}" for k, v in samples.items()) + ")")
@@ -324,6 +331,7 @@ async def main(quick: bool) -> None:
     print(f"  ({repeats} runs per kind, kinds alternating, each on a spare that said it was warm; confined/off "
           f"ratio of each pair: median {mid:.2f}, quartiles {low:.2f}-{high:.2f}; quartiles (ms): "
           + ", ".join(f"{k} {quartiles(v)[0]:.0f}-{quartiles(v)[2]:.0f}" for k, v in starts.items()) + ")")
+    verdicts.append(("warm start", mid))
     row("run start, cold kernel (ms, median)", {k: f"{v:.0f}" for k, v in (await cold_starts(5)).items()},
         "(for reference)")
     if not confinement.support()[1]:
@@ -334,6 +342,9 @@ async def main(quick: bool) -> None:
     row("kernel death noticed + restarted (ms, median)", {"kernel": f"{died:.0f}"}, "< 1000 ms")
     row("runaway snippet back, past a 0.5 s timeout (ms)", {"kernel": f"{over:.0f}"}, "< 1000 ms")
     print(f"load average at the end: {load()}")
+    print(f"confined vs off, goal within 10 % (ratio <= {GOAL_RATIO:.2f}):")
+    for what, ratio in verdicts:
+        print(f"  {what:<20} {ratio:.2f}x   {'PASS' if ratio <= GOAL_RATIO else 'MISS'}")
     pool.shutdown()
 
 

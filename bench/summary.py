@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rlmnb.config import RLMConfig
+from rlmnb._ground.config import RLMConfig
 from rlmnb.inputs import describe, render_summary
 
 GOAL_MS = 50.0
@@ -155,7 +155,7 @@ def duckdb_file(exp: int) -> Path | None:
 
 def _crossing(value: Any) -> str:
     """How the value reaches a kernel sandbox: reopened (0 data bytes) or copied once as Arrow."""
-    from rlmnb.inputs.registry import crossing_spec
+    from rlmnb.inputs._registry import crossing_spec
 
     field = describe("data", value, CONFIG)
     return "reopen" if crossing_spec(field) is not None else "copy"

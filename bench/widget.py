@@ -28,9 +28,9 @@ from typing import Any
 import comm
 
 from rlmnb import RLM
+from rlmnb._notebook.widget import RunWidget
 from rlmnb.testing import ScriptedLM
-from rlmnb.views.fold import RunTree
-from rlmnb.widget import RunWidget
+from rlmnb.views._fold import RunTree
 
 
 class CountingComm(comm.DummyComm):  # type: ignore[misc]

@@ -15,10 +15,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 SCHEMA_VERSION = 1
 MIME_TYPE = "application/vnd.rlmnb.trajectory+json"
+
+RunStatus = Literal["submitted", "fallback", "budget_exhausted", "error", "interrupted"]
+"""How a run ended: an accepted submit(), the fallback answer after the turns ran out, the budget ran out,
+terminal trouble, or the user interrupted it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,7 +244,7 @@ class MapFinished(Event):
 @dataclass(frozen=True, kw_only=True)
 class RunFinished(Event):
     kind: ClassVar[str] = "run_finished"
-    status: str
+    status: RunStatus
     answer: Any = None
     usage: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
@@ -420,3 +424,12 @@ class RunScope:
     root_run_id: str
     parent_run_id: str | None = None
     depth: int = 0
+
+
+__all__ = [
+    "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "ConcurrencyChanged",
+    "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
+    "MapStarted", "ModelReply", "RunFinished", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
+    "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",
+    "TurnsTrimmed", "event_from_dict",
+]

@@ -1,1 +1,2 @@
-pytest_plugins = ["rlmnb.testing.fixtures", "sandbox_support", "browser_support"]
+pytest_plugins = ["rlmnb.testing.fixtures", "sandbox_support", "browser_support", "ci_confinement"]
+

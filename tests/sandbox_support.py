@@ -18,8 +18,8 @@ from typing import Any
 import psutil
 import pytest
 
-from rlmnb.sandbox.transfer import transfer_root
-from rlmnb.sandbox.warm import pool
+from rlmnb._sandbox.kernel.warm import pool
+from rlmnb._sandbox.transfer import transfer_root
 from rlmnb.testing import ScriptedLM
 
 KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
@@ -132,9 +132,9 @@ def _listdir(path: str) -> list[str]:
 async def run_bound(kind: str, values: Mapping[str, Any], body: str, timeout: float = 120) -> tuple[str, int]:
     """What `body` prints in a fresh sandbox of `kind` with `values` bound as inputs, and how many data
     bytes were shipped to it (the kernel sandbox's transfer files; 0 for the local sandbox)."""
-    from rlmnb.config import RLMConfig
+    from rlmnb._ground.config import RLMConfig
+    from rlmnb._sandbox import create_sandbox
     from rlmnb.inputs import bind_inputs
-    from rlmnb.sandbox import create_sandbox
 
     fields, _ = bind_inputs(values, RLMConfig())
     sandbox = create_sandbox(kind)

@@ -2,9 +2,13 @@
  * Fold a recorded trajectory (the event list rlmnb saves under application/vnd.rlmnb.trajectory+json)
  * into a run tree: runs -> turns -> sub-call groups -> calls, child runs under the turn that started them.
  *
- * This mirrors rlmnb/render.py's RunTree for the browser: it reads the same events, so a saved notebook or
- * an exported trajectory file shows the same figures with or without a kernel.
+ * The browser twin of the Python fold (`rlmnb.views.RunTree`): it reads the same events, so a saved notebook
+ * or an exported trajectory file shows the same figures with or without a kernel. `fold`, `groupFigures` and
+ * `runElapsed` give every figure a view shows; tests/views/test_fold_parity.py folds recorded runs both ways
+ * and checks that each figure agrees.
  */
+
+import { percentile } from './format';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Event = { [key: string]: any };
@@ -168,6 +172,64 @@ export function outCounts(started: number, finished: number, sent: number, sentD
   return [inFlight, Math.max(0, started - finished - inFlight)];
 }
 
+/** The figures of one sub-call group, as every view shows them. */
+export interface GroupFigures {
+  started: number;
+  finished: number;
+  inFlight: number;
+  queued: number;
+  retried: number;
+  rateLimited: number;
+  cached: number;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+  unpriced: number; // finished calls without a price
+  p50: number | null; // provider time of the calls that had one
+  p95: number | null;
+  queuedP50: number | null; // time waiting for a concurrency slot, where recorded
+  queuedP95: number | null;
+}
+
+/** Whether this group's calls record their concurrency slots (runs saved before that do not). */
+export function slotsRecorded(g: Group): boolean {
+  return g.calls.some(c => c.sent !== null || c.queued !== null);
+}
+
+function sorted(values: (number | null)[]): number[] {
+  return values.filter((x): x is number => x !== null).sort((a, b) => a - b);
+}
+
+export function groupFigures(g: Group): GroupFigures {
+  const latencies = sorted(g.calls.map(c => c.latency));
+  const waits = sorted(g.calls.map(c => c.queued));
+  const finished = g.calls.filter(c => c.done).length;
+  const [inFlight, queued] = outCounts(g.calls.length, finished, g.calls.filter(c => c.sent !== null).length,
+    g.calls.filter(c => c.sent !== null && c.done).length, slotsRecorded(g));
+  return {
+    started: g.calls.length, finished, inFlight, queued,
+    retried: g.calls.filter(c => c.retries).length,
+    rateLimited: g.calls.filter(c => c.retries && c.rateLimited).length,
+    cached: g.calls.filter(c => c.cached).length,
+    inputTokens: g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0),
+    outputTokens: g.calls.reduce((s, c) => s + (c.outputTokens ?? 0), 0),
+    cost: g.calls.reduce((s, c) => s + (c.cost ?? 0), 0),
+    unpriced: g.calls.filter(c => c.done && c.cost === null).length,
+    p50: percentile(latencies, 50), p95: percentile(latencies, 95),
+    queuedP50: percentile(waits, 50), queuedP95: percentile(waits, 95)
+  };
+}
+
+/** Wall time of a run: its recorded usage, else its first to last event; for the root run, from the moment
+ * the user ran the cell when that was recorded (the live widget counted the same way). */
+export function runElapsed(tree: Tree, run: Run): number {
+  const wall = Math.max(0, run.usage?.wall_s || (run.finished ?? tree.lastTs) - run.started);
+  if (run.id === tree.rootId && tree.opened !== null) {
+    return Math.max(wall, (run.finished ?? tree.lastTs) - tree.opened);
+  }
+  return wall;
+}
+
 export function fold(payload: unknown): Tree {
   const tree: Tree = {
     rootId: null,
@@ -187,6 +249,16 @@ export function fold(payload: unknown): Tree {
   }
   const calls = new Map<string, Call>();
   const groups = new Map<string, Group>();
+  // the tree's totals count as events come; the root run's recorded usage replaces them when it finishes
+  const addUsage = (u: { [key: string]: any }): void => {
+    tree.totals.inputTokens += Number(u.input_tokens ?? 0) || 0;
+    tree.totals.outputTokens += Number(u.output_tokens ?? 0) || 0;
+    if (u.cost_usd === null) {
+      tree.totals.unpriced += 1;
+    } else {
+      tree.totals.cost += Number(u.cost_usd ?? 0) || 0;
+    }
+  };
 
   const run = (e: Event): Run => {
     let r = tree.runs.get(e.run_id);
@@ -262,6 +334,7 @@ export function fold(payload: unknown): Tree {
         break;
       case 'model_reply': {
         tree.totals.rootCalls += 1;
+        addUsage(e.usage ?? {});
         if (e.purpose && e.purpose !== 'turn') {
           run(e).notes.push(`${e.purpose} reply: ${String(e.text ?? '').slice(0, 300)}`);
           break;
@@ -365,6 +438,7 @@ export function fold(payload: unknown): Tree {
           if (c.sent !== null) {
             tree.totals.subSentDone += 1;
           }
+          addUsage(u);
           Object.assign(c, {
             done: true, reply: e.reply ?? null, error: e.error ?? null, inputTokens: num(u.input_tokens),
             outputTokens: num(u.output_tokens), cost: num(u.cost_usd), cached: !!e.cached, queued,
@@ -436,29 +510,10 @@ export function fold(payload: unknown): Tree {
   if (tree.rootId === null) {
     tree.rootId = tree.runs.keys().next().value ?? null;
   }
-  // a run still "running" in a saved trajectory never finished: it was cut off (kernel died, saved mid-run)
-  const root = tree.runs.get(tree.rootId!)!;
-  if (root.usage === null) {
-    let input = 0;
-    let output = 0;
-    for (const r of tree.runs.values()) {
-      for (const t of r.turns.values()) {
-        input += t.replyTokens?.[0] ?? 0;
-        output += t.replyTokens?.[1] ?? 0;
-      }
-    }
-    for (const c of calls.values()) {
-      input += c.inputTokens ?? 0;
-      output += c.outputTokens ?? 0;
-      tree.totals.cost += c.cost ?? 0;
-    }
-    tree.totals.inputTokens = input;
-    tree.totals.outputTokens = output;
-  }
   return tree;
 }
 
-/** One line per quote a guard checked (QuotesFound): found, and where, or not found (as render.py writes it). */
+/** One line per quote a guard checked (QuotesFound): found, and where, or not found. */
 export function quoteNotes(details: { [key: string]: any }): string[] {
   const out: string[] = [];
   for (const q of Array.isArray(details.quotes) ? details.quotes : []) {

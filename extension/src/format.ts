@@ -25,7 +25,7 @@ export function fmtInt(n: number): string {
   return Math.trunc(n).toLocaleString('en-US');
 }
 
-/** The label of a "show more" button: the next page of `left` items not shown yet (as views/format.py). */
+/** The label of a "show more" button: the next page of `left` items not shown (as rlmnb.views._format). */
 export function moreLabel(page: number, left: number): string {
   return left <= page ? `show the last ${fmtInt(left)}` : `show ${fmtInt(page)} more (${fmtInt(left)} left)`;
 }

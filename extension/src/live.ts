@@ -1,7 +1,7 @@
 /**
  * The live widget's buttons. rlmnb's live view is built from ipywidgets core widgets, which have no
  * clipboard or notebook access, and a click the kernel must handle waits until the cell has finished. So
- * its copy and insert buttons are plain HTML carrying data attributes (rlmnb/views/actions.py), and one
+ * its copy and insert buttons are plain HTML carrying data attributes (rlmnb.views._actions), and one
  * click handler on the document, installed when the app starts, acts on them at once, while the run
  * goes on, through the same functions as the buttons of the finished view (copyFrom, requestInsert).
  *

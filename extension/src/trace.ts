@@ -284,7 +284,7 @@ function pack(bars: Bar[]): Bar[][] {
   return lanes;
 }
 
-const QUEUE_COLUMNS = 250; // the queue band's resolution, as in rlmnb/views/timeline.py
+const QUEUE_COLUMNS = 250; // the queue band's resolution, as in rlmnb.views._timeline
 
 /** The most calls queued at once in each of `columns` equal slices of the run (a -1 goes first at equal times). */
 export function queueLevels(changes: [number, number][], t0: number, span: number, columns = QUEUE_COLUMNS): number[] {

@@ -4,10 +4,10 @@
  */
 
 import { Env, answerView } from './answer';
-import { Group, Run, Tree, Turn, outCounts } from './fold';
+import { Group, Run, Tree, Turn, groupFigures, outCounts, runElapsed, slotsRecorded } from './fold';
 import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton,
-  moreLabel, pendingTurnText, percentile, plural
+  moreLabel, pendingTurnText, plural
 } from './format';
 import { PAGE_SIZE, callRow, traceView } from './trace';
 
@@ -97,55 +97,37 @@ function mapSummary(g: Group): string {
   return parts.join(' · ');
 }
 
-/** Whether this group's calls record their concurrency slots (runs saved before that do not). */
-function slotsRecorded(g: Group): boolean {
-  return g.calls.some(c => c.sent !== null || c.queued !== null);
-}
-
 function groupSummary(g: Group): string {
   if (g.kind === 'map' && g.map) {
     return mapSummary(g);
   }
   const name = g.kind === 'batch' ? 'llm_query_batched' : 'llm_query';
-  const latencies = g.calls.map(c => c.latency).filter((x): x is number => x !== null).sort((a, b) => a - b);
-  const waits = g.calls.map(c => c.queued).filter((x): x is number => x !== null).sort((a, b) => a - b);
-  const input = g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0);
-  const output = g.calls.reduce((s, c) => s + (c.outputTokens ?? 0), 0);
-  const cost = g.calls.reduce((s, c) => s + (c.cost ?? 0), 0);
-  const unpriced = g.calls.filter(c => c.done && c.cost === null).length;
-  const done = g.calls.filter(c => c.done).length;
-  const parts = [`${name} × ${fmtInt(g.size || g.calls.length)}`];
-  if (done < g.calls.length) {
-    parts.push(`${fmtInt(done)} of ${fmtInt(g.calls.length)} replied`);
+  const f = groupFigures(g);
+  const parts = [`${name} × ${fmtInt(g.size || f.started)}`];
+  if (f.finished < f.started) {
+    parts.push(`${fmtInt(f.finished)} of ${fmtInt(f.started)} replied`);
   }
   const queueParts: string[] = [];
-  if (done < g.calls.length) {
-    const recorded = slotsRecorded(g);
-    const [inFlight, queued] = outCounts(g.calls.length, done, g.calls.filter(c => c.sent !== null).length,
-      g.calls.filter(c => c.sent !== null && c.done).length, recorded);
-    queueParts.push(`${fmtInt(inFlight)} in flight${queued ? ` · ${fmtInt(queued)} queued` : ''}`);
+  if (f.finished < f.started) {
+    queueParts.push(`${fmtInt(f.inFlight)} in flight${f.queued ? ` · ${fmtInt(f.queued)} queued` : ''}`);
   }
-  const q95 = percentile(waits, 95);
-  if (q95 !== null && q95 >= 0.001) {
-    queueParts.push(`queued p50 ${fmtSecs(percentile(waits, 50))} · p95 ${fmtSecs(q95)}`);
+  if (f.queuedP95 !== null && f.queuedP95 >= 0.001) {
+    queueParts.push(`queued p50 ${fmtSecs(f.queuedP50)} · p95 ${fmtSecs(f.queuedP95)}`);
   }
   if (g.errors) {
     parts.push(`${fmtInt(g.errors)} failed`);
   }
-  const retried = g.calls.filter(c => c.retries).length;
-  if (retried) {
-    parts.push(`${fmtInt(retried)} retried`);
+  if (f.retried) {
+    parts.push(`${fmtInt(f.retried)} retried`);
   }
-  const p50 = percentile(latencies, 50);
-  if (p50 !== null) {
-    parts.push(`p50 ${fmtSecs(p50)} · p95 ${fmtSecs(percentile(latencies, 95))}`);
+  if (f.p50 !== null) {
+    parts.push(`p50 ${fmtSecs(f.p50)} · p95 ${fmtSecs(f.p95)}`);
   }
   parts.push(...queueParts);
-  parts.push(`${fmtCount(input)} → ${fmtCount(output)} tokens`);
-  parts.push(fmtCost(cost, unpriced));
-  const cached = g.calls.filter(c => c.cached).length;
-  if (cached) {
-    parts.push(`${fmtInt(cached)} cached`);
+  parts.push(`${fmtCount(f.inputTokens)} → ${fmtCount(f.outputTokens)} tokens`);
+  parts.push(fmtCost(f.cost, f.unpriced));
+  if (f.cached) {
+    parts.push(`${fmtInt(f.cached)} cached`);
   }
   if (g.wall !== null) {
     parts.push(`wall ${fmtSecs(g.wall)}`);
@@ -236,16 +218,6 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     }
   }
   return box;
-}
-
-/** Wall time of a run: its recorded usage, else its first to last event; for the root run, from the moment
- * the user ran the cell when that was recorded (the live widget counted the same way). */
-function runElapsed(tree: Tree, run: Run): number {
-  const wall = Math.max(0, run.usage?.wall_s || (run.finished ?? tree.lastTs) - run.started);
-  if (run.id === tree.rootId && tree.opened !== null) {
-    return Math.max(wall, (run.finished ?? tree.lastTs) - tree.opened);
-  }
-  return wall;
 }
 
 function runHeader(tree: Tree, run: Run): HTMLElement {

@@ -7,8 +7,8 @@ rendered summary stays under `config.summary_max_tokens` whatever the inputs.
 
 Families and the registry
 -------------------------
-Each family of values is one module here holding one `FAMILY = registry.Family(...)` record, and one
-line in `registry.FAMILY_MODULES`. A family says:
+Each family of values is one module in `_families/` holding one `FAMILY = Family(...)` record, and one
+line in `_registry.FAMILY_MODULES`. A family says:
 
     kinds       the FieldInfo kinds it produces ("text", "table", "file_table"...), unique per family
     classes     "module:Class" names recognised on the value's type or its bases without importing
@@ -19,7 +19,7 @@ line in `registry.FAMILY_MODULES`. A family says:
                 the Field's `read_paths` / `endpoints` name what a confined kernel must reach
     crossing    Field -> spec, how it reaches the kernel sandbox without its data (a path, SQL, a
                 serialised plan, a scheduler address); None (the default) ships the data as a file
-                (Arrow IPC, .npy, text, pickle; see sandbox/transfer.py)
+                (Arrow IPC, .npy, text, pickle; see rlmnb/_sandbox/transfer.py)
     reopen      (name, spec) -> the kernel's view, rebuilt from the crossing spec inside the kernel
     view        (name, shipped data) -> the kernel's read-only view of data that was shipped
     tables/sql  the kinds sql() registers as DuckDB tables, and how a loaded value becomes something
@@ -27,26 +27,24 @@ line in `registry.FAMILY_MODULES`. A family says:
 
     export      (source) -> one pyarrow Table to ship when the input cannot be reopened
 
-To add a kind: write `rlmnb/inputs/<family>.py` ending in `FAMILY = Family(...)` and add its module name
-to `registry.FAMILY_MODULES`. A lazy table builds its FieldInfo with `lazytable.lazy_table_info` (column
-names, type names, an Arrow head, the row count if known), sets `Field.plan` to what its `reopen` needs,
-and `read_paths` / `endpoints` to what a confined kernel must reach. `sql()` registers the kinds in
-`tables` under their input names with DuckDB's `register` (pandas, Arrow, Polars, datasets, relations).
+To add a kind:
 
-Modules: `records` (FieldInfo, InputsSummary, Field), `registry` (Family, recognise, describe,
-bind_inputs, kernel_loader), `summary` (rendering under the cap), `brief` (bounded renderings and token
-estimates), `views` (read-only views), `disk` (text-or-binary sniff, folder walk), `duck` (the process's
-DuckDB database), `lazytable` (FieldInfo of a lazy table), `sqlengine` (the sql() primitive); families:
-`files` (with `tablefiles` and `tablemeta` for tables in files), `text`, `frames` (pandas), `arrow`,
-`datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays` (numpy), `containers`.
+1. write `rlmnb/inputs/_families/<family>.py` ending in `FAMILY = Family(...)` (`Family` is exported
+   here) and add its module name to `FAMILY_MODULES` in `rlmnb/inputs/_registry.py`;
+2. a lazy table builds its FieldInfo with `_tables/lazytable.py:lazy_table_info` (column names, type
+   names, an Arrow head, the row count if known), sets `Field.plan` to what its `reopen` needs, and
+   `read_paths` / `endpoints` to what a confined kernel must reach;
+3. list the kinds that `sql()` should see in `tables`: sql() registers them under their input names
+   with DuckDB's `register` (pandas, Arrow, Polars, datasets, relations).
 
-narwhals (2.29, checked here) recognises pandas, Polars, PyArrow, DuckDB, Dask and PySpark frames by
-module name and offers one lazy API (`collect_schema`, `head`, `select(nw.len())`). These families do not
-use it: DuckDB, a core dependency that sql() needs anyway, already gives schema, a LIMIT head and counts
-over files, relations, pandas, Arrow and Polars, with the SQL type names the model then writes queries
-against (narwhals reports its own, Int64/String); and `import narwhals` costs ~265 ms here. The shared
-step is `lazytable.lazy_table_info`, written once. A family for a library DuckDB cannot scan (Dask) may
-still use narwhals for its head.
+Modules: `_records` (FieldInfo, InputsSummary, Field), `_registry` (Family, recognise, describe,
+crossing and kernel loaders), `_summary` (bind_inputs, rendering under the cap), `_previews` (bounded
+renderings and token estimates), `_readonly` (read-only proxies), `_filesystem` (text-or-binary sniff,
+folder walk); `_tables/`: `duck` (the process's DuckDB database and sql()), `lazytable` (FieldInfo of
+a lazy table), `filetables` (tables in files), `parquet` (Parquet footers); `_families/`: `files`,
+`text`, `frames` (pandas), `arrow`, `datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays`
+(numpy), `containers`, `polars_frames`, `dask_frames`. The lazy families use DuckDB, not narwhals:
+docs/decisions/narwhals.md.
 
 What the sandbox sees (`Field.load()`) never lets model code change the user's objects and never
 copies them in bulk:
@@ -73,13 +71,12 @@ summary holds no data at all, only names, kinds, sizes, column names and dtypes.
 
 from __future__ import annotations
 
-from .binding import bind_inputs
-from .disk import decode_file
-from .files import GlobFiles
-from .records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
-from .registry import Family, describe, recognise
-from .summary import render_summary
-from .views import DirectoryView, ReadOnlyMapping, ReadOnlySequence
+from rlmnb.inputs._families.files import GlobFiles
+from rlmnb.inputs._filesystem import decode_file
+from rlmnb.inputs._readonly import DirectoryView, ReadOnlyMapping, ReadOnlySequence
+from rlmnb.inputs._records import KINDS, SUPPORTED, Field, FieldInfo, InputsSummary
+from rlmnb.inputs._registry import Family, describe, recognise
+from rlmnb.inputs._summary import bind_inputs, render_summary
 
 __all__ = [
     "KINDS", "SUPPORTED", "DirectoryView", "Family", "Field", "FieldInfo", "GlobFiles", "InputsSummary",

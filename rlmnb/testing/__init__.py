@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .scripted import ScriptedLM
+from rlmnb.testing.scripted import ScriptedLM
 
 __all__ = ["ScriptedLM"]

@@ -26,6 +26,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Latency", "Reply", "Responder", "completion_body", "draw_fault",
+           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens", "shape",
+           "text_of"]
+
 Reply = str | dict[str, Any]
 Responder = Callable[[list[dict[str, Any]]], Reply]
 FAULT_KINDS = ("429", "500", "drop", "timeout", "malformed", "no_choices", "no_content", "content_filter")
@@ -64,7 +68,7 @@ def load_responder(spec: str | Responder) -> Responder:
     if spec in BUILTIN_RESPONDERS:
         return BUILTIN_RESPONDERS[spec]
     try:  # the shared deterministic behaviours (find_needle, count_labels, ...)
-        from .responders import BUILTIN
+        from rlmnb.testing.responders import BUILTIN
     except ImportError:
         BUILTIN = {}
     if spec in BUILTIN:

@@ -10,7 +10,9 @@ import argparse
 import asyncio
 import re
 
-from .fake_server import FakeServer
+from rlmnb.testing.fake_server import FakeServer
+
+__all__ = ["main"]
 
 
 def _parse_faults(text: str) -> dict[str, float]:

@@ -14,7 +14,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .fake_server import Address, lm_for
+from rlmnb.testing.fake_server import Address, lm_for
+
+__all__ = ["FakeServerProcess"]
 
 
 class FakeServerProcess(Address):

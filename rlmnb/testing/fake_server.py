@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .fake_behaviours import (
+from rlmnb.testing.fake_behaviours import (
     BUILTIN_RESPONDERS,
     FAULT_KINDS,
     Latency,
@@ -417,7 +417,7 @@ def _fmt_seconds(value: float) -> str:
 
 def lm_for(url: str, name: str, **kwargs: Any) -> Any:
     """A `LiteLLM` for `name` on a fake server at `url` (provider "openai/", a dummy key)."""
-    from ..litellm_lm import LiteLLM
+    from rlmnb._models.litellm import LiteLLM
 
     kwargs.setdefault("api_key", "fake-key")
     return LiteLLM(name if "/" in name else f"openai/{name}", api_base=url, **kwargs)

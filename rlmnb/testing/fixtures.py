@@ -18,14 +18,17 @@ from typing import Any
 
 import pytest
 
-from .fake_process import FakeServerProcess
-from .fake_server import FakeServer
+from rlmnb.testing.fake_process import FakeServerProcess
+from rlmnb.testing.fake_server import FakeServer
+
+__all__ = ["fake_server", "fake_server_factory", "fake_server_process_factory", "fake_server_session",
+           "rlmnb_cache_dir"]
 
 
 @pytest.fixture(autouse=True)
 def rlmnb_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private response-cache folder for this test (created only if something caches)."""
-    from ..cache import ENV_DIR, close_cache
+    from rlmnb._engine.cache import ENV_DIR, close_cache
 
     path = tmp_path_factory.getbasetemp() / f"rlmnb-cache-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv(ENV_DIR, str(path))

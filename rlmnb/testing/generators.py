@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+__all__ = ["GENERATED_AT", "LABELS", "Haystack", "haystack", "label_of", "labelled_table", "log_folder"]
+
 GENERATED_AT = 1_740_787_200  # 2025-03-01 00:00 UTC: the modification time of every generated file
 
 _WORDS = ["data", "system", "report", "value", "market", "policy", "service", "customer", "account", "network", "signal", "model", "review", "quarter", "budget", "process", "record", "update", "request", "result", "support", "team", "order", "delivery", "invoice", "contract", "region", "product", "feature", "release", "schedule", "meeting", "project", "status", "office", "travel", "weather", "river", "garden", "window", "paper", "music", "city", "forest", "ocean", "mountain", "engine", "station", "library", "kitchen", "village", "harbour", "field"]

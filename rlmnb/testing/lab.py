@@ -30,6 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "JupyterLab", "browser_missing", "chromium_page", "free_port", "run_cell",
+           "wait_cell", "write_run_notebook"]
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # without the background-networking flags Chromium keeps trying hosts a closed network refuses
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",

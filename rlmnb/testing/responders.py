@@ -11,7 +11,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from .generators import LABELS, label_of
+from rlmnb.testing.generators import LABELS, label_of
+
+__all__ = ["BUILTIN", "count_labels", "find_needle", "runbook_owner"]
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 

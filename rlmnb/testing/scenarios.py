@@ -9,9 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .generators import haystack
-from .responders import find_needle
-from .scripted import ScriptedLM
+from rlmnb.testing.generators import haystack
+from rlmnb.testing.responders import find_needle
+from rlmnb.testing.scripted import ScriptedLM
+
+__all__ = ["CHILD_ASK", "CHILD_SEARCH", "CHILD_SUBMIT", "FILES_ANALYSE", "FILES_EXPLORE", "FILES_SUBMIT",
+           "NEEDLE_EXPLORE", "NEEDLE_SEARCH", "NEEDLE_SUBMIT", "NEEDLE_VERIFY", "RECURSE_CHILDREN", "RECURSE_SPLIT",
+           "RECURSE_SUBMIT", "REFINE_CHECK", "REFINE_CHECK_SUBMIT", "REFINE_DRAFT", "REFINE_DRAFT_SUBMIT",
+           "TABLE_COUNT", "TABLE_EXPLORE", "TABLE_SUBMIT", "Scenario", "files_models", "needle_models",
+           "needle_scenario", "recursion_models", "refine_models", "report_text", "table_models"]
 
 NEEDLE_EXPLORE = '''Let me look at the input first.
 ```python
@@ -120,7 +126,7 @@ submit({"counts": dict(counts), "total": sum(counts.values())})
 
 
 def table_models(rows_per_chunk: int = 20_000) -> tuple[ScriptedLM, ScriptedLM]:
-    from .responders import count_labels
+    from rlmnb.testing.responders import count_labels
 
     root = ScriptedLM([TABLE_EXPLORE, TABLE_COUNT.format(rows=rows_per_chunk), TABLE_SUBMIT], name="scripted-root")
     return root, ScriptedLM(count_labels, name="scripted-sub")
@@ -159,7 +165,7 @@ submit({"service": worst, "errors": worst_count, "owner": owner, "monthly_cost":
 
 
 def files_models() -> tuple[ScriptedLM, ScriptedLM]:
-    from .responders import runbook_owner
+    from rlmnb.testing.responders import runbook_owner
 
     root = ScriptedLM([FILES_EXPLORE, FILES_ANALYSE, FILES_SUBMIT], name="scripted-root")
     return root, ScriptedLM(runbook_owner, name="scripted-sub")

@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ScriptExhausted
-from ..models import Completion, Message
-from ..tokens import count_messages, count_tokens
-from ..usage import CallUsage
+from rlmnb._ground.errors import ScriptExhausted
+from rlmnb._ground.tokens import count_messages, count_tokens
+from rlmnb._ground.usage import CallUsage
+from rlmnb._models.base import Completion, Message
+
+__all__ = ["Responder", "ScriptedLM"]
 
 Responder = Callable[[list[Message]], "str | Completion"]
 

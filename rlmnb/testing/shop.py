@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .generators import GENERATED_AT
-from .scripted import ScriptedLM
+from rlmnb.testing.generators import GENERATED_AT
+from rlmnb.testing.scripted import ScriptedLM
+
+__all__ = ["CATEGORIES", "COMPLAINTS", "REGIONS", "SHOP_LOOK", "SHOP_READ", "SHOP_REVENUE", "SHOP_REVIEWS",
+           "SHOP_SUBMIT", "ShopData", "complaint_in", "read_review", "shop_data", "shop_models"]
 
 CATEGORIES = ("audio", "kitchen", "outdoor", "fitness", "office")
 REGIONS = ("North", "South", "East", "West")

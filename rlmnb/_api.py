@@ -1,0 +1,295 @@
+"""The Python API: `RLM(...).run(question, **inputs) -> RunResult`.
+
+`run` works everywhere, Jupyter included: the run gets its own event loop in a worker thread, and
+the calling thread only waits, so a kernel interrupt (KeyboardInterrupt) cancels the run cleanly and
+still returns the partial result with status "interrupted". `arun` is the same for async callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from rlmnb._engine.budget import Budget
+from rlmnb._engine.resources import RunSpec, TreeResources
+from rlmnb._engine.runs import execute_run
+from rlmnb._engine.turn import Outcome, Session
+from rlmnb._ground.blocking import run_coroutine_blocking
+from rlmnb._ground.config import RLMConfig, field_names
+from rlmnb._ground.errors import ConfigError, ReplayDivergence
+from rlmnb._ground.jsonable import recordable
+from rlmnb._ground.usage import Usage
+from rlmnb._guards.schema import AnswerSchema
+from rlmnb._models.base import LM, model_label
+from rlmnb._models.resolve import release_model_clients, resolve_model
+from rlmnb._sandbox.confinement.policy import Confinement
+from rlmnb._sandbox.primitives import check_tools
+from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
+
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field, InputsSummary
+
+__all__ = ["RLM", "STATUSES", "RunResult", "Session"]  # Session: defined in _engine.turn
+
+STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one run. `answer` is the submitted value (validated against the schema if given)."""
+
+    answer: Any
+    status: RunStatus
+    usage: Usage
+    trajectory: Trajectory = field(repr=False)
+    run_id: str = ""
+    reason: str = ""
+    error: str | None = None
+    verified: bool | None = None
+    session: Session | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "submitted"
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """The sandbox's confinement as the run recorded it (what was and was not enforced), or None for a
+        trajectory from before it was recorded. `result.confinement.describe()` says it in one line."""
+        started = next((e for e in self.trajectory.events if isinstance(e, RunStarted)), None)
+        if started is None or started.confinement is None:
+            return None
+        return Confinement.from_dict(started.confinement)
+
+    def to_dict(self) -> dict[str, Any]:
+        answer = recordable(self.answer)
+        return {"answer": answer, "status": self.status, "usage": self.usage.to_dict(), "run_id": self.run_id,
+                "reason": self.reason, "error": self.error, "verified": self.verified,
+                "trajectory": self.trajectory.to_dict()}
+
+    def to_frame(self) -> Any:
+        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
+        return self.trajectory.to_frame()
+
+    def to_json(self, indent: int | None = None) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the result with its trajectory as JSON (loadable with Trajectory.load)."""
+        target = Path(path)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    def __repr__(self) -> str:
+        answer = repr(self.answer)
+        if len(answer) > 200:
+            answer = answer[:197] + "..."
+        return f"RunResult(status={self.status!r}, answer={answer}, usage={self.usage!r})"
+
+
+class RLM:
+    """A Recursive Language Model over named inputs.
+
+    Args:
+        model: the root model, a litellm model string or an LM object (e.g. ScriptedLM).
+        sub_model: the model behind llm_query; defaults to `model`.
+        sandbox: "kernel" or "local"; None takes the config's (RLMConfig.sandbox, "kernel" by default).
+        tools: functions made callable in the sandbox (a list of named functions, or a name -> function dict).
+        schema: a pydantic model or dataclass the submitted answer must validate against.
+        child_model: the root model of child runs (rlm_query); defaults to `sub_model`.
+        verify: a guard `(answer, context) -> confidence | (confidence, reason)`, e.g. RuleBased or LLMJudge.
+        revision_prompt: replaces the default revision message ($confidence, $reason... placeholders).
+        on_event: a callback receiving every event live (the widget uses this).
+        config: a ready RLMConfig; keyword settings (max_iterations=..., timeout=...) override it.
+    """
+
+    def __init__(self, model: Any = None, sub_model: Any = None, *, sandbox: str | None = None,
+                 tools: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+                 schema: Any = None, child_model: Any = None, verify: Any = None,
+                 revision_prompt: str | None = None, on_event: Callable[[Event], None] | None = None,
+                 config: RLMConfig | None = None, **settings: Any) -> None:
+        unknown = sorted(set(settings) - set(field_names()))
+        if unknown:
+            raise ConfigError(f"Unknown setting(s): {', '.join(unknown)}. Known settings: "
+                              f"{', '.join(field_names())}.")
+        base = config or RLMConfig()
+        if sandbox is not None:
+            settings["sandbox"] = sandbox
+        self.config = base.replace(**settings) if settings else base.validate()
+        if self.config.sandbox == "kernel":  # bad allow_paths, or 'required' where it cannot be: now, not mid-run
+            from rlmnb._sandbox.confinement.policy import resolve
+
+            resolve(self.config.confinement, self.config.allow_paths, self.config.allow_network)
+        if model is None:
+            raise ConfigError("No model given: pass model='openai/gpt-5-mini' (any litellm model) or an LM object.")
+        lm_options = {"max_retries": self.config.max_retries, "timeout": self.config.request_timeout}
+        self.model: LM = resolve_model(model, role="model", **lm_options)
+        self.sub_model: LM = (resolve_model(sub_model, role="sub_model", **lm_options) if sub_model is not None
+                              else self.model)
+        self.child_model: LM | None = (resolve_model(child_model, role="child_model", **lm_options) if child_model
+                                       else None)
+        self.tools = check_tools(tools)
+        self.schema = AnswerSchema(schema) if schema is not None else None
+        self.verifier = None
+        if verify is not None:
+            from rlmnb._engine.verify import Verifier
+
+            self.verifier = Verifier(verify, min_confidence=self.config.min_confidence,
+                                     max_revisions=self.config.max_revisions, revision_prompt=revision_prompt,
+                                     timeout=self.config.verify_timeout)
+        self.on_event = on_event
+        self.pinned_models = False  # replay: every model name is served by the record
+
+    # ---- running ---------------------------------------------------------------------------------
+    def run(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
+            **inputs: Any) -> RunResult:
+        """Answer `question` over the named inputs; blocks until the run ends (see module docs)."""
+        prepared = self._prepare(question, inputs, continue_from)
+        self.check_keys()
+        result: RunResult = run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
+                                                    interruptible=True)
+        return result
+
+    async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
+                   **inputs: Any) -> RunResult:
+        """Async form of run()."""
+        prepared = self._prepare(question, inputs, continue_from)
+        self.check_keys()
+        return await self._execute(prepared, keep_session)
+
+    def dry_run(self, question: str, /, **inputs: Any) -> dict[str, Any]:
+        """The first root request this run would send, without calling any model."""
+        prepared = self._prepare(question, inputs, None)
+        from rlmnb._engine.runs import new_conversation
+        from rlmnb._ground.tokens import count_messages
+
+        messages = new_conversation(self._tree(Budget(self.config), EventBus()), prepared.spec(),
+                                    self.model).messages()
+        return {"summary": prepared.summary, "messages": messages,
+                "tokens": count_messages(messages, model_label(self.model))}
+
+    def check_keys(self) -> None:
+        """Raise MissingAPIKey, naming the provider's variable, if a model needs a key it does not have."""
+        for lm in {id(m): m for m in (self.model, self.sub_model, self.child_model) if m is not None}.values():
+            check = getattr(lm, "check_key", None)
+            if callable(check):
+                check()
+
+    @staticmethod
+    def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None,
+               **inputs: Any) -> RunResult:
+        """Re-run a recorded trajectory with every model reply served from the record (zero cost).
+
+        In-memory inputs must be passed again by name; file inputs are re-read from their paths.
+        Raises ReplayDivergence naming the first call the record does not have.
+        """
+        from rlmnb._engine.replay import plan_replay
+
+        plan = plan_replay(source, schema=schema, verify=verify, **inputs)
+        rlm = RLM(plan.lm, plan.lm, child_model=plan.lm, schema=plan.schema, verify=plan.verify,
+                  revision_prompt=plan.revision_prompt, config=plan.config)
+        rlm.pinned_models = True
+        result = rlm.run(plan.question, **plan.inputs)
+        if result.status == "error" and result.error and result.error.startswith("ReplayDivergence"):
+            raise ReplayDivergence(result.reason)
+        return result
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _prepare(self, question: str, inputs: dict[str, Any], continue_from: RunResult | None) -> _Prepared:
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigError("The question is empty: pass the question as the first argument of run().")
+        from rlmnb.inputs import bind_inputs
+
+        fields_, summary = bind_inputs(inputs, self.config)
+        session = continue_from.session if continue_from is not None else None
+        if continue_from is not None and (session is None or session.closed):
+            raise ConfigError("That run kept no session to continue: run it with keep_session=True.")
+        if session is not None and self.config.rounds > 1:
+            raise ConfigError("rounds > 1 cannot continue an earlier run; start a new run instead.")
+        return _Prepared(question.strip(), list(fields_), summary, session)
+
+    def _tree(self, budget: Budget, bus: EventBus) -> TreeResources:
+        return TreeResources(config=self.config, root_lm=self.model, sub_lm=self.sub_model, child_lm=self.child_model,
+                    tools=self.tools, schema=self.schema, budget=budget, bus=bus, verify=self.verifier,
+                    pinned_models=self.pinned_models)
+
+    async def _execute(self, prep: _Prepared, keep_session: bool, own_loop: bool = False) -> RunResult:
+        bus = EventBus()
+        if self.on_event is not None:
+            bus.subscribe(self.on_event)
+        from rlmnb._telemetry import attach as attach_telemetry
+
+        detach = attach_telemetry(bus)
+        tree = self._tree(Budget(self.config), bus)
+        try:
+            await _prepare_models(self.model, self.sub_model, self.child_model)
+            earlier: list[Any] = []
+            record: Outcome | None = None
+            for round_no in range(1, self.config.rounds + 1):
+                spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
+                if round_no > 1:
+                    spec = self._next_round(prep, spec, earlier, record, round_no)
+                else:
+                    tree.root_run_id = spec.run_id
+                record = await execute_run(tree, spec)
+                if record.status not in ("submitted", "fallback"):
+                    break
+                earlier.append(record.answer)
+        finally:
+            detach()
+            if own_loop:  # the loop dies with the run: close what litellm opened on it
+                await release_model_clients()
+        assert record is not None
+        return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
+                         trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
+                         error=record.error, verified=record.verified, session=record.session)
+
+    def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: Outcome | None,
+                    round_no: int) -> RunSpec:
+        """Pass k of `rounds`: the same question, with the earlier passes' answers bound as `earlier`."""
+        from rlmnb.inputs import bind_inputs
+
+        originals = {f.name: f.source for f in prep.fields}
+        fields_, summary = bind_inputs({**originals, "earlier": list(earlier)}, self.config)
+        spec.fields, spec.summary = fields_, summary
+        spec.parent_run_id = last.run_id if last is not None else None
+        spec.label = f"round {round_no}/{self.config.rounds}"
+        return spec
+
+    def __repr__(self) -> str:
+        return (f"RLM(model={model_label(self.model)!r}, sub_model={model_label(self.sub_model)!r}, "
+                f"sandbox={self.config.sandbox!r})")
+
+
+async def _prepare_models(*models: Any) -> None:
+    """Let models do slow first-use work (LiteLLM imports litellm) off the run's event loop."""
+    for lm in {id(m): m for m in models if m is not None}.values():
+        prepare = getattr(lm, "aprepare", None)
+        if prepare is not None:
+            await prepare()
+
+
+@dataclass
+class _Prepared:
+    question: str
+    fields: list[Field]
+    summary: InputsSummary
+    session: Session | None
+
+    def spec(self, keep_session: bool = False) -> RunSpec:
+        """The root run's spec; a continued run reuses the session's sandbox and conversation."""
+        if self.session is None:
+            return RunSpec(question=self.question, fields=self.fields, summary=self.summary,
+                           keep_session=keep_session)
+        conversation = self.session.conversation
+        note = f"New question (the REPL and its variables are as you left them):\n{self.question}"
+        if self.fields:
+            note += "\n\nNew inputs:\n" + self.summary.text
+        conversation.add_question(note)
+        return RunSpec(question=self.question, fields=[*self.session.fields, *self.fields], summary=self.summary,
+                       conversation=conversation, sandbox=self.session.sandbox, bind_fields=self.fields,
+                       keep_session=keep_session)

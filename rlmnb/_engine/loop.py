@@ -1,0 +1,117 @@
+"""The turn loop of one run: `run_turns(ctx) -> Outcome`, calling `turn.run_turn` until the run ends.
+
+When the turns run out without an accepted submission, `fallback` makes one last root call for the
+best answer from the history. Also here: the prompts a run opens with (`system_prompt`,
+`first_prompt`). The loop renders nothing and owns no resources: `RunContext` brings the models,
+sandbox, budget and event bus; runs.execute_run starts and closes them.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+from typing import Any
+
+from rlmnb._engine.replies import final_call, split_reasoning
+from rlmnb._engine.turn import Outcome, RunContext, root_call, run_turn
+from rlmnb._ground.config import RLMConfig
+from rlmnb._ground.errors import BudgetExhausted
+from rlmnb._ground.jsonable import recordable
+from rlmnb._ground.prompts import load, render
+from rlmnb._guards.schema import AnswerSchema
+from rlmnb.events import Fallback
+
+__all__ = ["fallback", "final_text", "first_prompt", "run_turns", "system_prompt"]
+
+
+def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any], example: str = "data") -> str:
+    """The system rules; `example` names the input of the example first step (small models copy it)."""
+    tool_lines = ""
+    if tools:
+        described = []
+        for name, fn in tools.items():
+            doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+            described.append(f"\n- `{name}(...)`: {doc[0] if doc else 'a tool provided by the user.'}")
+        tool_lines = "".join(described)
+    reads = (render("sub_window", tokens=f"{sub_window:,}", chars=f"{sub_window * 3:,}") if sub_window
+             else load("sub_window_unknown"))
+    rules = render("system", sub_reads=reads, example=example, max_llm_calls=config.max_llm_calls,
+                   max_iterations=config.max_iterations, tools=tool_lines)
+    if config.instructions:
+        return config.instructions if config.replace_instructions else rules + "\n\n" + config.instructions
+    return rules
+
+
+def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: AnswerSchema | None) -> str:
+    extra = []
+    if config.max_tokens:
+        extra.append(f"{config.max_tokens:,} tokens")
+    if config.max_cost:
+        extra.append(f"${config.max_cost:g}")
+    if config.max_time:
+        extra.append(f"{config.max_time:g} s")
+    text = render("first_user", question=question.strip(), summary=summary_text,
+                  max_iterations=config.max_iterations, max_llm_calls=config.max_llm_calls,
+                  extra_limits="".join(", " + e for e in extra))
+    if config.sandbox == "kernel" and config.confinement != "off" and (config.allow_paths or config.allow_network):
+        reach = [*(f"files under {p}" for p in config.allow_paths), *(f"TCP {n}" for n in config.allow_network)]
+        text += render("reach", reach=", ".join(reach))
+    if schema is not None:
+        text += render("schema", schema=schema.json_schema_text())
+    return text
+
+
+async def run_turns(ctx: RunContext) -> Outcome:
+    """Run turns until one ends the run, then fall back if the turns ran out.
+
+    Returns:
+        How the run ended: "submitted", "fallback" or "budget_exhausted".
+
+    Raises:
+        ModelError, SandboxError: terminal trouble.
+    """
+    while ctx.turn < ctx.config.max_iterations:
+        outcome = await run_turn(ctx)
+        if outcome is not None:
+            return outcome
+    return await fallback(ctx)
+
+
+async def fallback(ctx: RunContext) -> Outcome:
+    """The turns ran out: one last root call for the best answer from the history."""
+    messages = ctx.conversation.messages()
+    messages.append({"role": "user", "content": render("fallback", max_iterations=ctx.config.max_iterations)})
+    try:
+        completion, _ = await root_call(ctx, messages, purpose="fallback")
+    except BudgetExhausted as exc:
+        return Outcome("budget_exhausted", None, f"turns ran out and no budget was left for a final answer: {exc}")
+    answer = final_text(split_reasoning(completion.text)[0])
+    if ctx.schema is not None:
+        with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so
+            answer = ctx.schema.validate(_maybe_json(answer))
+    reason = f"no submit() within {ctx.config.max_iterations} turns"
+    ctx.bus.emit(Fallback, ctx.scope, answer=recordable(answer), reason=reason)
+    return Outcome("fallback", answer, reason)
+
+
+def final_text(text: str) -> Any:
+    """The answer in a fallback reply: the literal inside FINAL(...) if there is one, else the text."""
+    call = final_call(text)
+    if call and call.startswith("FINAL("):
+        try:
+            node = ast.parse(call, mode="eval").body
+            if isinstance(node, ast.Call) and len(node.args) == 1:
+                return ast.literal_eval(node.args[0])
+        except (ValueError, SyntaxError):
+            pass
+    return text.strip()
+
+
+def _maybe_json(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text

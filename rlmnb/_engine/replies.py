@@ -1,0 +1,347 @@
+"""One root reply read as one step: `read_step(text, finish_reason=...) -> Step`.
+
+Entry points: `read_step` (what runs, what the history keeps), `extract_code` (the runnable code of a
+text, also used by the views), `final_call` (a FINAL(...) call in prose) and `Repeats.check` (the
+earlier turn a step repeats). Nothing here executes anything.
+
+Real models do not stop where a step ends. Small ones write a code block, then an output block of
+their own invention, then more code built on it; reasoning models put `<think>...</think>` in the
+content; any model can be cut at `max_tokens` in the middle of a block. The rule, one step per reply:
+
+- Reasoning (`<think>...</think>`, or everything before a lone `</think>`) is split off: it is not
+  searched for code and not kept in the conversation (the trajectory records it).
+- The reply ends where the model starts writing output of its own: at the first output block
+  (```output, ```text, ```stdout, ..., or a bare fence that is not Python) after a code block. The
+  code blocks before it run, as one snippet; that block and everything after it are removed from the
+  stored reply, replaced by a one-line note, and the model is told that none of it ran.
+- A reply cut at the token limit inside a code block does not run that block; the complete blocks
+  before it do. An unclosed last block of a reply that was not cut is taken as complete.
+- Prose after the last code block describes a result the model has not seen yet: it is left out of
+  the history (silently: small models copy every note they are shown), and the trajectory says so.
+- A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once.
+
+Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
+/ ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
+snippet), otherwise an indented block (4 spaces or a tab) that parses as Python, otherwise a bare
+`FINAL(...)` or `FINAL_VAR(...)` call written in prose.
+
+A small model stuck in a loop runs the same code turn after turn and reads the same output each time;
+`Repeats` remembers each turn's code (comments and layout aside) and output so the observation can
+name the earlier turn a new one repeats.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import re
+import textwrap
+import tokenize
+from dataclasses import dataclass, field
+
+__all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "extract_code",
+           "final_call", "normal_code", "parses", "read_step", "split_reasoning"]
+
+# ---- code in a text ------------------------------------------------------------------------------
+PYTHON_TAGS = frozenset({"python", "py", "python3", "repl", "ipython", "pycon"})
+_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+.-]*)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                    re.MULTILINE | re.DOTALL)
+_FINAL_START = re.compile(r"\b(FINAL_VAR|FINAL)\s*\(")
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The code of a reply and the layer it came from ("fenced", "indented", "final" or "none")."""
+
+    code: str | None
+    layer: str
+    blocks: int = 0
+
+
+def extract_code(reply: str) -> Extracted:
+    """Return the runnable code of a reply; `code` is None when there is none."""
+    text = reply.replace("\r\n", "\n")
+    blocks = []
+    for match in _FENCE.finditer(text):
+        tag = match.group("tag").lower()
+        body = _strip_prompts(match.group("body"))
+        if (tag in PYTHON_TAGS or (not tag and parses(body))) and body.strip():
+            blocks.append(body.rstrip())
+    if blocks:
+        return Extracted("\n\n".join(blocks), "fenced", len(blocks))
+    indented = _indented_block(text)
+    if indented:
+        return Extracted(indented, "indented", 1)
+    final = final_call(text)
+    if final:
+        return Extracted(final, "final", 1)
+    return Extracted(None, "none", 0)
+
+
+def parses(code: str) -> bool:
+    """True when `code` is Python worth running (not a lone name or constant, which is prose)."""
+    if not code.strip():
+        return False
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    # a lone name or constant ("Note", "42") is prose, not code
+    return not (len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)
+                and isinstance(tree.body[0].value, ast.Name | ast.Constant))
+
+
+def _strip_prompts(body: str) -> str:
+    """Drop '>>> ' / '... ' console prompts when every code line carries them."""
+    lines = body.split("\n")
+    code_lines = [ln for ln in lines if ln.strip()]
+    if code_lines and all(ln.startswith((">>> ", "... ", ">>>", "...")) for ln in code_lines):
+        return "\n".join(ln[4:] if ln.startswith((">>> ", "... ")) else ln[3:] for ln in lines)
+    return body
+
+
+def _indented_block(text: str) -> str | None:
+    """The longest run of indented lines (blank lines allowed inside) that parses as Python."""
+    best: str | None = None
+    run: list[str] = []
+    for line in text.split("\n") + ["<end>"]:
+        if line.startswith(("    ", "\t")) or (run and not line.strip()):
+            run.append(line)
+            continue
+        if run:
+            candidate = textwrap.dedent("\n".join(run)).strip("\n")
+            if parses(candidate) and (best is None or len(candidate) > len(best)):
+                best = candidate
+            run = []
+    return best
+
+
+def final_call(text: str) -> str | None:
+    """A FINAL(...) / FINAL_VAR(...) call in prose, with balanced parentheses and valid syntax."""
+    for match in _FINAL_START.finditer(text):
+        depth, quote, i = 0, "", match.end() - 1
+        while i < len(text):
+            ch = text[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif text.startswith(quote, i):
+                    i += len(quote) - 1
+                    quote = ""
+            elif text.startswith(('"""', "'''"), i):
+                quote = text[i:i + 3]
+                i += 2
+            elif ch in "\"'":
+                quote = ch
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    call = text[match.start(): i + 1]
+                    if _is_call(call):
+                        return call
+                    break
+            i += 1
+    return None
+
+
+def _is_call(code: str) -> bool:
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return False
+    return isinstance(tree.body, ast.Call)
+
+
+# ---- one reply, one step --------------------------------------------------------------------------
+OUTPUT_TAGS = frozenset({"output", "out", "text", "txt", "stdout", "stderr", "console", "result", "results",
+                         "plaintext", "shell-session", "log"})
+STOP_SEQUENCES = ("```output", "```stdout")
+"""Where generation should end: the model has started writing a step's output itself (not ```text, which a
+model may also use to quote the data before any code)."""
+_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+.-]*)")
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One reply read as one step."""
+
+    code: str | None
+    """What runs (None: nothing to run)."""
+    kept: str
+    """The reply as the conversation keeps it: no reasoning, no invented output, a note where text was cut."""
+    reasoning: str = ""
+    invented_outputs: int = 0
+    """Output blocks the model wrote itself, removed."""
+    blocks_not_run: int = 0
+    """Code blocks after the first invented output, removed and not run."""
+    unfinished: bool = False
+    """The reply was cut inside a code block, which did not run."""
+    cut: bool = False
+    """The provider stopped the reply at the token limit."""
+    empty: bool = False
+    trailing_removed: bool = False
+    """Prose after the last code block (about a result not yet seen) was left out of the history."""
+
+    @property
+    def notes(self) -> list[str]:
+        """Short machine-readable notes for the ModelReply event."""
+        out = []
+        if self.reasoning:
+            out.append("reasoning_removed")
+        if self.invented_outputs:
+            out.append(f"outputs_removed:{self.invented_outputs}")
+        if self.blocks_not_run:
+            out.append(f"blocks_not_run:{self.blocks_not_run}")
+        if self.cut:
+            out.append("cut")
+        if self.unfinished:
+            out.append("unfinished_block")
+        if self.empty:
+            out.append("empty")
+        if self.trailing_removed:
+            out.append("trailing_text_removed")
+        return out
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(visible text, reasoning) of a reply that may carry `<think>` blocks in its content."""
+    parts = [m.group(1).strip() for m in _THINK.finditer(text)]
+    visible = _THINK.sub("", text)
+    lowered = visible.lower()
+    if "</think>" in lowered:  # the opening tag was in the prompt template: all before the close is thinking
+        end = lowered.rindex("</think>")
+        parts.insert(0, visible[:end].strip())
+        visible = visible[end + len("</think>"):]
+    elif "<think>" in lowered:  # cut while thinking: what follows the tag is thinking
+        start = lowered.index("<think>")
+        parts.append(visible[start + len("<think>"):].strip())
+        visible = visible[:start]
+    return visible.strip("\n"), "\n\n".join(p for p in parts if p)
+
+
+@dataclass
+class _Block:
+    start: int  # line index of the opening fence
+    end: int | None  # line index of the closing fence; None when unclosed
+    tag: str
+    body: str
+    fence: str = "```"
+
+    @property
+    def is_code(self) -> bool:
+        return self.tag in PYTHON_TAGS or (not self.tag and parses(self.body) and not _literal(self.body))
+
+    @property
+    def is_output(self) -> bool:
+        return self.tag in OUTPUT_TAGS or (not self.tag and not self.is_code)
+
+
+def _literal(body: str) -> bool:
+    """Printed values ("12,345", "[1, 2]") parse as Python too; as a step they would do nothing."""
+    try:
+        ast.literal_eval(body.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _blocks(lines: list[str]) -> list[_Block]:
+    blocks: list[_Block] = []
+    i = 0
+    while i < len(lines):
+        match = _OPEN.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        fence = match.group("fence")
+        closing = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), None)
+        body = "\n".join(lines[i + 1:end if end is not None else len(lines)])
+        blocks.append(_Block(i, end, match.group("tag").lower(), body, fence))
+        if end is None:
+            break
+        i = end + 1
+    return blocks
+
+
+def read_step(text: str, *, finish_reason: str | None = None) -> Step:
+    """Read one root reply; see the module docs for the rules."""
+    visible, reasoning = split_reasoning(text.replace("\r\n", "\n"))
+    cut = finish_reason == "length"
+    if not visible.strip():
+        return Step(None, "", reasoning=reasoning, cut=cut, empty=True)
+    lines = visible.split("\n")
+    blocks = _blocks(lines)
+    invented = dropped = 0
+    keep_until = len(lines)
+    seen_code = False
+    for index, block in enumerate(blocks):
+        if seen_code and block.is_output:
+            rest = blocks[index:]
+            invented = sum(1 for b in rest if b.is_output)
+            dropped = sum(1 for b in rest if b.is_code)
+            keep_until = block.start
+            break
+        seen_code = seen_code or block.is_code
+    kept_lines = lines[:keep_until]
+    unfinished = False
+    last = next((b for b in reversed(blocks) if b.start < keep_until), None)
+    runnable = list(kept_lines)
+    if last is not None and last.end is None:
+        if cut:
+            unfinished = last.is_code or last.tag in PYTHON_TAGS or not last.tag
+            runnable = kept_lines[:last.start]
+        else:
+            runnable.append(last.fence)  # the model ended its reply there: the block is complete
+    code = extract_code("\n".join(runnable)).code
+    trailing = False
+    closed = [b for b in blocks if b.start < keep_until and b.end is not None and b.is_code]
+    if code is not None and not unfinished and closed and closed[-1].end is not None:
+        after = kept_lines[closed[-1].end + 1:]
+        if any(ln.strip() for ln in after):  # prose about a result the model has not seen yet
+            kept_lines, trailing = kept_lines[:closed[-1].end + 1], True
+    kept = "\n".join(kept_lines).rstrip()
+    if invented or dropped:
+        kept += ("\n\n" if kept else "") + _removed_note(invented, dropped)
+    return Step(code, kept, reasoning=reasoning, invented_outputs=invented, blocks_not_run=dropped,
+                unfinished=unfinished, cut=cut, trailing_removed=trailing)
+
+
+def _removed_note(invented: int, dropped: int) -> str:
+    parts = [f"{invented} output block(s) written by the model"] if invented else []
+    if dropped:
+        parts.append(f"{dropped} later code block(s)")
+    return f"[rlmnb removed {' and '.join(parts)} from this reply; they were not run.]"
+
+
+# ---- repeated steps -------------------------------------------------------------------------------
+_TURN_MARK = re.compile(r"<turn \d+(?:\.\d+)?>")  # tracebacks name the turn: the same error reads the same
+_LAYOUT = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+
+
+def normal_code(code: str) -> str:
+    """The code's tokens without comments, blank lines or indentation; whitespace-joined text if it does not tokenize."""
+    try:
+        return " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                        if t.type not in _LAYOUT)
+    except (tokenize.TokenError, SyntaxError):
+        return " ".join(code.split())
+
+
+@dataclass
+class Repeats:
+    """The steps of one run, by the hash of their normalised code and their output."""
+
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def check(self, turn: int, code: str, output: str) -> int | None:
+        """The earlier turn this one repeats, or None; remembers this turn either way."""
+        shown = _TURN_MARK.sub("<turn>", output)
+        key = hashlib.sha256(f"{normal_code(code)}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
+        earlier = self.seen.get(key)
+        self.seen[key] = turn
+        return earlier

@@ -1,0 +1,253 @@
+"""One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
+
+A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`),
+its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema),
+and the observation added to the conversation. Recoverable trouble (bad code, timeouts, rejected
+submissions, exhausted sub-call budget) goes back to the model; terminal trouble raises. Also here:
+the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a run ended).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rlmnb._engine.budget import Budget
+from rlmnb._engine.cache import request_sha
+from rlmnb._engine.compaction import summarize_dropped
+from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
+from rlmnb._engine.limits import RunLimits, run_limits
+from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
+from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
+from rlmnb._engine.subcalls import SubCaller
+from rlmnb._ground.blocking import run_coroutine_blocking
+from rlmnb._ground.config import RLMConfig
+from rlmnb._ground.errors import BudgetExhausted
+from rlmnb._ground.prompts import load, render
+from rlmnb._ground.usage import CallUsage
+from rlmnb._guards.schema import AnswerSchema
+from rlmnb._models.base import LM, Completion, Message, model_label
+from rlmnb._sandbox.base import ExecResult, Sandbox
+from rlmnb.events import (
+    CodeExecuted,
+    EventBus,
+    GuardRejected,
+    ModelReply,
+    RunScope,
+    RunStatus,
+    Submitted,
+    TurnStarted,
+    TurnsTrimmed,
+)
+
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field
+
+__all__ = ["Outcome", "RunContext", "Session", "root_call", "run_turn"]
+
+
+@dataclass
+class RunContext:
+    """Everything one run's turns need. Created and torn down by runs.execute_run."""
+
+    question: str
+    config: RLMConfig
+    root_lm: LM
+    sub: SubCaller
+    sandbox: Sandbox
+    budget: Budget
+    bus: EventBus
+    scope: RunScope
+    conversation: Conversation
+    schema: AnswerSchema | None = None
+    turn: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
+    repeats: Repeats = field(default_factory=Repeats)
+
+    def run_limits(self) -> RunLimits:
+        if self.limits is None:
+            self.limits = run_limits(self.config, self.root_lm, self.sub.lm)
+        return self.limits
+
+
+@dataclass
+class Session:
+    """What a finished run leaves open for `continue_from`: its sandbox, conversation and inputs."""
+
+    sandbox: Sandbox
+    conversation: Conversation
+    fields: list[Field]
+    closed: bool = False
+
+    def close(self) -> None:
+        """Close the sandbox (for a kernel sandbox: stop its process)."""
+        if not self.closed:
+            self.closed = True
+            run_coroutine_blocking(self.sandbox.close())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: from its turns, then its verification, refinement and run (RunResult is the root's)."""
+
+    status: RunStatus
+    answer: Any
+    reason: str = ""
+    last_turn: TurnRecord | None = None
+    """The submitting turn (verification may send the run back to it)."""
+    run_id: str = ""
+    error: str | None = None
+    verified: bool | None = None
+    session: Session | None = None
+
+
+async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
+                    retry_empty: bool = False) -> tuple[Completion, Step]:
+    """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after.
+
+    The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
+    where the provider takes them, so generation ends where the model starts writing output itself.
+    """
+    reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0)
+    params: dict[str, Any] = {}
+    if purpose == "turn" and await _supports_stop(ctx):
+        params["stop"] = list(STOP_SEQUENCES)
+    started = time.perf_counter()
+    try:
+        completion = await ctx.root_lm.acomplete(cache_marked(ctx, messages), **params)
+    except BaseException:
+        ctx.budget.settle(reservation, CallUsage(), root=True)
+        raise
+    ctx.budget.settle(reservation, completion.usage, root=True)
+    finish = completion.finish_reason or completion.meta.get("finish_reason")
+    step = read_step(completion.text, finish_reason=finish)
+    notes = step.notes + (["empty_retried"] if step.empty and retry_empty else [])
+    reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
+    ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
+                 latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
+                 request_sha=request_sha(messages), finish_reason=finish, reasoning=reasoning, notes=notes)
+    return completion, step
+
+
+async def _compact_call(ctx: RunContext, request: list[Message]) -> str:
+    completion, _ = await root_call(ctx, request, purpose="compact")
+    return completion.text
+
+
+def cache_marked(ctx: RunContext, messages: list[Message]) -> list[Message]:
+    """The request with Anthropic-style cache marks on its stable prefix where the root model needs them."""
+    if not needs_cache_marks(model_label(ctx.root_lm)):
+        return messages
+    return mark_prefix(messages, 1 + len(ctx.conversation.opening))
+
+
+async def _supports_stop(ctx: RunContext) -> bool:
+    """Whether the root model takes stop sequences (asked once per run, off the event loop)."""
+    if "supports_stop" not in ctx.extra:
+        ctx.extra["supports_stop"] = bool(await asyncio.to_thread(getattr, ctx.root_lm, "supports_stop", False))
+    return bool(ctx.extra["supports_stop"])
+
+
+async def run_turn(ctx: RunContext) -> Outcome | None:
+    """Run turn `ctx.turn + 1`: ask, read the step, execute, guard, observe.
+
+    Returns:
+        The Outcome when the run ended in this turn (an accepted submission, or the budget ran out before
+        the root call), else None with the turn added to the conversation.
+
+    Raises:
+        ModelError, SandboxError: terminal trouble (a sub-call's terminal error is raised after the snippet).
+    """
+    ctx.turn += 1
+    turn = ctx.turn
+    max_turns = ctx.config.max_iterations
+    limits = ctx.run_limits()
+    ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
+    before = ctx.conversation.tokens()
+    dropped = ctx.conversation.trim(limits.context_tokens)
+    if dropped and ctx.config.compaction == "summarize" and await summarize_dropped(
+            ctx.conversation, dropped, lambda request: _compact_call(ctx, request)):
+        dropped += ctx.conversation.trim(limits.context_tokens)  # the summary itself must fit
+    if dropped:
+        ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
+                     tokens_before=before, tokens_after=ctx.conversation.tokens())
+    messages = ctx.conversation.messages()
+    try:
+        completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True)
+        if step.empty:  # asked again once, without costing a turn; the empty reply stays out of the history
+            retry = [*messages, {"role": "user", "content": load("empty_retry")}]
+            completion, step = await root_call(ctx, retry, purpose="turn")
+    except BudgetExhausted as exc:
+        return Outcome("budget_exhausted", None, str(exc))
+    reply = step.kept or load("empty_kept")
+    notes_of_reply = reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
+    if step.code is None:
+        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply)))
+        return None
+    calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
+    timeout = limits.snippet_timeout
+    left = ctx.budget.time_left()
+    if left is not None:
+        timeout = max(0.1, min(timeout, left))
+    result = await ctx.sandbox.execute(step.code, timeout, turn=turn)
+    if ctx.sub.fatal is not None:
+        raise ctx.sub.fatal
+    notes: list[str] = []
+    outcome: Outcome | None = None
+    if result.submitted:
+        rejection = _guard(ctx, result)
+        if rejection is None:
+            answer = _validated(ctx, result.answer)
+            if isinstance(answer, _Rejected):
+                rejection = ("schema", render("reject_schema", error=answer.message))
+            else:
+                ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=result.answer)
+                outcome = Outcome("submitted", answer, "submit() was called")
+        if rejection is not None:
+            guard, message = rejection
+            ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard=guard, reason=message)
+            notes.append("[rejected] " + message)
+    rejected = bool(notes)
+    repeat_of = ctx.repeats.check(turn, step.code, output_of(result))
+    obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
+                extra=notes_of_reply + notes, nudge=outcome is None, repeat_of=repeat_of if outcome is None else None)
+    _emit_code(ctx, turn, step.code, result, obs, repeat_of)
+    if outcome is not None:
+        return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))
+    made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
+    ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected, findings=made_calls))
+    return None
+
+
+class _Rejected:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
+    """Why a submission must be rejected, or None."""
+    if result.submit_during_exception:
+        return "exception", render("reject_exception", error_type=result.submit_during_exception)
+    if result.submit_error:
+        return "jsonable", render("reject_unjsonable", error=result.submit_error)
+    if ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns:
+        return "first_turn", load("reject_first_turn")
+    return None
+
+
+def _validated(ctx: RunContext, answer: Any) -> Any:
+    if ctx.schema is None:
+        return answer
+    try:
+        return ctx.schema.validate(answer)
+    except ValueError as exc:
+        return _Rejected(str(exc))
+
+
+def _emit_code(ctx: RunContext, turn: int, code: str, result: ExecResult, obs: str, repeat_of: int | None) -> None:
+    ctx.bus.emit(CodeExecuted, ctx.scope, turn=turn, code=code, stdout=result.stdout, stderr=result.stderr,
+                 error=result.error, error_type=result.error_type, duration_s=round(result.duration_s, 6),
+                 timed_out=result.timed_out, restarted=result.restarted, observation=obs, repeat_of=repeat_of)

@@ -1,0 +1,163 @@
+"""`rlmnb eval`: the task suite from the command line (arguments and the handler `cli.py` calls).
+
+    rlmnb eval --task oolong --sizes 32k,256k,1m --methods rlm,direct -m MODEL -s SUB -n 5 --out results/
+
+Writes `results.jsonl` (one line per run, resumable), `summary.md`, `summary.json` and `plot.png`
+into `--out`; prints the summary table. `--dry-run` prints the cost estimate and calls no model.
+Exit codes as `rlmnb run`: 0 done, 1 stopped by --max-cost, 2 bad arguments, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rlmnb._eval.tasks import TASK_NAMES, format_size
+from rlmnb._ground.errors import ConfigError
+
+__all__ = ["add_arguments", "run", "spec_from_args"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", "--tasks", dest="tasks", default="oolong",
+                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all (default oolong)")
+    p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
+    p.add_argument("--methods", default="rlm,direct",
+                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm (default rlm,direct)")
+    p.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
+    p.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
+    p.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
+    p.add_argument("--api-key", help="the key for --api-base (default: the provider's environment variable)")
+    p.add_argument("-n", type=int, default=5, help="instances per task and size (default 5)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="results", help="folder for results.jsonl, summary and plot (default results/)")
+    p.add_argument("--max-cost", type=float, help="stop before the evaluation would pass this many dollars")
+    p.add_argument("--dry-run", action="store_true", help="print the cost estimate and stop; no model is called")
+    p.add_argument("--context-window", type=int, help="the root model's window for `direct` (default: litellm's)")
+    p.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
+                   help="dollars per million input and output tokens for a model litellm has no price for")
+    p.add_argument("--sandbox", choices=("local", "kernel"), help="sandbox of the rlm methods (default kernel)")
+    p.add_argument("--max-iterations", type=int)
+    p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
+    p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _prices(specs: list[str]) -> dict[str, tuple[float, float]]:
+    out = {}
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        try:
+            cost_in, cost_out = (float(x) for x in rest.split(","))
+        except ValueError:
+            raise ConfigError(f"--price expects MODEL=IN,OUT (dollars per million tokens), got {spec!r}.") from None
+        if not sep or not name.strip():
+            raise ConfigError(f"--price expects MODEL=IN,OUT (dollars per million tokens), got {spec!r}.")
+        out[name.strip()] = (cost_in / 1e6, cost_out / 1e6)
+    return out
+
+
+def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, float]]) -> Any:
+    """A litellm name as is, or a LiteLLM object when a server, key, window or price is given for it."""
+    options: dict[str, Any] = {}
+    if args.api_base:
+        options["api_base"] = args.api_base
+    if args.api_key:
+        options["api_key"] = args.api_key
+    price = prices.get(name) or prices.get(name.split("/", 1)[-1])
+    if price:
+        options["input_cost_per_token"], options["output_cost_per_token"] = price
+    if not options:
+        return name
+    from rlmnb._models.litellm import LiteLLM
+
+    return LiteLLM(name, **options)
+
+
+def spec_from_args(args: argparse.Namespace) -> Any:
+    from rlmnb._eval.methods import Setup
+    from rlmnb._eval.runner import EvalSpec
+
+    prices = _prices(args.price)
+    tasks = list(TASK_NAMES) if args.tasks.strip().lower() == "all" else _split(args.tasks)
+    settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
+                                  "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
+    settings.update(_confinement(args))
+    model = _model(args.model, args, prices)
+    sub = _model(args.sub_model, args, prices) if args.sub_model else None
+    setup = Setup(model=model, sub_model=sub, settings=settings, context_window=args.context_window)
+    return EvalSpec(tasks=tasks, sizes=_split(args.sizes), methods=_split(args.methods), setup=setup, n=args.n,
+                    seed=args.seed, out=args.out, max_cost=args.max_cost).checked()
+
+
+def _confinement(args: argparse.Namespace) -> dict[str, Any]:
+    """--confinement, --allow-path and --allow-network (declared by cli.py as in %%rlm), checked now as
+    RLM(...) checks them, so a mistake stops the evaluation before its first run."""
+    from rlmnb._ground.flags import CONFINEMENT_SETTINGS, flags_for, values_of
+    from rlmnb._sandbox.confinement.policy import resolve
+
+    values = values_of(args, flags_for(CONFINEMENT_SETTINGS))
+    if values:
+        sandbox = args.sandbox or "kernel"
+        resolve(values.get("confinement", "auto"), values.get("allow_paths", ()), values.get("allow_network", ()),
+                sandbox=sandbox)
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `eval` subcommand; ConfigError for bad arguments (the CLI prints it, exit 2)."""
+    from rlmnb._eval.report import format_table, summarise
+    from rlmnb._eval.runner import estimate, run_eval
+
+    spec = spec_from_args(args)
+    if args.dry_run:
+        print(_estimate_text(spec, estimate(spec)))
+        return 0
+    report = run_eval(spec, progress=not args.quiet)
+    out = Path(spec.out)
+    summary = summarise(report.rows)
+    table = format_table(summary)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.md").write_text(table + "\n", encoding="utf-8")
+    (out / "summary.json").write_text(json.dumps([s.to_dict() for s in summary], indent=1), encoding="utf-8")
+    print(table)
+    print(f"{report.ran} run(s) done, {report.skipped} already in {out / 'results.jsonl'}; "
+          f"${report.spent_usd:.4f} spent.", file=sys.stderr)
+    if not args.no_plot and summary:
+        from rlmnb._eval.report import plot_summary
+
+        try:
+            print(f"plot: {plot_summary(summary, out / 'plot.png')}", file=sys.stderr)
+        except ConfigError as exc:
+            print(f"rlmnb: no plot: {exc}", file=sys.stderr)
+    if report.stopped:
+        print(f"rlmnb: {report.stopped}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _estimate_text(spec: Any, estimates: dict[tuple[str, int, str], Any]) -> str:
+    lines = [f"Dry run: no model was called. {spec.n} instance(s) per task and size.",
+             "| task | size | method | runs | per run (lean - whole budget) | total (lean - whole budget) |",
+             "|---|---|---|--:|--:|--:|"]
+    low_total = high_total = 0.0
+    unknown = False
+    for (task, size, method), cost in estimates.items():
+        if not cost.known:
+            unknown = True
+            lines.append(f"| {task} | {format_size(size)} | {method} | {spec.n} | unknown (no price) | unknown |")
+            continue
+        low_total += cost.low * spec.n
+        high_total += cost.high * spec.n
+        lines.append(f"| {task} | {format_size(size)} | {method} | {spec.n} | ${cost.low:.4f} - ${cost.high:.4f} | "
+                     f"${cost.low * spec.n:.4f} - ${cost.high * spec.n:.4f} |")
+    lines.append(f"Estimated total: ${low_total:.4f} - ${high_total:.4f}" + (" plus unpriced runs" if unknown else ""))
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Usage records: one model call, and the bill of a whole run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+__all__ = ["CallUsage", "Usage"]
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """What one model request cost. `cost_usd` is None when the model has no known price.
+
+    `cached` marks a reply from rlmnb's response cache (nothing was sent); `cached_input_tokens`
+    counts the part of `input_tokens` the provider read from its prompt cache (billed at its
+    cached rate, already in `cost_usd`).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    cached: bool = False
+    cached_input_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:  # explicit: this runs twice per sub-call
+        out: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                               "cost_usd": self.cost_usd, "cached": self.cached}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CallUsage:
+        return cls(**{k: data[k] for k in ("input_tokens", "output_tokens", "cost_usd", "cached",
+                                           "cached_input_tokens") if k in data})
+
+    def __add__(self, other: CallUsage) -> CallUsage:
+        """The usage of two requests made for one call: unpriced if either is, cached only if both are."""
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return CallUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost,
+                         cached=self.cached and other.cached,
+                         cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The bill of a run (and its descendants). `root_calls + sub_calls` is every model request made.
+
+    `cost_usd` sums the priced calls; `unpriced_calls` counts calls whose price is unknown, so an
+    unknown cost is never shown as zero.
+    """
+
+    root_calls: int = 0
+    sub_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    cached_calls: int = 0
+    wall_s: float = 0.0
+    cached_input_tokens: int = 0
+
+    @property
+    def calls(self) -> int:
+        return self.root_calls + self.sub_calls
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add_call(self, usage: CallUsage, *, root: bool) -> Usage:
+        return Usage(
+            root_calls=self.root_calls + (1 if root else 0),
+            sub_calls=self.sub_calls + (0 if root else 1),
+            input_tokens=self.input_tokens + usage.input_tokens,
+            output_tokens=self.output_tokens + usage.output_tokens,
+            cost_usd=self.cost_usd + (usage.cost_usd or 0.0),
+            unpriced_calls=self.unpriced_calls + (1 if usage.cost_usd is None else 0),
+            cached_calls=self.cached_calls + (1 if usage.cached else 0),
+            wall_s=self.wall_s,
+            cached_input_tokens=self.cached_input_tokens + usage.cached_input_tokens,
+        )
+
+    def with_wall(self, wall_s: float) -> Usage:
+        return replace(self, wall_s=wall_s)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            root_calls=self.root_calls + other.root_calls, sub_calls=self.sub_calls + other.sub_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens, cost_usd=self.cost_usd + other.cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            cached_calls=self.cached_calls + other.cached_calls, wall_s=self.wall_s + other.wall_s,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens)
+
+    def cost_text(self) -> str:
+        text = f"${self.cost_usd:.4f}"
+        if self.unpriced_calls:
+            text += f" (+{self.unpriced_calls} unpriced)"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def __repr__(self) -> str:
+        return (f"Usage(root_calls={self.root_calls}, sub_calls={self.sub_calls}, "
+                f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
+                f"cost={self.cost_text()})")

@@ -1,0 +1,118 @@
+"""How a litellm request is treated: how long it may take, which failures are retried, after how long.
+
+- Timeouts: a request to a hosted provider may take `REMOTE_TIMEOUT` seconds by default; one to a
+  server on this machine (llama.cpp, Ollama, vLLM, LM Studio: a loopback `api_base`, or a provider
+  whose default address is local, see `is_local`) `LOCAL_TIMEOUT`. Such a server may still be computing
+  a request that timed out on our side, and often answers one request at a time, so a timed-out request
+  to it is not retried (`LiteLLM.acomplete` asks `timed_out`).
+- `classify` sorts an exception into "auth" (a missing or rejected key), "context" (the prompt is over the
+  window), "rate" (429), "retry" (5xx, timeouts, dropped connections, malformed replies) or "fatal"
+  (anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone, for both
+  transports: litellm's exceptions, and the direct lane's `HTTPStatusError` (read by its `status_code`).
+- `retry_after` reads how long the server asked us to wait (retry-after-ms or Retry-After).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import re
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "REMOTE_TIMEOUT", "classify", "is_local", "is_loopback",
+           "retry_after", "timed_out"]
+
+REMOTE_TIMEOUT = 120.0
+"""Seconds a request to a hosted provider may take by default."""
+LOCAL_TIMEOUT = 600.0
+"""Seconds a request to a server on this machine may take by default."""
+# providers whose default api_base is on this machine
+LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile"})
+# how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
+_CONTEXT_WORDS = re.compile(r"context.length|maximum context|context window|exceeds the context", re.IGNORECASE)
+
+
+def is_loopback(api_base: object) -> bool:
+    """True when `api_base` names this machine (127.0.0.0/8, ::1, localhost, 0.0.0.0)."""
+    if not isinstance(api_base, str) or not api_base.strip():
+        return False
+    text = api_base.strip()
+    host = urlsplit(text if "://" in text else f"http://{text}").hostname or ""
+    if host in ("localhost", "0.0.0.0") or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_local(model: str, api_base: object) -> bool:
+    """A model served on this machine: a loopback api_base, or a local provider with its default address."""
+    if api_base is not None and str(api_base).strip():
+        return is_loopback(api_base)
+    return model.split("/", 1)[0] in LOCAL_PROVIDERS if "/" in model else False
+
+
+
+def classify(exc: BaseException, litellm: Any) -> str:
+    """'auth', 'context', 'rate', 'retry' or 'fatal'."""
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "context"
+    if isinstance(exc, litellm.AuthenticationError):
+        return "auth"
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate"
+    if isinstance(exc, TimeoutError | litellm.Timeout | litellm.APIConnectionError | litellm.APIError
+                  | ConnectionError):
+        return "retry"
+    status = getattr(exc, "status_code", None)
+    if status in (401, 403):
+        return "auth"
+    if status == 400 and _CONTEXT_WORDS.search(str(exc)):
+        return "context"
+    if status == 429:
+        return "rate"
+    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
+        return "retry"
+    try:
+        import aiohttp
+        import httpx
+
+        if isinstance(exc, aiohttp.ClientError | httpx.TransportError):
+            return "retry"
+    except ImportError:
+        pass
+    return "fatal"
+
+
+def timed_out(exc: BaseException, litellm: Any) -> bool:
+    """True when the request failed because it took too long."""
+    return isinstance(exc, TimeoutError | litellm.Timeout) or "timeout" in type(exc).__name__.lower()
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (retry-after-ms or Retry-After), if it said."""
+    for source in (getattr(exc, "litellm_response_headers", None),
+                   getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "headers", None)):
+        if not source:
+            continue
+        try:
+            headers = {str(k).lower(): str(v) for k, v in source.items()}
+        except Exception:
+            continue
+        if "retry-after-ms" in headers:
+            try:
+                return float(headers["retry-after-ms"]) / 1000.0
+            except ValueError:
+                pass
+        value = headers.get("retry-after")
+        if value:
+            try:
+                return float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value) if value else None
+                if when is not None:
+                    return max(0.0, when.timestamp() - time.time())
+    return None

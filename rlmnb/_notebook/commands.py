@@ -1,0 +1,148 @@
+"""The `%rlm` line subcommands: config, models, last, export PATH [NAME | --all], view PATH.
+
+They read what the cell magic recorded (the last RunResult, the settings) and show or save it;
+none starts a run. `RLMMagics._line` hands its line here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from IPython.core.error import UsageError
+
+from rlmnb._notebook.options import unquote
+
+if TYPE_CHECKING:
+    from rlmnb._api import RunResult
+
+__all__ = ["LineHost", "export", "last_run", "line_command", "show", "view"]
+
+
+class LineHost(Protocol):
+    """What the subcommands need of the magics object: its last run and its settings report."""
+
+    last: RunResult | None
+    history: list[RunResult]
+    ip: Any
+
+    def config_report(self) -> str: ...
+
+
+def line_command(magics: LineHost, line: str) -> Any:
+    """Run one `%rlm` subcommand: config, models, last, export PATH [NAME | --all], view PATH."""
+    words = line.split(None, 1)
+    command = words[0] if words else ""
+    rest = words[1].strip() if len(words) > 1 else ""
+    if command == "config":
+        print(magics.config_report())
+        return None
+    if command == "models":
+        from rlmnb._notebook.settings import models_report
+
+        print(models_report(magics))
+        return None
+    if command == "last":
+        show(last_run(magics).trajectory)
+        return None
+    if command == "export":
+        return export(magics, rest)
+    if command == "view":
+        return view(rest)
+    what = f"unknown subcommand {command!r}" if command else "no subcommand"
+    raise UsageError(f"%rlm: {what}. Use %rlm config | models | last | export PATH [NAME | --all] | view PATH, "
+                     f"or a %%rlm cell to ask a question.")
+
+
+def last_run(magics: LineHost) -> RunResult:
+    """The last run of this kernel's %%rlm, or a UsageError saying there is none."""
+    if magics.last is None:
+        raise UsageError("No %%rlm run yet in this kernel.")
+    return magics.last
+
+
+def show(trajectory: Any) -> None:
+    """A trajectory as the live widget's tree, or the static view where ipywidgets is missing."""
+    from IPython.display import display
+
+    try:
+        from rlmnb._notebook.widget import RunWidget
+
+        RunWidget.from_trajectory(trajectory).display()
+    except ImportError:
+        from rlmnb.views import TrajectoryView
+
+        display(TrajectoryView(trajectory))  # type: ignore[no-untyped-call]
+
+
+def export(magics: LineHost, raw: str) -> None:
+    """`%rlm export PATH [NAME | --all]`: the last run, the RunResult in variable NAME, or every run of this
+    kernel (oldest first), as JSON (a RunResult; with --all, {"runs": [...]}) or one standalone page."""
+    words = raw.split()
+    if not words:
+        raise UsageError("%rlm export needs a path ending in .json or .html (then a run's variable name, or --all).")
+    if len(words) > 2:
+        raise UsageError(f"%rlm export {raw}: give a path, then at most one run: a variable name or --all.")
+    target = words[1] if len(words) == 2 else None
+    path = Path(os.path.expanduser(unquote(words[0])))
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".html", ".htm"):
+        raise UsageError(f"%rlm export {raw}: use a path ending in .json (the RunResult) or .html (a page).")
+    if not path.parent.is_dir():
+        raise UsageError(f"%rlm export {raw}: the folder {path.parent} does not exist.")
+    runs = _runs_to_export(magics, target)
+    if suffix == ".json":
+        if target == "--all":
+            import json
+
+            path.write_text(json.dumps({"runs": [r.to_dict() for r in runs]}, ensure_ascii=False, default=str),
+                            encoding="utf-8")
+        else:
+            runs[0].save(path)
+    else:
+        from rlmnb.views import render_html
+        from rlmnb.views._html import html_page
+
+        if len(runs) == 1:
+            page = render_html(runs[0].trajectory, full_page=True)
+        else:
+            pages = [render_html(r.trajectory, title=f"RLM run {i} of {len(runs)}") for i, r in enumerate(runs, 1)]
+            page = html_page('<hr style="margin:24px 0;opacity:0.3">'.join(pages), f"{len(runs)} RLM runs")
+        path.write_text(page, encoding="utf-8")
+    what = {None: "the last run", "--all": f"{len(runs)} run{'' if len(runs) == 1 else 's'}"}.get(target,
+                                                                                                f"the run in {target}")
+    print(f"Saved {what} to {path}")
+
+
+def _runs_to_export(magics: LineHost, target: str | None) -> list[RunResult]:
+    if target is None:
+        return [last_run(magics)]
+    if target == "--all":
+        if not magics.history:
+            raise UsageError("No %%rlm run yet in this kernel.")
+        return list(magics.history)
+    if not target.isidentifier():
+        raise UsageError(f"%rlm export: {target!r} is neither a variable name nor --all.")
+    value = magics.ip.user_ns.get(target) if magics.ip is not None else None
+    if value is None:
+        raise UsageError(f"%rlm export: no variable {target!r}; name one that holds a RunResult (%%rlm -o NAME).")
+    if not hasattr(value, "trajectory") or not hasattr(value, "save"):
+        raise UsageError(f"%rlm export: {target!r} holds a {type(value).__name__}, not a RunResult.")
+    return [value]
+
+
+def view(raw: str) -> None:
+    """`%rlm view PATH`: show a saved trajectory."""
+    if not raw:
+        raise UsageError("%rlm view needs the path of a saved trajectory (.json).")
+    from rlmnb.events import Trajectory
+
+    path = Path(os.path.expanduser(unquote(raw)))
+    try:
+        trajectory = Trajectory.load(path)
+    except FileNotFoundError:
+        raise UsageError(f"%rlm view: no file at {path}; check the path.") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"%rlm view {raw}: not a saved rlmnb trajectory ({exc}).") from None
+    show(trajectory)

@@ -1,0 +1,132 @@
+"""Semantic operators in the sandbox: `llm_map`, `llm_classify`, `llm_filter`.
+
+They read every item of a collection with the sub-model for a fraction of the calls a prompt per
+item costs: items are packed into numbered prompts (the instruction once), answers come back as
+JSON and are validated, broken ones are re-asked on their own. The work runs here in the sandbox,
+next to the data and the user's output classes; every sub-call goes to the host as an ordinary
+`llm_query_batched` batch (budget, limiter, cache, events), grouped under one map (rlmnb/maps.py).
+Standard library and rlmnb's light modules only: this is imported inside the sandbox kernel.
+
+    sources.py  items -> chunks of texts (tables streamed), results -> list / Series
+    outputs.py  what an answer must be (str, int, float, bool, labels, pydantic, dataclass)
+    packing.py  packs, the packed prompt, the reply parser
+    driver.py   rounds, re-asks, budget stops
+    report.py   MapReport / ItemError records
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from rlmnb._operators.driver import MapDriver
+from rlmnb._operators.outputs import output_spec
+from rlmnb._operators.report import MapReport
+from rlmnb._operators.sources import MapList, open_source, shape_result
+
+DEFAULT_LIMITS = {"pack_tokens": 4_000, "pack_items": 50, "retries": 2}  # a bridge without map support
+
+
+class MapBridge(Protocol):
+    """The bridge calls llm_map uses (both sandboxes' bridges have them)."""
+
+    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]: ...
+
+
+def _check_text(value: object, what: str, fn: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{fn}() takes the {what} as a str, got {type(value).__name__}.")
+    return value
+
+
+def _limit(value: Any, default: int, name: str, fn: str, minimum: int = 1) -> int:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{fn}(): {name} must be a whole number of at least {minimum}, got {value!r}.")
+    return value
+
+
+def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator: str, model: str | None = None,
+            pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None,
+            quiet: bool = False) -> Any:
+    """The body of the three operators: open a map on the host, drive it, close it, shape the result."""
+    spec = output_spec(output)
+    source = open_source(items)
+    begin = getattr(bridge, "map_begin", None)
+    info = {"operator": operator, "instruction": instruction, "output": spec.describe(), "items": source.length}
+    plan: dict[str, Any] = dict(begin(info)) if callable(begin) else dict(DEFAULT_LIMITS)
+    map_id = plan.get("map_id")
+    batch = getattr(bridge, "map_batch", None)
+
+    def send(prompts: list[str]) -> list[str]:
+        if map_id is not None and callable(batch):
+            return list(batch(map_id, prompts, model))
+        return list(bridge.llm_query_batched(prompts, model))
+
+    window = plan.get("max_prompt_tokens")
+    if pack_tokens is not None and isinstance(window, int) and window > 0:
+        pack_tokens = min(_limit(pack_tokens, 0, "pack_tokens", operator, 16), window)  # never past the window
+    keys = source.index
+    driver = MapDriver(instruction=instruction, spec=spec, send=send,
+                       pack_tokens=_limit(pack_tokens, int(plan["pack_tokens"]), "pack_tokens", operator, 16),
+                       pack_items=_limit(pack_items, int(plan["pack_items"]), "pack_items", operator),
+                       retries=_limit(retries, int(plan["retries"]), "retries", operator, 0),
+                       key=(lambda pos: keys[pos]) if keys is not None else (lambda pos: pos))
+    try:
+        driver.run(source)
+    finally:
+        report = driver.report(operator)
+        end = getattr(bridge, "map_end", None)
+        if map_id is not None and callable(end):
+            figures = report.to_dict()
+            figures["errors"] = [{"item": str(e.index), "reason": e.reason} for e in report.errors[:20]]
+            end(map_id, figures)
+    if not quiet:
+        print(report.text())
+    attrs = {"llm_errors": [e.to_dict() for e in report.errors], "llm_map": report.to_dict()}
+    return shape_result(source, driver.state.values, attrs)
+
+
+def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
+    """The three sandbox functions over one bridge."""
+
+    def llm_map(items: Any, instruction: str, output: Any = str, *, model: str | None = None,
+                pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None) -> Any:
+        """Apply `instruction` to every item; one validated result per item, in order (None where it failed).
+
+        items: a list of str, a pandas Series/DataFrame (result on its index) or a table (streamed).
+        output: str, int, float, bool, a list of labels, or a pydantic model / dataclass.
+        """
+        text = _check_text(instruction, "instruction", "llm_map")
+        if not text.strip():
+            raise ValueError("llm_map() needs an instruction, e.g. 'Extract the customer's name'.")
+        return run_map(bridge, items, text, output, operator="llm_map", model=model, pack_tokens=pack_tokens,
+                       pack_items=pack_items, retries=retries)
+
+    def llm_classify(items: Any, labels: Sequence[str], instruction: str = "", *, model: str | None = None,
+                     pack_tokens: int | None = None, pack_items: int | None = None,
+                     retries: int | None = None) -> Any:
+        """Give every item exactly one of `labels`; `instruction` says how to choose (optional)."""
+        if isinstance(labels, str) or not isinstance(labels, Sequence):
+            raise TypeError("llm_classify() takes labels as a list of str, e.g. ['bug', 'billing', 'other'].")
+        spec = output_spec(list(labels))  # a LabelSpec: checks the labels are distinct, non-empty strings
+        text = _check_text(instruction, "instruction", "llm_classify").strip()
+        text = (text + "\n\n" if text else "") + "Classify each item into exactly one of the labels."
+        return run_map(bridge, items, text, spec, operator="llm_classify", model=model, pack_tokens=pack_tokens,
+                       pack_items=pack_items, retries=retries)
+
+    def llm_filter(items: Any, condition: str, *, model: str | None = None, pack_tokens: int | None = None,
+                   pack_items: int | None = None, retries: int | None = None) -> Any:
+        """True for every item that meets `condition`, False otherwise (None where it failed)."""
+        text = _check_text(condition, "condition", "llm_filter").strip()
+        if not text:
+            raise ValueError("llm_filter() needs a condition, e.g. 'the ticket mentions a refund'.")
+        instruction = f"Decide for each item whether this condition holds: {text}\nAnswer true or false."
+        return run_map(bridge, items, instruction, bool, operator="llm_filter", model=model,
+                       pack_tokens=pack_tokens, pack_items=pack_items, retries=retries)
+
+    return {"llm_map": llm_map, "llm_classify": llm_classify, "llm_filter": llm_filter}
+
+
+__all__ = ["MapBridge", "MapList", "MapReport", "make_operators", "run_map"]

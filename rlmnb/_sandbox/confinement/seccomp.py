@@ -1,0 +1,265 @@
+"""A seccomp filter for what Landlock cannot see: other protocols, channels to other processes, signals.
+
+Landlock (landlock.py) rules files by path, TCP connect and bind by port, and (ABI 6) signals. This
+filter is the other half. The contract, per system call (x86_64 and aarch64; any other architecture's
+calls, x32 included, are refused):
+
+Allowed only with arguments from a list (anything else refused with EACCES for sockets, EPERM otherwise):
+- `socket`: family AF_INET or AF_INET6, type SOCK_STREAM (with SOCK_NONBLOCK/SOCK_CLOEXEC), protocol 0
+  or IPPROTO_TCP; each argument's high word must be 0. So no UDP, unix, raw, netlink, packet, MPTCP
+  (262) or SCTP (132) socket: Landlock's port rules see plain TCP only.
+- `socketpair`: AF_UNIX only (an unnamed pair reaches no one; asyncio and multiprocessing use it).
+- `sendto` (arg 3), `sendmsg` (arg 2), `sendmmsg` (arg 3): flags without MSG_FASTOPEN, which connects
+  without Landlock's connect check.
+- `setsockopt`: not TCP_FASTOPEN (23) nor TCP_FASTOPEN_CONNECT (30) at level IPPROTO_TCP.
+- `clone`: no CLONE_NEW* namespace flag. `clone3` (whose flags sit in memory a filter cannot read)
+  answers ENOSYS, so the C library falls back to `clone`.
+- `kill`, `tkill`, `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo` (when built with `own_pid`, i.e.
+  where Landlock cannot scope signals): the target (arg 0, pid or thread-group id) must be the
+  sandbox's own pid exactly, high word 0; so kill(0), kill(-1) and process groups are refused too.
+
+Refused outright (EPERM): `listen`; `ptrace`, `process_vm_readv`, `process_vm_writev`, `kcmp`,
+`process_madvise`, `process_mrelease`, `pidfd_open`, `pidfd_getfd`, `pidfd_send_signal` (other
+processes); `io_uring_setup`, `io_uring_enter`, `io_uring_register` (operations a filter cannot see);
+`userfaultfd`, `bpf`, `perf_event_open`, `fanotify_init`; `keyctl`, `add_key`, `request_key`; `mount`,
+`umount2`, `pivot_root`, `chroot`, `open_tree`, `move_mount`, `fsopen`, `fsconfig`, `fsmount`, `fspick`,
+`mount_setattr`, `unshare`, `setns`; `name_to_handle_at`, `open_by_handle_at` (a path around Landlock);
+`kexec_load`, `init_module`, `finit_module`, `delete_module`.
+
+Every other call is allowed: Python and its libraries use hundreds (and new ones with each C library),
+so the allow-list is by argument on the calls that open a channel, and a refusal list for the rest.
+Arguments are compared as the kernel reads them: 32-bit arguments by their low word (the kernel
+truncates), and the ones where a high word could change meaning (socket, kill targets) must have it 0.
+
+It is applied with SECCOMP_FILTER_FLAG_TSYNC, to every thread of the process at once, after the
+kernel has bound its own ZMQ sockets and before any model code runs. Standard library only: a
+classic BPF program built with ctypes. See docs/decisions/seccomp-filter.md for the measurements.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import platform
+import struct
+import sys
+from collections.abc import Sequence
+
+# per architecture: audit arch, and the numbers of the syscalls we filter (from the kernel's unistd tables)
+_UNIFIED = {"pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+            "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+            "pidfd_open": 434, "clone3": 435, "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
+            "process_mrelease": 448}
+_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (0xC000003E, {
+        "socket": 41, "socketpair": 53, "listen": 50, "sendto": 44, "sendmsg": 46, "sendmmsg": 307,
+        "setsockopt": 54, "clone": 56, "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
+        "rt_tgsigqueueinfo": 297, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+        "userfaultfd": 323, "bpf": 321, "perf_event_open": 298, "fanotify_init": 300, "keyctl": 250,
+        "add_key": 248, "request_key": 249, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "unshare": 272, "setns": 308, "name_to_handle_at": 303, "open_by_handle_at": 304, "kexec_load": 246,
+        "init_module": 175, "finit_module": 313, "delete_module": 176, "seccomp": 317, **_UNIFIED}),
+    "aarch64": (0xC00000B7, {
+        "socket": 198, "socketpair": 199, "listen": 201, "sendto": 206, "sendmsg": 211, "sendmmsg": 269,
+        "setsockopt": 208, "clone": 220, "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
+        "rt_tgsigqueueinfo": 240, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+        "userfaultfd": 282, "bpf": 280, "perf_event_open": 241, "fanotify_init": 262, "keyctl": 219,
+        "add_key": 217, "request_key": 218, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "unshare": 97, "setns": 268, "name_to_handle_at": 264, "open_by_handle_at": 265, "kexec_load": 104,
+        "init_module": 105, "finit_module": 273, "delete_module": 106, "seccomp": 277, **_UNIFIED}),
+}
+DENIED = ("listen", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "process_madvise", "process_mrelease",
+          "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "io_uring_setup", "io_uring_enter", "io_uring_register",
+          "userfaultfd", "bpf", "perf_event_open", "fanotify_init", "keyctl", "add_key", "request_key", "mount",
+          "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+          "mount_setattr", "unshare", "setns", "name_to_handle_at", "open_by_handle_at", "kexec_load", "init_module",
+          "finit_module", "delete_module")
+SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+_X32_BIT = 0x40000000
+AF_UNIX, AF_INET, AF_INET6, SOCK_STREAM, IPPROTO_TCP = 1, 2, 10, 1, 6
+_SOCK_FLAGS = 0x800 | 0x80000  # SOCK_NONBLOCK | SOCK_CLOEXEC (the same on both architectures)
+MSG_FASTOPEN = 0x20000000
+TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 23, 30
+_CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000  # CLONE_NEWNS .. CLONE_NEWNET
+# classic BPF opcodes
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, AND_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+_OFF_NR, _OFF_ARCH = 0, 4
+_SET_MODE_FILTER, _FLAG_TSYNC, _FLAG_SPEC_ALLOW = 1, 1, 4
+_PR_SET_NO_NEW_PRIVS = 38
+
+Insn = tuple[int, int, int, int]
+
+
+def available() -> bool:
+    """True on Linux on an architecture whose syscall numbers this module knows."""
+    return sys.platform.startswith("linux") and platform.machine() in _ARCHES
+
+
+def _lo(arg: int) -> int:
+    return 16 + 8 * arg  # struct seccomp_data: nr, arch, ip (8), args[6] (u64, little endian)
+
+
+def _hi(arg: int) -> int:
+    return 16 + 8 * arg + 4
+
+
+class _Assembler:
+    """Classic BPF with named forward labels (jumps are resolved when the program is finished; a backward
+    or too long jump is a ValueError, never a wrong program)."""
+
+    def __init__(self) -> None:
+        self.code: list[tuple[int, str | int, str | int, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def op(self, code: int, k: int, jt: str | int = 0, jf: str | int = 0) -> None:
+        self.code.append((code, jt, jf, k))
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def finish(self) -> list[Insn]:
+        out: list[Insn] = []
+        for at, (code, jt, jf, k) in enumerate(self.code):
+            jumps = [j if isinstance(j, int) else self.labels[j] - at - 1 for j in (jt, jf)]
+            if not all(0 <= j <= 255 for j in jumps):
+                raise ValueError(f"BPF jump out of range at {at}: {jumps}")
+            out.append((code, jumps[0], jumps[1], k))
+        return out
+
+
+def program(machine: str | None = None, *, own_pid: int | None = None) -> list[Insn]:
+    """The BPF program as (code, jt, jf, k) instructions (the contract is the module docstring).
+
+    Args:
+        machine: "x86_64" or "aarch64" (default: this machine).
+        own_pid: when given, signals may go to this pid only; None leaves signals to Landlock's scope.
+    """
+    arch, nrs = _ARCHES[machine or platform.machine()]
+    a = _Assembler()
+    a.op(LD_W_ABS, _OFF_ARCH)
+    a.op(JEQ_K, arch, 0, "eperm")
+    a.op(LD_W_ABS, _OFF_NR)
+    a.op(JGE_K, _X32_BIT, "eperm", 0)
+    dispatch: list[tuple[str, str]] = [("socket", "socket"), ("socketpair", "socketpair"), ("sendto", "flags3"),
+                                       ("sendmsg", "flags2"), ("sendmmsg", "flags3"), ("setsockopt", "setsockopt"),
+                                       ("clone", "clone"), ("clone3", "enosys")]
+    if own_pid is not None:
+        dispatch += [(name, "self0") for name in SIGNALS]
+    dispatch += [(name, "eperm") for name in DENIED]
+    for name, target in dispatch:
+        a.op(JEQ_K, nrs[name], target, 0)
+    a.op(RET_K, RET_ALLOW)  # every call not dispatched above
+    # socket(family, type, protocol): each high word 0, each low word from the list
+    a.label("socket")
+    for arg in (0, 1, 2):
+        a.op(LD_W_ABS, _hi(arg))
+        a.op(JEQ_K, 0, 0, "eacces")
+    a.op(LD_W_ABS, _lo(0))
+    a.op(JEQ_K, AF_INET, "socket_type", 0)
+    a.op(JEQ_K, AF_INET6, "socket_type", "eacces")
+    a.label("socket_type")
+    a.op(LD_W_ABS, _lo(1))
+    a.op(AND_K, 0xFFFFFFFF & ~_SOCK_FLAGS)
+    a.op(JEQ_K, SOCK_STREAM, 0, "eacces")
+    a.op(LD_W_ABS, _lo(2))
+    a.op(JEQ_K, 0, "allow", 0)
+    a.op(JEQ_K, IPPROTO_TCP, "allow", "eacces")
+    a.label("socketpair")
+    a.op(LD_W_ABS, _hi(0))
+    a.op(JEQ_K, 0, 0, "eacces")
+    a.op(LD_W_ABS, _lo(0))
+    a.op(JEQ_K, AF_UNIX, "allow", "eacces")
+    for arg in (2, 3):  # the send calls' flags (unsigned int: the kernel reads the low word)
+        a.label(f"flags{arg}")
+        a.op(LD_W_ABS, _lo(arg))
+        a.op(JSET_K, MSG_FASTOPEN, "eacces", "allow")
+    a.label("setsockopt")
+    a.op(LD_W_ABS, _lo(1))
+    a.op(JEQ_K, IPPROTO_TCP, 0, "allow")
+    a.op(LD_W_ABS, _lo(2))
+    a.op(JEQ_K, TCP_FASTOPEN, "eacces", 0)
+    a.op(JEQ_K, TCP_FASTOPEN_CONNECT, "eacces", "allow")
+    a.label("clone")
+    a.op(LD_W_ABS, _lo(0))
+    a.op(JSET_K, _CLONE_NEW, "eperm", "allow")
+    if own_pid is not None:
+        a.label("self0")
+        a.op(LD_W_ABS, _hi(0))
+        a.op(JEQ_K, 0, 0, "eperm")
+        a.op(LD_W_ABS, _lo(0))
+        a.op(JEQ_K, own_pid, "allow", "eperm")
+    for name, action in (("allow", RET_ALLOW), ("eperm", RET_ERRNO | errno.EPERM),
+                         ("eacces", RET_ERRNO | errno.EACCES), ("enosys", RET_ERRNO | errno.ENOSYS)):
+        a.label(name)  # the verdicts last: classic BPF jumps forward only
+        a.op(RET_K, action)
+    return a.finish()
+
+
+def run(insns: Sequence[Insn], nr: int, args: Sequence[int] = (), arch: int | None = None,
+        machine: str | None = None) -> int:
+    """Evaluate the program on one call as the kernel would (for tests): the action it returns.
+
+    `args` are 64-bit values (a negative one is taken as the kernel sees it, two's complement)."""
+    data = struct.pack("<iI8x6Q", nr, _ARCHES[machine or platform.machine()][0] if arch is None else arch,
+                       *[(list(args) + [0] * 6)[i] & 0xFFFFFFFFFFFFFFFF for i in range(6)])
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        pc += 1
+        if code == LD_W_ABS:
+            acc = struct.unpack_from("<I", data, k)[0]
+        elif code == AND_K:
+            acc &= k
+        elif code == RET_K:
+            return k
+        elif code in (JEQ_K, JGE_K, JSET_K):
+            hit = acc == k if code == JEQ_K else acc >= k if code == JGE_K else bool(acc & k)
+            pc += jt if hit else jf
+        else:
+            raise ValueError(f"unknown BPF opcode {code:#x}")
+
+
+def number(name: str, machine: str | None = None) -> int:
+    """The syscall number of `name` on `machine` (default: this one)."""
+    return _ARCHES[machine or platform.machine()][1][name]
+
+
+class SeccompError(OSError):
+    """The filter could not be installed: the process is not filtered."""
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def apply(*, own_pid: int | None = None) -> None:
+    """Install the filter on every thread of this process (it can never be removed).
+
+    `own_pid`: filter signals to this pid only (pass os.getpid() where Landlock cannot scope signals)."""
+    if not available():
+        raise SeccompError("seccomp filtering is not available on this platform")
+    insns = program(own_pid=own_pid)
+    raw = b"".join(struct.pack("=HBBI", *insn) for insn in insns)
+    buffer = ctypes.create_string_buffer(raw, len(raw))
+    prog = _Fprog(len(insns), ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SeccompError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    nr = _ARCHES[platform.machine()][1]["seccomp"]
+    # SPEC_ALLOW: no forced Spectre-v4 mitigation (it can slow numeric code; nothing in the kernel process
+    # is hidden from the code it runs anyway); kernels before 4.17 do not know the flag
+    for flags in (_FLAG_TSYNC | _FLAG_SPEC_ALLOW, _FLAG_TSYNC):
+        result = libc.syscall(ctypes.c_long(nr), ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(flags),
+                              ctypes.byref(prog))
+        if result == 0 or ctypes.get_errno() != errno.EINVAL:
+            break
+    if result != 0:
+        err = ctypes.get_errno()
+        raise SeccompError(err, f"seccomp(SET_MODE_FILTER, TSYNC) failed (result {result}, errno {err})")
+
+
+__all__ = ["DENIED", "MSG_FASTOPEN", "RET_ALLOW", "RET_ERRNO", "SIGNALS", "SeccompError", "apply", "available",
+           "number", "program", "run"]

@@ -1,0 +1,444 @@
+"""One sandbox kernel process: launching it, talking to it, and stopping it with everything it started.
+
+`KernelProcess` is the process lifecycle of the kernel sandbox (see sandbox.py for what runs in it): an
+ipykernel subprocess started by jupyter_client over ZMQ ipc sockets in a private runtime directory, in
+its own process session, with its fd 1 and 2 in a bounded log. A client on the shell channel only
+sends requests; results come back in the execute reply (output is captured inside the kernel).
+
+`kill_tree` stops a kernel and everything it started, even daemons that left its process session:
+every sandbox kernel carries a random marker (MARKER_VAR) in its environment, and a process that
+double-forked out of the kernel's session still carries it, so `marked_pids` finds it through
+`/proc/<pid>/environ`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import queue
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from rlmnb._ground.errors import SandboxError
+from rlmnb._sandbox.bridge import MIME, listening_socket
+from rlmnb._sandbox.confinement.launch import bootstrap
+from rlmnb._sandbox.confinement.policy import Policy, build_policy
+from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir
+
+POLL_S = 0.2            # how often a wait checks that the kernel process is alive
+LOG_CAP = 4 * 2**20     # the kernel's fd-2 log (raw writes by model code) is cut back to its tail above this
+LOG_TAIL = 64 * 2**10
+GRACE_S = 2.0           # after an interrupt, how long the kernel has to become idle before it is replaced
+START_TIMEOUT_S = 60.0  # a kernel that is not ready by then is a SandboxError
+CALL_TIMEOUT_S = 600.0  # configure / bind / variables
+MAX_REPLY_BYTES = 512 << 20  # ZMQ refuses larger messages from the kernel: the host's memory is not its to fill
+REPLY_EXPR = {"r": "__rlmnb__.reply()"}
+_KERNEL_ARGS = ("--HistoryManager.enabled=False", "--InteractiveShellApp.exec_PYTHONSTARTUP=False",
+                "--Application.log_level=ERROR")
+TIMEOUT, DEAD = "timeout", "dead"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+_STARTUP = ("import sys as _s; _s.path.insert(0, {root!r}) if {root!r} not in _s.path else None; "
+            "import rlmnb._sandbox.kernel.side as __rlmnb__; del _s")
+_BOOT = ("import sys as _s\n"
+         "if {root!r} not in _s.path:\n"
+         "    _s.path.insert(0, {root!r})\n"
+         "import rlmnb._sandbox.kernel.side as __rlmnb__\n"
+         "del _s\n")
+_SEAL = "import rlmnb._sandbox.confinement.launch as _l\n_l.seal()\ndel _l\n"  # seccomp on every thread, before model code
+# a confined spare seals itself while it waits (seccomp on every thread costs nothing later)
+_EARLY_SEAL = "; import rlmnb._sandbox.confinement.launch as _l; _l.seal(); del _l"
+# every spare formats one reply while it waits (IPython's first format builds its formatters), then says it
+# is warm (see KernelProcess.warmed)
+_WARMED = "; get_ipython().display_formatter.format(__rlmnb__.reply()); __rlmnb__.mark_warm({path!r})"
+
+
+class Home:
+    """A sandbox's transfer directory and broker listener, made together with a warm spare so that the
+    spare's confinement can name them; the sandbox that takes the spare adopts them."""
+
+    def __init__(self) -> None:
+        self.dir = make_transfer_dir()
+        self.listener = listening_socket()
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def discard(self) -> None:
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---- one kernel process ----------------------------------------------------------------------------------
+class KernelProcess:
+    """One ipykernel subprocess: its manager, process group, private directories and its client.
+
+    The client (shell channel only: results come back in the execute reply, output is captured in the
+    kernel) belongs to one event loop; `connect()` makes a new one when the loop changes.
+    """
+
+    def __init__(self, env: dict[str, str], cwd: str | None, *, confine: dict[str, Any] | None = None,
+                 home: Home | None = None) -> None:
+        """`confine`: build_policy's arguments but the kernel's own directories (None: not confined);
+        `home`: the transfer directory and listener made for this kernel when it is a warm spare."""
+        self.runtime_dir = private_temp_dir("kernel")
+        self.log_path = os.path.join(self.runtime_dir, "kernel.log")  # the kernel's fd 1 and 2 (see trim_log)
+        self.warm_marker = os.path.join(self.runtime_dir, "warm")  # written when a spare's warm-up is done
+        self.own_cwd = cwd is None
+        self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
+        self.marker = secrets.token_hex(8)
+        self.base_env = dict(env)  # the scrubbed environment it started with (and updates pushed since)
+        ipython_dir = os.path.join(self.runtime_dir, "ipython")  # its own: no profile or startup file outlives it
+        self.env = {**env, MARKER_VAR: self.marker, "PWD": self.cwd, "IPYTHONDIR": ipython_dir}
+        if self.own_cwd:
+            self.env["TMPDIR"] = self.cwd  # tempfile writes where a confined kernel may write
+        self.home = home
+        self.policy: Policy | None = (build_policy(own_dirs=(self.runtime_dir, self.cwd), **confine)
+                                      if confine is not None else None)
+        # what it was granted beyond its own home (transfer directory, broker port): a spare serves a run
+        # only when this equals the run's own grants (see KernelSupply._fits)
+        self.grants: dict[str, Any] | None = (
+            {k: v for k, v in confine.items() if k not in ("transfer_dir", "broker_port")} if confine is not None
+            else None)
+        self.km: Any = None
+        self.client: Any = None
+        self.context: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pid: int | None = None
+        self.ready = False
+        self.killed = False
+        self._lock = threading.Lock()
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+    async def spawn(self, *, warm: bool) -> None:
+        """Launch the process (tens of ms). It loads rlmnb's kernel side at start-up, and with `warm`
+        pandas and pyarrow too, before it answers anything: nothing of ours waits meanwhile."""
+        from jupyter_client.kernelspec import KernelSpec
+        from jupyter_client.manager import AsyncKernelManager
+
+        _live.add(self)
+        startup = _STARTUP.format(root=_PACKAGE_ROOT) + ("; __rlmnb__.warm_up()" if warm else "")
+        if self.policy is not None and warm:
+            startup += _EARLY_SEAL
+        if warm:
+            startup += _WARMED.format(path=self.warm_marker)
+        import zmq
+        import zmq.asyncio
+
+        # our own context with LINGER 0: a message still queued for a dead kernel can never make
+        # closing (or garbage-collecting) the context block forever
+        km_context = zmq.asyncio.Context()
+        km_context.setsockopt(zmq.LINGER, 0)
+        km = AsyncKernelManager(transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
+                                connection_file=os.path.join(self.runtime_dir, "kernel.json"), context=km_context)
+        launcher = ["-m", "ipykernel_launcher"]
+        if self.policy is not None:
+            policy_path = os.path.join(self.runtime_dir, "policy.json")
+            with open(policy_path, "w", encoding="utf-8") as f:
+                json.dump(self.policy.to_dict(), f)
+            launcher = ["-c", bootstrap(_PACKAGE_ROOT), policy_path]
+        km._kernel_spec = KernelSpec(argv=[sys.executable, *launcher, "-f", "{connection_file}",
+                                           *_KERNEL_ARGS, f"--IPKernelApp.exec_lines={startup}"],
+                                     display_name="rlmnb sandbox", language="python")
+        km.autorestart = False
+        self.km = km
+        try:
+            # append mode: after trim_log() cuts the file, the kernel's writes land at its new end
+            with open(self.log_path, "ab") as log:
+                await km.start_kernel(env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=log)
+            self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
+            if self.killed:
+                raise SandboxError("the kernel was stopped while it started")
+        except BaseException:
+            self.kill()
+            raise
+
+    async def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Connect on this loop and wait until the kernel answers with rlmnb's kernel side loaded."""
+        if self.ready:
+            return
+        deadline = time.perf_counter() + timeout
+        try:
+            self.connect()
+            await self._wait_ready(deadline)
+            boot = _BOOT.format(root=_PACKAGE_ROOT) + (_SEAL if self.policy is not None else "")
+            content = await self.wait(self.send(boot), deadline)
+            if not isinstance(content, dict) or content.get("status") != "ok":
+                raise SandboxError(f"the sandbox kernel could not load rlmnb: {describe_failure(content)}"
+                                   f"{self._log_tail()}")
+            self.ready = True
+        except BaseException:
+            self.kill()
+            raise
+
+    async def launch(self, *, warm: bool, timeout: float = START_TIMEOUT_S) -> None:
+        """spawn() and wait_ready(): a kernel ready for a run."""
+        await self.spawn(warm=warm)
+        await self.wait_ready(timeout)
+
+    async def _wait_ready(self, deadline: float) -> None:
+        msg_id = self.client.kernel_info()
+        resend = time.perf_counter() + 2.0
+        while True:
+            now = time.perf_counter()
+            if now > deadline:
+                raise SandboxError(f"the sandbox kernel did not start within {START_TIMEOUT_S:g} s{self._log_tail()}")
+            if now > resend:
+                msg_id, resend = self.client.kernel_info(), now + 2.0
+            try:
+                msg = await self.client.get_shell_msg(timeout=min(POLL_S, deadline - now))
+            except queue.Empty:
+                if not self.alive():
+                    raise SandboxError(f"the sandbox kernel exited while starting ({self.cause()})"
+                                       f"{self._log_tail()}") from None
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return
+
+    def connect(self) -> None:
+        """A shell-channel client on the running event loop."""
+        import zmq
+        import zmq.asyncio
+
+        self.disconnect()
+        self.context = zmq.asyncio.Context()
+        self.context.setsockopt(zmq.RECONNECT_IVL, 10)
+        self.context.setsockopt(zmq.LINGER, 0)
+        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_BYTES)
+        self.client = self.km.client(context=self.context)
+        self.client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        self.loop = asyncio.get_running_loop()
+
+    def disconnect(self) -> None:
+        client, context = self.client, self.context
+        self.client = self.context = None
+        self.loop = None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.stop_channels()
+        if context is not None:
+            with contextlib.suppress(Exception):
+                context.destroy(linger=0)
+
+    def warmed(self) -> bool:
+        """True once a spare launched with `warm` has done all its waiting-time work (imports, heap settled,
+        sealed when confined, first reply formatted): a run that takes it now pays none of that."""
+        return os.path.exists(self.warm_marker)
+
+    def alive(self) -> bool:
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        return process is not None and not self.killed and process.poll() is None
+
+    def cause(self) -> str:
+        """Why the process ended, for the model: 'exit code 1' or 'signal SIGKILL'."""
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        code = process.poll() if process is not None else None
+        if code is None:
+            return "unknown cause"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by signal {signal.Signals(-code).name}"
+            return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def interrupt(self) -> None:
+        if self.pid is not None and self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGINT)
+
+    def kill(self) -> None:
+        """Stop the kernel, every process it started, and remove its files. Idempotent, any thread."""
+        with self._lock:
+            if self.killed and self.km is None:
+                return
+            self.killed = True
+            km, self.km = self.km, None
+        self.disconnect()
+        if km is not None:
+            process = getattr(km.provisioner, "process", None) if km.provisioner is not None else None
+            if process is not None:
+                kill_tree(process.pid, self.marker)
+                with contextlib.suppress(Exception):
+                    process.wait(timeout=5)
+            with contextlib.suppress(Exception):
+                km.cleanup_connection_file()
+                km.cleanup_ipc_files()
+                km._close_control_socket()
+            with contextlib.suppress(Exception):
+                km.context.destroy(linger=0)
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        home, self.home = self.home, None
+        if home is not None:
+            home.discard()
+        if self.own_cwd:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+        _live.discard(self)
+
+    # ---- requests -----------------------------------------------------------------------------------------
+    def send(self, code: str, user_expressions: dict[str, str] | None = None) -> str:
+        return str(self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
+                                       user_expressions=user_expressions or {}, stop_on_error=False))
+
+    async def wait(self, msg_id: str, deadline: float) -> dict[str, Any] | str:
+        """The execute reply's content, or TIMEOUT at the deadline, or DEAD once the process is gone."""
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return TIMEOUT if self.alive() else DEAD
+            try:
+                msg = await self.client.get_shell_msg(timeout=min(remaining, POLL_S))
+            except queue.Empty:
+                if not self.alive():
+                    return DEAD
+                self.trim_log()
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg["content"]  # type: ignore[no-any-return]
+
+    async def call(self, code: str, timeout: float = CALL_TIMEOUT_S) -> Any:
+        """Run one of the kernel side's entry points and return its value; failures are SandboxErrors."""
+        content = await self.wait(self.send(code, REPLY_EXPR), time.perf_counter() + timeout)
+        data = reply_payload(content)
+        if data is None:
+            raise SandboxError(f"the sandbox kernel failed: {describe_failure(content)}")
+        if "error" in data:
+            raise SandboxError(f"the sandbox kernel refused: {data['error']}")
+        return data.get("ok")
+
+    def trim_log(self) -> None:
+        """Keep the kernel's fd-2 log bounded: model code writing raw bytes to fd 2 cannot fill the disk."""
+        try:
+            if os.path.getsize(self.log_path) <= LOG_CAP:
+                return
+            with open(self.log_path, "r+b") as f:
+                f.seek(-LOG_TAIL, os.SEEK_END)
+                tail = f.read()
+                f.seek(0)
+                f.truncate()
+                f.write(b"[... earlier output cut by rlmnb ...]\n" + tail)
+        except OSError:
+            pass
+
+    def mirrored_output(self) -> tuple[str, str]:
+        """What the running snippet had printed (its first characters, up to the output cap) when the
+        kernel died or stuck: the kernel side mirrors them into its runtime directory as they are written."""
+        texts = []
+        for stream in ("stdout", "stderr"):
+            try:
+                texts.append(Path(self.runtime_dir, f"{stream}.mirror").read_text(errors="replace"))
+            except OSError:
+                texts.append("")
+        return texts[0], texts[1]
+
+    def _log_tail(self) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"; its log ends with:\n{text[-1500:]}" if text else ""
+
+    def __repr__(self) -> str:
+        return f"KernelProcess(pid={self.pid}, alive={self.alive()})"
+
+
+def reply_payload(content: Any) -> Any:
+    """The JSON our kernel side left in the `r` user expression, or None when there is none."""
+    if not isinstance(content, dict):
+        return None
+    expr = (content.get("user_expressions") or {}).get("r") or {}
+    if expr.get("status") != "ok" or MIME not in expr.get("data", {}):
+        return None
+    return json.loads(expr["data"][MIME])
+
+
+def describe_failure(content: Any) -> str:
+    if content == TIMEOUT:
+        return "no reply in time"
+    if content == DEAD:
+        return "the process died"
+    if isinstance(content, dict) and content.get("status") == "error":
+        return f"{content.get('ename')}: {content.get('evalue')}"
+    return "no reply"
+
+
+_live: weakref.WeakSet[KernelProcess] = weakref.WeakSet()
+
+
+def _kill_live() -> None:
+    """At interpreter exit: stop every kernel still running (kept sessions, interrupted starts)."""
+    for kernel in list(_live):
+        with contextlib.suppress(Exception):
+            kernel.kill()
+
+
+atexit.register(_kill_live)
+
+
+MARKER_VAR = "RLMNB_SANDBOX_KERNEL"
+
+
+def kill_tree(pid: int, marker: str) -> None:
+    """SIGKILL the kernel's process group, its descendants, and anything still carrying its marker."""
+    victims: list[Any] = []
+    try:
+        import psutil
+
+        with contextlib.suppress(psutil.Error):
+            victims = psutil.Process(pid).children(recursive=True)
+    except ImportError:
+        psutil = None  # type: ignore[assignment,unused-ignore]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # the kernel leads its own session (start_new_session)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    for proc in victims:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    for other in marked_pids(marker):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(other, signal.SIGKILL)
+    if psutil is not None and victims:
+        with contextlib.suppress(Exception):
+            psutil.wait_procs(victims, timeout=2)
+
+
+def marked_pids(marker: str) -> list[int]:
+    """Processes whose environment carries the kernel's marker (daemons that left its session)."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    me, uid = os.getpid(), os.getuid()
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+__all__ = [
+    "CALL_TIMEOUT_S", "DEAD", "GRACE_S", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR",
+    "POLL_S", "REPLY_EXPR", "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "kill_tree", "marked_pids",
+    "reply_payload",
+]

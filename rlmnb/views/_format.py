@@ -1,0 +1,163 @@
+"""Number, time and text formatting shared by every view of a run (HTML, text, the live widget).
+
+Pure functions of plain values, so the HTML and the text views print the same figures the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from rlmnb._ground.text import clip as clip_text
+
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
+           "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "queue_text",
+           "quote_notes", "running_time"]
+
+STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
+                 "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
+                 "waiting": "starting…"}
+
+
+def fmt_count(n: int | float | None) -> str:
+    """12,345 below 100k, then 123.4k / 1.23M."""
+    if n is None:
+        return "?"
+    n = int(n)
+    if n < 100_000:
+        return f"{n:,}"
+    if n < 1_000_000:
+        return f"{n / 1e3:.1f}k"
+    return f"{n / 1e6:.2f}M"
+
+
+def fmt_cost(cost: float | None, unpriced: int = 0) -> str:
+    """A cost; calls without a price are counted apart and never shown as $0.0000."""
+    if unpriced and not cost:
+        return f"unpriced ({unpriced:,} call{'' if unpriced == 1 else 's'})"
+    text = "$?" if cost is None else f"${cost:.4f}"
+    if unpriced:
+        text += f" + {unpriced:,} unpriced"
+    return text
+
+
+def fmt_rate(per_second: float) -> str:
+    """Calls per second the way tqdm shows it: 17.2/s, or 4.1 s/call when slower than one a second."""
+    if per_second <= 0:
+        return "?"
+    if per_second >= 1:
+        return f"{per_second:,.1f}/s"
+    return f"{1 / per_second:.1f} s/call"
+
+
+_ENDED = {"interrupted": "interrupted", "error": "run failed", "budget_exhausted": "budget exhausted"}
+
+
+def pending_turn_text(executed: bool, replied: bool, status: str) -> str | None:
+    """What a turn that has not run its code says, in the same words in every view (the extension's
+    format.ts has the twin): waiting while the run goes on, cut short once it has ended."""
+    if executed:
+        return None
+    if status in ("running", "waiting"):
+        return "running…" if replied else "waiting for the model…"
+    how = _ENDED.get(status, "run ended")
+    return f"{how}: this code did not finish" if replied else f"{how} before the model replied"
+
+
+def fmt_secs(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, secs = divmod(int(round(s)), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+def more_label(page: int, left: int) -> str:
+    """The label of a "show more" button: the next page of `left` items not shown yet."""
+    return f"show the last {left:,}" if left <= page else f"show {page:,} more ({left:,} left)"
+
+
+def left_out_marker(how: str) -> Callable[[int, int], str]:
+    """The marker a view puts where it clipped text: a line saying how many characters were left out, and how."""
+    return lambda omitted, _total: f"\n… [{omitted:,} characters {how}] …\n"
+
+
+def clip(text: str, limit: int, *, left_out: str = "not shown") -> str:
+    """Head and tail of a long text with a marker saying how much was left out (and how: `left_out`).
+
+    Args:
+        text: the text to show.
+        limit: the characters kept (two thirds from the start, the rest from the end); the marker is extra.
+        left_out: how the rest was left out, said in the marker ("not shown", "not recorded").
+
+    Returns:
+        `text` when it fits, else its head, the marker and its tail (`rlmnb._ground.text.clip`, both ends).
+    """
+    return clip_text(text, limit, keep="both", marker=left_out_marker(left_out), head=limit * 2 // 3)
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an already sorted list (None when empty)."""
+    if not sorted_values:
+        return None
+    rank = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+def running_time(latency_s: float | None, queued_s: float | None, cached: bool) -> float | None:
+    """A finished sub-call's provider time, or None when it had none (served from the cache, or by an
+    identical call in flight). Trajectories saved before `queued_s` existed keep their latency as recorded
+    (queued time included), so they show as they did."""
+    if latency_s is None or (queued_s is not None and cached):
+        return None
+    return float(latency_s)
+
+
+def queue_text(g: dict[str, Any], sep: str = " · ") -> str:
+    """A group's queue, apart from its latency: "4 in flight · 44 queued" while it runs, then
+    "queued p50 1.0 s · p95 1.9 s" when calls waited for a slot ("" when nothing waited)."""
+    parts = []
+    if g["finished"] < g["started"]:
+        parts.append(f"{g['in_flight']:,} in flight" + (f"{sep}{g['queued']:,} queued" if g["queued"] else ""))
+    if g.get("queued_p95") is not None and g["queued_p95"] >= 0.001:
+        parts.append(f"queued p50 {fmt_secs(g['queued_p50'])}{sep}p95 {fmt_secs(g['queued_p95'])}")
+    return sep.join(parts)
+
+
+def answer_text(answer: Any) -> str:
+    if isinstance(answer, str):
+        return answer
+    try:
+        return json.dumps(answer, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(answer)
+
+
+QUOTE_NOTE = ("  quote ", "  more quotes")
+
+
+def quote_notes(details: dict[str, Any]) -> list[str]:
+    """One line per quote a guard checked (QuotesFound): found, and where, or not found."""
+    out = []
+    for q in details.get("quotes") or []:
+        text = clip(str(q.get("quote", "")), 120)
+        if q.get("found"):
+            out.append(f'  quote found: "{text}" ({q.get("where")})')
+        else:
+            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)"))
+    if details.get("skipped"):
+        out.append(f"  more quotes not checked: {details['skipped']:,}")
+    return out
+
+
+def map_figures(m: dict[str, Any]) -> str:
+    """An llm_map group's packing figures: items, packs, re-asks, failures."""
+    items = m.get("items")
+    text = f"{items:,} items" if isinstance(items, int) else "items streamed"
+    text += f" · {m.get('packs', 0):,} packs · {m.get('reasks', 0):,} re-asked · {m.get('failures', 0):,} failed"
+    return text + (f" · stopped: {m['stopped']}" if m.get("stopped") else "")

@@ -1,0 +1,123 @@
+"""`rlmnb eval` end to end: real HTTP through litellm to the fake OpenAI-compatible server.
+
+The server answers every model with the oracle (root, sub-model and direct reader told apart by the
+request), so scores are known; resume is proven by interrupting the evaluation from the server side
+(`_thread.interrupt_main` after a given number of requests) and running it again; `--max-cost` by a
+registered price and a limit that leaves room for only some runs.
+"""
+
+from __future__ import annotations
+
+import _thread
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlmnb._cli import EXIT_INTERRUPTED, main
+from rlmnb._eval import read_rows
+from rlmnb._eval.oracles import OracleModel
+
+
+class Interrupting:
+    """The oracle, which presses Ctrl-C in the main thread when the `stop_at`-th request arrives.
+
+    That request is then held for a moment (like server latency), so the run is still in flight when
+    the main thread sees the interrupt (a run that finishes first keeps its answer, as in a notebook).
+    """
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.oracle = OracleModel()
+        self.stop_at = stop_at
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        with self.lock:
+            self.count += 1
+            stop = self.stop_at is not None and self.count == self.stop_at
+        if stop:
+            _thread.interrupt_main()
+            time.sleep(1.0)
+        return self.oracle(messages)
+
+
+def _args(url: str, out: Path, *extra: str) -> list[str]:
+    return ["eval", "--task", "niah,oolong", "--sizes", "8k", "--methods", "rlm,direct", "-m", "openai/eval-cli-root",
+            "-s", "openai/eval-cli-sub", "--api-base", url, "--api-key", "fake-key", "-n", "2", "--out", str(out),
+            "--sandbox", "local", "--context-window", "32000", "--quiet", *extra]
+
+
+def test_eval_through_the_fake_server(fake_server_factory: Callable[..., Any], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    server = fake_server_factory(responder=OracleModel())
+    code = main(_args(server.url, tmp_path, "--price", "openai/eval-cli-root=1,2", "--price", "openai/eval-cli-sub=0.5,1"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = list(read_rows(tmp_path / "results.jsonl"))
+    assert len(rows) == 8 and {r.method for r in rows} == {"rlm", "direct"}
+    assert all(r.score == 1.0 for r in rows), [(r.task, r.method, r.error) for r in rows if r.score < 1]
+    rlm_rows = [r for r in rows if r.method == "rlm"]
+    assert all(r.root_calls == 3 and r.sub_calls >= 1 and r.input_tokens > 0 for r in rlm_rows)
+    assert all(r.cost_usd and r.cost_usd > 0 and r.unpriced_calls == 0 for r in rows)
+    stats = server.stats()
+    assert stats["replies"] == sum(r.calls for r in rows)  # every call went over HTTP, none from a cache
+    assert "| task" in out and "100.0%" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary) == 4 and (tmp_path / "summary.md").is_file()
+    if (tmp_path / "plot.png").exists():
+        assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_eval_resumes_after_an_interruption(fake_server_factory: Callable[..., Any], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    responder = Interrupting(stop_at=12)  # rlm niah #0 (3 root + sub), direct niah #0 ... then stop mid-run
+    server = fake_server_factory(responder=responder)
+    assert main(_args(server.url, tmp_path)) == EXIT_INTERRUPTED
+    first = list(read_rows(tmp_path / "results.jsonl"))
+    assert 1 <= len(first) < 8
+    deadline = time.monotonic() + 10
+    while server.stats()["in_flight"] and time.monotonic() < deadline:  # the held request ends on its own
+        time.sleep(0.05)
+    requests_before = server.stats()["replies"]
+    responder.stop_at = None
+    assert main(_args(server.url, tmp_path)) == 0
+    rows = list(read_rows(tmp_path / "results.jsonl"))
+    assert len(rows) == 8 and len({r.key for r in rows}) == 8
+    assert [r.finished_at for r in rows[: len(first)]] == [r.finished_at for r in first]
+    redone = server.stats()["replies"] - requests_before
+    # only the unfinished runs were made again (a sub-call the interrupted run finished comes from the cache)
+    assert redone == sum(r.calls - r.cached_calls for r in rows[len(first):])
+    assert "already in" in capsys.readouterr().err
+
+
+def test_eval_stops_before_passing_max_cost(fake_server_factory: Callable[..., Any], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    server = fake_server_factory(responder=OracleModel())
+    priced = ("--price", "openai/eval-cli-root=100,100", "--price", "openai/eval-cli-sub=100,100")
+    assert main(_args(server.url, tmp_path / "dry", *priced, "--dry-run")) == 0
+    dry = capsys.readouterr().out
+    assert "Dry run: no model was called" in dry and "Estimated total" in dry
+    assert server.stats()["requests"] == 0
+    assert main(_args(server.url, tmp_path, *priced, "--max-cost", "4")) == 1
+    err = capsys.readouterr().err
+    assert "--max-cost" in err
+    rows = list(read_rows(tmp_path / "results.jsonl"))
+    assert 0 < len(rows) < 8
+    assert sum(r.cost_usd or 0 for r in rows) <= 4.0
+
+
+def test_eval_bad_arguments_are_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--task", "browsecomp", "-m", "openai/x", "--out", str(tmp_path)]) == 2
+    assert "unknown task 'browsecomp'" in capsys.readouterr().err
+    assert main(["eval", "--sizes", "12 apples", "-m", "openai/x", "--out", str(tmp_path)]) == 2
+    assert "write it like" in capsys.readouterr().err
+    assert main(["eval", "--methods", "rlm,magic", "-m", "openai/x", "--out", str(tmp_path)]) == 2
+    assert "unknown method 'magic'" in capsys.readouterr().err
+    assert main(["eval", "-m", "openai/unpriced-model", "--max-cost", "1", "--out", str(tmp_path),
+                 "--api-base", "http://127.0.0.1:9/v1"]) == 2
+    assert "no price is known" in capsys.readouterr().err

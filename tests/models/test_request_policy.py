@@ -1,0 +1,60 @@
+"""Request policy: slow servers on this machine (a longer default timeout, no retry of a timed-out request,
+snippet time) and how long a server asked us to wait."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from rlmnb._engine.limits import run_limits
+from rlmnb._ground.config import RLMConfig
+from rlmnb._models.litellm import LiteLLM, ModelCallFailed
+from rlmnb._models.request_policy import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local, is_loopback, retry_after
+from rlmnb.testing import ScriptedLM
+
+
+@pytest.mark.parametrize(("base", "local"), [
+    ("http://127.0.0.1:8899/v1", True), ("http://localhost:11434", True), ("http://[::1]:8000/v1", True),
+    ("127.0.0.2:8080", True), ("https://api.openai.com/v1", False), ("http://10.0.0.5:8000/v1", False), (None, False),
+])
+def test_loopback_addresses(base: str | None, local: bool) -> None:
+    assert is_loopback(base) is local
+
+
+def test_local_providers_and_default_timeouts() -> None:
+    assert is_local("ollama_chat/qwen3", None) and not is_local("openai/gpt-5-mini", None)
+    assert LiteLLM("openai/local", api_base="http://127.0.0.1:8899/v1").timeout == LOCAL_TIMEOUT
+    assert LiteLLM("openai/gpt-5-mini").timeout == REMOTE_TIMEOUT
+    assert LiteLLM("openai/local", api_base="http://127.0.0.1:1/v1", timeout=30).timeout == 30
+    assert RLMConfig().request_timeout is None
+
+
+def test_a_timed_out_local_request_is_not_sent_again(fake_server_factory: Any) -> None:
+    server = fake_server_factory(faults={"timeout": 1.0}, hang_s=5)
+    lm = server.lm("fake-sub", max_retries=3, timeout=0.3, backoff=0.01)
+    assert lm.local
+    with pytest.raises(ModelCallFailed, match="may still be working on the request, so it was not sent again"):
+        asyncio.run(lm.acomplete([{"role": "user", "content": "hi"}]))
+    assert server.stats()["requests"] == 1
+
+
+def test_the_snippet_timeout_leaves_room_for_one_local_sub_call() -> None:
+    local_sub = LiteLLM("openai/local", api_base="http://127.0.0.1:8899/v1", timeout=300)
+    assert run_limits(RLMConfig(timeout=60), ScriptedLM([]), local_sub).snippet_timeout == 330
+    remote_sub = LiteLLM("openai/gpt-5-mini", timeout=300)
+    assert run_limits(RLMConfig(timeout=60), ScriptedLM([]), remote_sub).snippet_timeout == 60
+
+
+def test_retry_after_header_forms() -> None:
+    class Exc(Exception):
+        def __init__(self, headers: dict[str, str]) -> None:
+            self.litellm_response_headers = headers
+
+    assert retry_after(Exc({"retry-after-ms": "1500"})) == 1.5
+    assert retry_after(Exc({"Retry-After": "2"})) == 2.0
+    assert 5 < (retry_after(Exc({"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT",
+                                                                time.gmtime(time.time() + 10))})) or 0) <= 10
+    assert retry_after(Exc({})) is None and retry_after(ValueError()) is None

@@ -1,0 +1,268 @@
+"""The two folds of a run agree: the Python view model (`rlmnb.views.RunTree`) and the extension's
+`fold.ts` (compiled here and run by node) give the same figures for the same recorded trajectories.
+
+Trajectories: the tutorial notebooks' saved runs, a run with a failing batch, single calls and a child
+run, a run whose calls queue for two slots, a 10,000-call run, that run cut off mid-batch (a kernel that
+died), a run interrupted with calls in flight and queued, and the same runs in the old format (no `sub_call_sent` events, no `queued_s`). Figures compared:
+the meters (counts, in flight and queued, tokens, cost, unpriced, root calls), every run (status, label,
+depth, parent, reason, notes, wall time), every turn (flags, timings, notes, the pending text) and every
+sub-call group and call (counts, tokens, cost, cached, retried, latency and queue percentiles, wall, refusal).
+"""
+
+from __future__ import annotations
+
+import _thread
+import copy
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sandbox_support import code
+
+from rlmnb import RLM
+from rlmnb.events import Trajectory
+from rlmnb.testing import ScriptedLM
+from rlmnb.views import RunTree, compact_trajectory
+from rlmnb.views._format import pending_turn_text
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTENSION = ROOT / "extension"
+FIGURES_SCRIPT = Path(__file__).with_name("fold_figures.cjs")
+MIME = "application/vnd.rlmnb.trajectory+json"
+CALLS = 10_000
+
+
+@pytest.fixture(scope="module")
+def ts_fold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fold.ts and format.ts compiled to CommonJS, for node to require."""
+    tsc = EXTENSION / "node_modules" / ".bin" / "tsc"
+    node = shutil.which("node")
+    missing = ("node is not installed" if node is None else
+               None if tsc.exists() else "the extension's npm packages are not installed (make extension)")
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the fold parity test: {missing}")
+        pytest.skip(missing)
+    out = tmp_path_factory.mktemp("fold-js")
+    subprocess.run([str(tsc), "--module", "commonjs", "--target", "ES2022", "--lib", "DOM,ES2022", "--strict",
+                    "--skipLibCheck", "--outDir", str(out), str(EXTENSION / "src" / "fold.ts"),
+                    str(EXTENSION / "src" / "format.ts")], check=True, cwd=EXTENSION, timeout=300)
+    return out
+
+
+# ---- the trajectories ------------------------------------------------------------------------------
+def _notebook_runs() -> list[tuple[str, dict[str, Any]]]:
+    runs = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        payloads = [o["data"][MIME] for o in outputs if MIME in o.get("data", {})]
+        runs.extend((f"{path.stem}[{i}]", p) for i, p in enumerate(payloads))
+    return runs
+
+
+def _sub_reply(messages: list[dict[str, Any]]) -> str:
+    prompt = messages[-1]["content"]
+    if prompt == "q13":
+        raise ValueError("the sub-model refused q13")
+    return f"reply to {prompt}"
+
+
+def _mixed_run() -> dict[str, Any]:
+    root = ScriptedLM([
+        code("print(len(inputs['text']))"),
+        code("r = llm_query_batched([f'q{i}' for i in range(60)])\nc = rlm_query('count the words')\n"
+             "print(sum(x.startswith('[error]') for x in r), c)"),
+        code("a = llm_query('one more')\nb = llm_query('and another')\nsubmit({'errors': 1, 'child': c})"),
+    ], name="root-model")
+    child = ScriptedLM([code("n = llm_query('how many words?')\nprint(n)"), code("submit('two words')")],
+                       name="child-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local", max_depth=2, child_model=child,
+                 max_llm_calls=100).run("How many errors?", text="hello world")
+    data = result.trajectory.to_dict()
+    finished = [e for e in data["events"] if e["kind"] == "sub_call_finished"]
+    finished[3]["meta"] = {"retries": 2, "rate_limited": 1}  # as an adapter reports a call that met a 429
+    finished[4]["meta"] = {"retries": 1}
+    finished[5]["usage"]["cost_usd"] = None  # a call without a price
+    finished[6]["usage"]["cost_usd"] = 0.0125
+    return data
+
+
+def _queued_run(calls: int, concurrency: int) -> dict[str, Any]:
+    root = ScriptedLM([code(f"r = llm_query_batched([f'q{{i}}' for i in range({calls})])"),
+                       code("submit(len(r))")])
+    return RLM(root, ScriptedLM(lambda m: "x " * 3, name="sub"), sandbox="local", max_concurrency=concurrency,
+               min_concurrency=1, cache=False, max_llm_calls=calls + 10).run("q", text="t").trajectory.to_dict()
+
+
+def _interrupted_run() -> dict[str, Any]:
+    """A run the user interrupted (Ctrl-C) while its batch had calls in flight and calls queued."""
+    replied = 0
+
+    def sub(messages: list[dict[str, Any]]) -> str:
+        nonlocal replied
+        replied += 1
+        if replied == 30:
+            _thread.interrupt_main()  # what Ctrl-C in the terminal or the notebook's stop button does
+        return "x"
+
+    root = ScriptedLM([code("r = llm_query_batched([f'q{i}' for i in range(100)])"), code("submit(len(r))")])
+    result = RLM(root, ScriptedLM(sub, name="sub", latency=0.02), sandbox="local", max_concurrency=4, cache=False,
+                 max_llm_calls=200).run("q", text="t")
+    assert result.status == "interrupted"
+    return result.trajectory.to_dict()
+
+
+def _cut(data: dict[str, Any], fraction: float) -> dict[str, Any]:
+    """The run as saved when its kernel died: events up to `fraction` of the way through its sub-calls."""
+    events = data["events"]
+    finished = [i for i, e in enumerate(events) if e["kind"] == "sub_call_finished"]
+    return {**data, "events": events[:finished[int(len(finished) * fraction)]]}
+
+
+def _old_format(data: dict[str, Any]) -> dict[str, Any]:
+    """The run as an rlmnb that did not record slots saved it: no sub_call_sent events, no queued_s."""
+    events = [copy.deepcopy(e) for e in data["events"] if e["kind"] != "sub_call_sent"]
+    for e in events:
+        e.pop("queued_s", None)
+    return {**data, "events": events}
+
+
+def _interleaved(data: dict[str, Any]) -> dict[str, Any]:
+    """Calls started and sent in order but still waiting: the slots of a batch cut off while it queued."""
+    events = data["events"]
+    first = next(i for i, e in enumerate(events) if e["kind"] == "sub_call_finished")
+    return {**data, "events": events[:first + 3]}
+
+
+@pytest.fixture(scope="module")
+def trajectories() -> dict[str, dict[str, Any]]:
+    mixed, queued, big, interrupted = _mixed_run(), _queued_run(40, 2), _queued_run(CALLS, 64), _interrupted_run()
+    runs = dict(_notebook_runs())
+    runs.update({
+        "mixed": mixed, "mixed-compact": compact_trajectory(Trajectory.from_dict(mixed)),
+        "mixed-old": _old_format(mixed), "queued": queued, "queued-old": _old_format(queued),
+        "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
+        "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
+        "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
+    })
+    assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
+    return runs
+
+
+# ---- the Python fold's figures, named as fold_figures.cjs names the TypeScript ones ----------------------
+def _group(tree: RunTree, key: str) -> dict[str, Any]:
+    g = tree.group_view(key)
+    calls = [{"id": c["call_id"], "done": c["done"], "error": c["error"], "input_tokens": c["input_tokens"],
+              "output_tokens": c["output_tokens"], "cost": c["cost"], "latency": c["latency"],
+              "queued": c["queued"], "sent": c["sent"], "cached": c["cached"], "retries": c["retries"],
+              "rate_limited": c["rate_limited"], "prompt_chars": c["prompt_chars"]} for c in tree.call_views(key)]
+    shown = ("operator", "items", "packs", "reasks", "failures", "stopped")
+    return {"kind": g["kind"], "size": g["size"], "model": g["model"], "errors": g["errors"], "wall": g["wall"],
+            "refused": g["refused"], "map": {k: g["map"][k] for k in shown} if g["map"] else None,
+            "started": g["started"], "finished": g["finished"], "in_flight": g["in_flight"], "queued": g["queued"],
+            "retried": g["retried"], "rate_limited": g["rate_limited"], "cached": g["cached"],
+            "input_tokens": g["input_tokens"], "output_tokens": g["output_tokens"], "cost": g["cost"],
+            "unpriced": g["unpriced"], "p50": g["p50"], "p95": g["p95"], "queued_p50": g["queued_p50"],
+            "queued_p95": g["queued_p95"], "calls": calls}
+
+
+def python_figures(payload: dict[str, Any]) -> dict[str, Any]:
+    tree = RunTree.from_trajectory(Trajectory.from_dict(payload))
+    tree.opened = payload.get("opened")  # when the user's cell started, as the live widget set it
+    m = tree.meters_view(now=0.0)
+    runs = {}
+    for run_id in tree.runs:
+        run = tree.run_view(run_id, now=0.0)
+        turns = []
+        for n in tree.turn_numbers(run_id):
+            t = tree.turn_view(run_id, n)
+            keys = [key for kind, key in tree.turn_items(run_id, n) if kind == "group"]
+            tokens = t["reply_usage"]
+            turns.append({
+                "turn": n, "max_turns": t["max_turns"] or None, "executed": t["executed"],
+                "submitted": t["submitted"], "error": t["error"], "error_type": t["error_type"],
+                "timed_out": t["timed_out"], "restarted": t["restarted"], "duration": t["duration"],
+                "reply_latency": t["reply_latency"],
+                "reply_tokens": [tokens.get("input_tokens", 0), tokens.get("output_tokens", 0)]
+                if t["reply"] is not None else None,
+                "notes": [list(note) for note in t["notes"]],
+                "pending": pending_turn_text(t["executed"], t["reply"] is not None, run["status"]),
+                "groups": [_group(tree, key) for key in dict.fromkeys(keys)]})
+        node = tree.runs[run_id]
+        runs[run_id] = {
+            "parent": run["parent_run_id"], "parent_turn": node.parent_turn, "depth": run["depth"],
+            "label": run["label"], "status": run["status"], "question": run["question"], "model": run["model"],
+            "sub_model": run["sub_model"], "reason": run["reason"], "error": run["error"],
+            "elapsed": run["elapsed"] if node.finished is not None else None,
+            "notes": [note.strip() for note in run["notes"]], "turns": turns}
+    return {"root": tree.root_id,
+            "meters": {"turns": m["turns"], "sub_calls": m["sub_calls"], "sub_calls_done": m["sub_calls_done"],
+                       "sub_errors": m["sub_errors"], "in_flight": m["sub_calls_in_flight"],
+                       "queued": m["sub_calls_queued"], "input_tokens": m["input_tokens"],
+                       "output_tokens": m["output_tokens"], "cost": m["cost"], "unpriced": m["unpriced"],
+                       "root_calls": m["root_calls"]},
+            "runs": runs}
+
+
+def _differences(py: Any, ts: Any, where: str = "") -> list[str]:
+    if isinstance(py, dict) and isinstance(ts, dict):
+        keys = list(dict.fromkeys([*py, *ts]))
+        return [d for k in keys for d in _differences(py.get(k, "<missing>"), ts.get(k, "<missing>"), f"{where}.{k}")]
+    if isinstance(py, list | tuple) and isinstance(ts, list | tuple):
+        if len(py) != len(ts):
+            return [f"{where}: {len(py)} items in Python, {len(ts)} in TypeScript"]
+        return [d for i, (a, b) in enumerate(zip(py, ts, strict=True)) for d in _differences(a, b, f"{where}[{i}]")]
+    if isinstance(py, float | int) and isinstance(ts, float | int) and not isinstance(py, bool) \
+            and not isinstance(ts, bool) and math.isclose(py, ts, rel_tol=1e-9, abs_tol=1e-9):
+        return []
+    return [] if py == ts else [f"{where}: Python {py!r}, TypeScript {ts!r}"]
+
+
+def ts_figures(ts_fold: Path, payloads: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+    files = []
+    for i, payload in enumerate(payloads):
+        files.append(folder / f"trajectory-{i}.json")
+        files[-1].write_text(json.dumps(payload), encoding="utf-8")
+    out = subprocess.run(["node", str(FIGURES_SCRIPT), str(ts_fold), *map(str, files)], check=True,
+                         capture_output=True, text=True, timeout=300)
+    figures: list[dict[str, Any]] = json.loads(out.stdout)
+    return figures
+
+
+def test_the_python_and_typescript_folds_give_the_same_figures(
+        ts_fold: Path, trajectories: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    names = list(trajectories)
+    ts = ts_figures(ts_fold, [trajectories[n] for n in names], tmp_path)
+    report = []
+    for name, figures in zip(names, ts, strict=True):
+        differences = _differences(python_figures(trajectories[name]), figures)
+        report.extend(f"{name}{d}" for d in differences[:20])
+    assert not report, "\n".join(report)
+
+
+def test_the_comparison_sees_a_figure_that_differs(ts_fold: Path, trajectories: dict[str, dict[str, Any]],
+                                                    tmp_path: Path) -> None:
+    """The parity test can fail: one token more in one call's record shows up as a difference."""
+    payload = copy.deepcopy(trajectories["mixed"])
+    [figures] = ts_figures(ts_fold, [payload], tmp_path)
+    call = next(e for e in payload["events"] if e["kind"] == "sub_call_finished")
+    call["usage"]["output_tokens"] = (call["usage"].get("output_tokens") or 0) + 1
+    differences = _differences(python_figures(payload), figures)
+    assert differences and all("output_tokens" in d for d in differences)
+
+
+def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[str, dict[str, Any]]) -> None:
+    kinds = {name: {e["kind"] for e in t["events"]} for name, t in trajectories.items()}
+    assert any(n.startswith("0") for n in kinds) and "map_started" in set().union(*kinds.values())
+    assert "sub_call_sent" in kinds["queued-cut"] and "sub_call_sent" not in kinds["queued-cut-old"]
+    statuses = [e["status"] for e in trajectories["interrupted"]["events"] if e["kind"] == "run_finished"]
+    assert statuses == ["interrupted"]
+    assert "run_finished" not in kinds["10k-cut"] and "run_started" in kinds["10k-cut"]
+    old = [e for e in trajectories["10k-cut-old"]["events"] if e["kind"] == "sub_call_finished"]
+    assert old and not any("queued_s" in e for e in old)
