@@ -227,13 +227,13 @@ except ReplayDivergence as exc:
         md("""
 # Evaluating models: how good is it on your models?
 
-`rlmnb._eval.tasks` generates long-context tasks at any size from about 8K to 10M tokens, each with its ground
+`rlmnb eval` (and `rlmnb.evaluation` from Python) generates long-context tasks at any size from about 8K to 10M tokens, each with its ground
 truth and scorer: `niah` (one needle among distractors), `oolong` (aggregates over labels that need
 reading), `oolong_pairs` (pairs of records by a predicate over two labels, F1) and `multihop` (a chain of
-two or three documents). `rlmnb._eval` runs methods side by side on the same instances: `rlm`,
+two or three documents). `rlmnb.evaluation` runs methods side by side on the same instances: `rlm`,
 `rlm_no_sub` (the REPL without sub-calls) and `direct` (the input in the prompt, cut to the window)."""),
         code("""
-from rlmnb._eval.tasks import generate
+from rlmnb.evaluation import generate
 
 inst = generate("oolong", "32k", seed=0, index=0)
 print(inst.question)
@@ -254,9 +254,9 @@ larger inputs are cut, and `rlm_no_sub` has to manage with code alone."""),
         code("""
 import shutil
 
-from rlmnb._eval import EvalSpec, Setup, format_table, run_eval, summarise
+from rlmnb.evaluation import EvalSpec, Setup, format_table, run_eval, summarise
 from rlmnb.testing import ScriptedLM
-from rlmnb._eval.oracles import OracleModel
+from rlmnb.evaluation import OracleModel
 
 oracle = OracleModel()
 setup = Setup(ScriptedLM(oracle, name="oracle-root"), ScriptedLM(oracle, name="oracle-sub"),
@@ -277,7 +277,7 @@ print(f"{again.ran} new runs, {again.skipped} already done")"""),
         code("""
 from IPython.display import Image
 
-from rlmnb._eval import plot_summary
+from rlmnb.evaluation import plot_summary
 
 Image(filename=str(plot_summary(summary, "data/eval/plot.png")))"""),
         md("""
@@ -296,7 +296,7 @@ A local OpenAI-compatible server (vLLM, Ollama) works with `--api-base http://12
 price of your choosing (`--price NAME=IN,OUT`, dollars per million tokens). From Python, a dry-run
 estimate for a priced model:"""),
         code("""
-from rlmnb._eval import estimate
+from rlmnb.evaluation import estimate
 
 real = EvalSpec(tasks=["oolong"], sizes=["32k"], methods=["rlm", "direct"],
                 setup=Setup("openai/gpt-5-mini", "openai/gpt-5-nano"), n=5)
@@ -465,7 +465,7 @@ for attempt in checked.trajectory.of(AttemptVerified):
     md("A quote can also point into a table: the finding names the row and the column."),
     code("""
 from rlmnb import QuotesFound
-from rlmnb._ground.config import RLMConfig
+from rlmnb import RLMConfig
 from rlmnb.inputs import bind_inputs
 
 fields, _ = bind_inputs({"tickets": df}, RLMConfig())

@@ -44,8 +44,8 @@ from rlmnb.testing.fake_behaviours import (
     text_of,
 )
 
-__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "FakeServer", "Latency", "Responder",
-           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens"]
+__all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Address", "FakeServer", "Latency", "Responder",
+           "echo_responder", "lm_for", "load_responder", "load_script", "needle_responder", "plausible_tokens"]
 
 
 class Address:
