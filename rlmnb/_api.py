@@ -7,6 +7,7 @@ still returns the partial result with status "interrupted". `arun` is the same f
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from rlmnb._sandbox.primitives import check_tools
 from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
 
 if TYPE_CHECKING:
+    from rlmnb._engine.journal import Journal, JournalWriter
     from rlmnb.inputs import Field, InputsSummary
 
 __all__ = ["RLM", "STATUSES", "RunResult", "Session"]  # Session: defined in _engine.turn
@@ -49,6 +51,9 @@ class RunResult:
     error: str | None = None
     verified: bool | None = None
     session: Session | None = field(default=None, repr=False, compare=False)
+    journal: Path | None = field(default=None, repr=False, compare=False)  # the run's journal file, if written
+    # event subscribers (on_event, the widget) that raised, each with its traceback; they got no more events
+    subscriber_errors: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -120,6 +125,8 @@ class RLM:
         if sandbox is not None:
             settings["sandbox"] = sandbox
         self.config = base.replace(**settings) if settings else base.validate()
+        defaults = RLMConfig()  # what resume() keeps of ours: the settings given here or set away from the default
+        self._given = set(settings) | {n for n in field_names() if getattr(base, n) != getattr(defaults, n)}
         if self.config.sandbox == "kernel":  # bad allow_paths, or 'required' where it cannot be: now, not mid-run
             from rlmnb._sandbox.confinement.policy import resolve
 
@@ -132,6 +139,12 @@ class RLM:
                               else self.model)
         self.child_model: LM | None = (resolve_model(child_model, role="child_model", **lm_options) if child_model
                                        else None)
+        if self.config.max_cost is not None:  # a cost cap needs every model's price, before any call
+            from rlmnb._engine.estimate import require_price
+
+            for lm in (self.model, self.sub_model, self.child_model):
+                if lm is not None:
+                    require_price(lm)
         self.tools = check_tools(tools)
         self.schema = AnswerSchema(schema) if schema is not None else None
         self.verifier = None
@@ -143,6 +156,8 @@ class RLM:
                                      timeout=self.config.verify_timeout)
         self.on_event = on_event
         self.pinned_models = False  # replay: every model name is served by the record
+        self._resumed_from: Path | None = None  # resume: the journal this run continues
+        self._resume_record: Any = None  # resume: its resume.ResumeRecord
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -151,7 +166,7 @@ class RLM:
         prepared = self._prepare(question, inputs, continue_from)
         self.check_keys()
         result: RunResult = run_coroutine_blocking(self._execute(prepared, keep_session, own_loop=True),
-                                                    interruptible=True)
+                                                    interruptible=True, on_interrupt=_late_interrupt)
         return result
 
     async def arun(self, question: str, /, *, continue_from: RunResult | None = None, keep_session: bool = False,
@@ -198,6 +213,45 @@ class RLM:
             raise ReplayDivergence(result.reason)
         return result
 
+    def resume(self, source: str | Path | Journal, /, *, force: bool = False, keep_session: bool = False,
+               **inputs: Any) -> RunResult:
+        """Continue a run from its journal with this RLM's models (see rlmnb._engine.resume).
+
+        What the journal answered is served from it at zero cost; the recorded code re-runs against the
+        same inputs, rebuilding the sandbox; the run goes live where the journal ends. In-memory inputs
+        must be passed again by name; files are re-read from their recorded paths. The recorded settings
+        hold, except those given to this RLM (e.g. `RLM(..., max_iterations=30).resume(path)`).
+
+        Raises:
+            ConfigError: an input changed since the run (unless `force=True`), or one was not passed.
+            FileNotFoundError / ValueError: no journal at `source`, or not a journal.
+        """
+        from rlmnb._engine.resume import check_inputs, plan_resume
+
+        plan = plan_resume(source, self.config, self._given, force=force, **inputs)
+        resumed = self._resuming(plan)
+        prepared = resumed._prepare(plan.question, plan.inputs, None)
+        check_inputs(plan, prepared.fields)
+        resumed.check_keys()
+        result: RunResult = run_coroutine_blocking(resumed._execute(prepared, keep_session, own_loop=True),
+                                                    interruptible=True, on_interrupt=_late_interrupt)
+        return result
+
+    def _resuming(self, plan: Any) -> RLM:
+        """A copy of this RLM whose models are served by the plan's record first (resume.ResumedLM)."""
+        import copy
+
+        from rlmnb._engine.resume import ResumedLM
+
+        twin = copy.copy(self)
+        twin.config = plan.config
+        twin.model = ResumedLM(self.model, plan.record, role="root")
+        twin.sub_model = ResumedLM(self.sub_model, plan.record, role="sub")
+        twin.child_model = ResumedLM(self.child_model, plan.record, role="sub") if self.child_model else None
+        twin._resumed_from = plan.journal.path
+        twin._resume_record = plan.record
+        return twin
+
     # ---- internals -------------------------------------------------------------------------------
     def _prepare(self, question: str, inputs: dict[str, Any], continue_from: RunResult | None) -> _Prepared:
         if not isinstance(question, str) or not question.strip():
@@ -224,29 +278,89 @@ class RLM:
         from rlmnb._telemetry import attach as attach_telemetry
 
         detach = attach_telemetry(bus)
-        tree = self._tree(Budget(self.config), bus)
+        from rlmnb._engine.estimate import known_price
+
+        tree = self._tree(Budget(self.config, price_of=known_price), bus)
+        writer: JournalWriter | None = None
+        record: Outcome | None = None
         try:
             await _prepare_models(self.model, self.sub_model, self.child_model)
             earlier: list[Any] = []
-            record: Outcome | None = None
             for round_no in range(1, self.config.rounds + 1):
                 spec = prep.spec(keep_session=keep_session and round_no == self.config.rounds)
                 if round_no > 1:
                     spec = self._next_round(prep, spec, earlier, record, round_no)
                 else:
                     tree.root_run_id = spec.run_id
+                    writer = self._open_journal(bus, prep, spec.run_id)
+                    self._mark_resume(bus, spec.run_id)
                 record = await execute_run(tree, spec)
                 if record.status not in ("submitted", "fallback"):
                     break
                 earlier.append(record.answer)
+        except asyncio.CancelledError:
+            if not own_loop:  # an arun() caller's cancellation is theirs to see
+                raise
+            # run(): a Ctrl-C that reached the run between its steps (or as it ended) is an interrupted run
+            record = _interrupted(record, tree.root_run_id)
         finally:
             detach()
+            late = False  # a Ctrl-C that landed in the clean-up below, after the run's last step
+            if writer is not None:
+                late = await _uncancelled(asyncio.to_thread(writer.close), own_loop)
             if own_loop:  # the loop dies with the run: close what litellm opened on it
-                await release_model_clients()
+                late = await _uncancelled(release_model_clients(), own_loop) or late
+        if late:
+            record = _interrupted(record, tree.root_run_id)
         assert record is not None
         return RunResult(answer=record.answer, status=record.status, usage=tree.budget.usage(),
                          trajectory=bus.trajectory, run_id=tree.root_run_id, reason=record.reason,
-                         error=record.error, verified=record.verified, session=record.session)
+                         error=record.error, verified=record.verified, session=record.session,
+                         journal=writer.path if writer is not None else None,
+                         subscriber_errors=tuple(bus.subscriber_errors))
+
+    def _open_journal(self, bus: EventBus, prep: _Prepared, run_id: str) -> JournalWriter | None:
+        """Start this run's journal (rlmnb._engine.journal) as the bus's first subscriber; None when journaling is off."""
+        from rlmnb._engine.journal import (
+            JournalWriter,
+            fingerprint,
+            journal_folder,
+            new_journal_path,
+            prune,
+            secret_values,
+        )
+
+        folder = journal_folder(self.config.journal)
+        if folder is None:
+            return None
+        import os
+        import time
+
+        prune(folder, max(0, self.config.journal_keep - 1))
+        keys = [str(getattr(lm, "api_key", None) or "") for lm in (self.model, self.sub_model, self.child_model)]
+        header = {"run_id": run_id, "question": prep.question, "created": time.time(), "cwd": os.getcwd(),
+                  "model": model_label(self.model), "sub_model": model_label(self.sub_model),
+                  "inputs": {f.name: fingerprint(f.source, f.read_paths) for f in prep.fields},
+                  "resumed_from": str(self._resumed_from) if self._resumed_from is not None else None}
+        writer = JournalWriter(new_journal_path(folder, run_id), header, secrets=secret_values(keys))
+        bus.subscribe(writer)
+        return writer
+
+    def _mark_resume(self, bus: EventBus, run_id: str) -> None:
+        """A resumed run marks, with a RunResumed event, the moment its first request goes live."""
+        record = self._resume_record
+        if record is None:
+            return
+        from rlmnb.events import RunResumed, RunScope
+
+        scope = RunScope(run_id=run_id, root_run_id=run_id)
+        source = str(self._resumed_from)
+
+        def mark() -> None:
+            bus.emit(RunResumed, scope, source=source, root_answers=record.root_answers,
+                     sub_answers=record.sub_answers, served_root=record.served_root, served_sub=record.served_sub)
+
+        record.on_live = mark
 
     def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: Outcome | None,
                     round_no: int) -> RunSpec:
@@ -263,6 +377,45 @@ class RLM:
     def __repr__(self) -> str:
         return (f"RLM(model={model_label(self.model)!r}, sub_model={model_label(self.sub_model)!r}, "
                 f"sandbox={self.config.sandbox!r})")
+
+
+def _interrupted(record: Outcome | None, run_id: str) -> Outcome:
+    """How a run stopped by Ctrl-C ended: interrupted, keeping an answer it already had."""
+    if record is not None and record.status == "interrupted":
+        return record
+    if record is None:
+        return Outcome("interrupted", None, "the run was interrupted", run_id=run_id)
+    return Outcome("interrupted", record.answer,
+                   f"interrupted as the run ended ({record.status}: {record.reason}); its answer is kept",
+                   run_id=run_id, verified=record.verified, session=record.session)
+
+
+async def _uncancelled(step: Any, own_loop: bool) -> bool:
+    """Await a clean-up step to its end even if the run is cancelled meanwhile; True if it was.
+
+    Only run()'s private loop swallows the cancellation (the result then says "interrupted");
+    an arun() caller's cancellation is raised once the step is done.
+    """
+    future = asyncio.ensure_future(step)
+    try:
+        await asyncio.shield(future)
+        return False
+    except asyncio.CancelledError:
+        await asyncio.wait({future})
+        if not own_loop:
+            raise
+        return True
+
+
+def _late_interrupt(result: Any) -> Any:
+    """run_coroutine_blocking's hook for a Ctrl-C that came after the run's last step: still interrupted."""
+    if isinstance(result, RunResult) and result.status != "interrupted":
+        import dataclasses
+
+        record = _interrupted(Outcome(result.status, result.answer, result.reason, run_id=result.run_id,
+                                      verified=result.verified, session=result.session), result.run_id)
+        return dataclasses.replace(result, status=record.status, reason=record.reason)
+    return result
 
 
 async def _prepare_models(*models: Any) -> None:

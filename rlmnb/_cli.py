@@ -1,4 +1,4 @@
-"""The `rlmnb` command: demo, run, view, replay, eval.
+"""The `rlmnb` command: demo, run, view, replay, resume, runs, eval.
 
 Exit codes: 0 the run answered (submitted or fallback); 1 it ended without an answer (error,
 budget exhausted); 2 bad arguments, missing files or missing API keys; 130 interrupted.
@@ -62,6 +62,22 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("path")
     view.add_argument("-o", "--output", help="HTML file to write (default: PATH with .html)")
 
+    resume = sub.add_parser("resume", help="continue a run from its journal (answered calls are not paid again)")
+    resume.add_argument("path", help="the run's journal (.jsonl, listed by `rlmnb runs`)")
+    resume.add_argument("-m", "--model", help="root model (default: the recorded one)")
+    resume.add_argument("-s", "--sub-model", help="sub-model (default: the recorded one)")
+    resume.add_argument("--api-base", help="an OpenAI-compatible server for both models")
+    resume.add_argument("-f", "--file", action="append", default=[], metavar="NAME=PATH",
+                        help="bind an input again (files are re-read from their recorded paths by default)")
+    resume.add_argument("--max-iterations", type=int, help="root turns in all (more, to go on after they ran out)")
+    resume.add_argument("--max-llm-calls", type=int)
+    resume.add_argument("--force", action="store_true", help="resume even if an input changed since the run")
+    resume.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    resume.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    runs = sub.add_parser("runs", help="list the journals of runs (question, status, cost, when)")
+    runs.add_argument("folder", nargs="?", help="default: $RLMNB_JOURNAL_DIR or .rlmnb/runs")
+
     replay = sub.add_parser("replay", help="re-run a saved trajectory offline, replies served from the record")
     replay.add_argument("path")
     replay.add_argument("--json", action="store_true")
@@ -77,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        handler = {"demo": _demo, "run": _run, "view": _view, "replay": _replay, "eval": _eval}[args.command]
+        handler = {"demo": _demo, "run": _run, "view": _view, "replay": _replay, "eval": _eval,
+                   "resume": _resume, "runs": _runs}[args.command]
         return handler(args)
     except CLIError as exc:
         print(f"rlmnb: {exc}", file=sys.stderr)
@@ -221,6 +238,44 @@ def _replay(args: argparse.Namespace) -> int:
     result = RLM.replay(source)
     _print_result(result, args.json)
     return _exit_for(result.status)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from rlmnb._api import RLM
+    from rlmnb._engine.journal import read_journal
+
+    source = Path(args.path)
+    if not source.is_file():
+        raise CLIError(f"no journal at {source}; `rlmnb runs` lists them.")
+    try:
+        journal = read_journal(source)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    model: Any = args.model or journal.header.get("model")
+    sub_model: Any = args.sub_model or journal.header.get("sub_model")
+    if not model:
+        raise CLIError("the journal names no root model: pass -m MODEL.")
+    if args.api_base:
+        from rlmnb._models.litellm import LiteLLM
+
+        model = LiteLLM(model, api_base=args.api_base)
+        sub_model = LiteLLM(sub_model, api_base=args.api_base) if sub_model else None
+    settings = {k: v for k, v in {"max_iterations": args.max_iterations,
+                                  "max_llm_calls": args.max_llm_calls}.items() if v is not None}
+    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress, **settings)
+    result = rlm.resume(journal, force=args.force, **_bind_files(args.file))
+    _print_result(result, args.json)
+    return _exit_for(result.status)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from rlmnb._engine.journal import journal_folder, list_journals
+
+    folder = Path(args.folder) if args.folder else journal_folder(True)
+    assert folder is not None
+    found = list_journals(folder)
+    print("\n".join(r.row() for r in found) if found else f"no journals in {folder}")
+    return EXIT_OK
 
 
 def _eval(args: argparse.Namespace) -> int:

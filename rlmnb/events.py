@@ -39,8 +39,19 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind}
-        out.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        out.update({name: getattr(self, name) for name in _field_names(type(self))})
         return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """An event class's field names, looked up once (to_dict runs for every event a journal writes)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,11 +263,24 @@ class RunFinished(Event):
     verified: bool | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunResumed(Event):
+    """A resumed run (api.RLM.resume) sent its first live request here; what came before was served from
+    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers."""
+
+    kind: ClassVar[str] = "run_resumed"
+    source: str
+    root_answers: int = 0
+    sub_answers: int = 0
+    served_root: int = 0  # served from the journal before this point
+    served_sub: int = 0
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
                 SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
-                AttemptVerified, RunFinished, MapStarted, MapFinished)
+                AttemptVerified, RunFinished, MapStarted, MapFinished, RunResumed)
 }
 
 E = TypeVar("E", bound=Event)
@@ -378,7 +402,9 @@ Subscriber = Callable[[Event], None]
 class EventBus:
     """Numbers events, appends them to the trajectory and hands them to subscribers.
 
-    A subscriber that raises is dropped after the first error so a broken view never stops a run.
+    A subscriber that raises is dropped after its first error, so a broken view never stops a run; the
+    error is logged once (logger "rlmnb", with its traceback) and kept in `subscriber_errors`, which
+    RunResult reports.
     """
 
     def __init__(self, trajectory: Trajectory | None = None) -> None:
@@ -409,7 +435,14 @@ class EventBus:
             try:
                 fn(event)
             except Exception as exc:  # a view must never break the run
-                self.subscriber_errors.append(f"{type(exc).__name__}: {exc}")
+                import logging
+                import traceback
+
+                text = "".join(traceback.format_exception(exc))
+                name = getattr(fn, "__qualname__", None) or type(fn).__name__
+                self.subscriber_errors.append(f"{name} at a {event.kind} event: {text}")
+                logging.getLogger("rlmnb").error("The event subscriber %s raised at a %s event and gets no more "
+                                                 "events of this run:\n%s", name, event.kind, text)
                 with self._lock:
                     if fn in self._subscribers:
                         self._subscribers.remove(fn)
@@ -429,7 +462,7 @@ class RunScope:
 __all__ = [
     "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "ConcurrencyChanged",
     "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
-    "MapStarted", "ModelReply", "RunFinished", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
+    "MapStarted", "ModelReply", "RunFinished", "RunResumed", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
     "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",
     "TurnsTrimmed", "event_from_dict",
 ]

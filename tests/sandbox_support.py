@@ -82,8 +82,10 @@ def _spare_paths() -> tuple[set[int], set[str]]:
     return {spare.pid} if spare.pid else set(), dirs
 
 
-def leftovers(wait: float = 5.0) -> dict[str, list[Any]]:
-    """Sandbox processes, transfer directories and kernel temp dirs still around (the warm spare excepted)."""
+def leftovers(wait: float = 30.0) -> dict[str, list[Any]]:
+    """Sandbox processes, transfer directories and kernel temp dirs still around (the warm spare excepted),
+    after waiting up to `wait` seconds for them to go (a loaded machine stops a kernel tree slowly; a leak
+    never goes)."""
     pool.wait_idle(60)
     deadline = time.monotonic() + wait
     while True:

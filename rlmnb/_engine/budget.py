@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
@@ -28,12 +30,22 @@ class Reservation:
     est_tokens: int
     charged: bool
     remaining: int
+    est_cost: float = 0.0  # dollars held for the calls until they settle (max_cost)
+
+
+REPLY_ESTIMATE = 1_000  # output tokens a call is assumed to write when its reservation is made
 
 
 class Budget:
-    """Thread- and asyncio-safe budget shared by every run of one tree."""
+    """Thread- and asyncio-safe budget shared by every run of one tree.
 
-    def __init__(self, config: RLMConfig) -> None:
+    Caps hold before spending: a call reserves its estimated tokens (prompt plus REPLY_ESTIMATE) and,
+    under `max_cost`, its estimated price (`price_of(lm)` given by the caller, e.g. estimate.price_of)
+    and is refused if the spent plus the reserved plus its own would pass the cap. So a run passes a
+    cap only by what the calls in flight cost beyond their estimates.
+    """
+
+    def __init__(self, config: RLMConfig, price_of: Callable[[Any], Any] | None = None) -> None:
         self.max_llm_calls = config.max_llm_calls
         self.max_tokens = config.max_tokens
         self.max_cost = config.max_cost
@@ -43,7 +55,10 @@ class Budget:
         self._charged_used = 0  # settled calls that count against max_llm_calls
         self._charged_reserved = 0  # granted, not yet settled
         self._tokens_reserved = 0
+        self._cost_reserved = 0.0
         self._per_run: dict[str, Usage] = {}
+        self._price_of = price_of
+        self._prices: dict[int, Any] = {}
 
     # ---- reading -------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -70,16 +85,29 @@ class Budget:
         with self._lock:
             return self.max_llm_calls - self._charged_used - self._charged_reserved
 
+    def estimate(self, lm: Any, input_tokens: int, calls: int = 1) -> tuple[int, float]:
+        """(tokens, dollars) to reserve for `calls` calls of `lm` reading `input_tokens` in all."""
+        tokens = input_tokens + REPLY_ESTIMATE * calls
+        if self.max_cost is None or self._price_of is None:
+            return tokens, 0.0
+        key = id(lm)
+        if key not in self._prices:
+            self._prices[key] = self._price_of(lm)
+        price = self._prices[key]
+        return tokens, 0.0 if price is None else float(price.cost(input_tokens, REPLY_ESTIMATE * calls))
+
     # ---- spending ------------------------------------------------------------------------------
-    def reserve(self, run_id: str, calls: int = 1, *, est_tokens: int = 0, charged: bool = True) -> Reservation:
+    def reserve(self, run_id: str, calls: int = 1, *, est_tokens: int = 0, charged: bool = True,
+                est_cost: float = 0.0) -> Reservation:
         """Grant `calls` calls at once or raise BudgetExhausted, spending nothing.
 
         `charged=False` is for root turns, which are limited by max_iterations instead of max_llm_calls.
+        `est_tokens` and `est_cost` are held against max_tokens and max_cost until the calls settle.
         """
         if calls <= 0:
             raise ValueError("reserve() needs at least one call")
         with self._lock:
-            self._check_shared(est_tokens, calls)
+            self._check_shared(est_tokens, calls, est_cost)
             if charged:
                 left = self.max_llm_calls - self._charged_used - self._charged_reserved
                 if calls > left:
@@ -90,7 +118,8 @@ class Budget:
                         f"larger prompts, or submit your answer.")
                 self._charged_reserved += calls
             self._tokens_reserved += est_tokens
-            return Reservation(run_id, calls, est_tokens, charged, calls)
+            self._cost_reserved += est_cost
+            return Reservation(run_id, calls, est_tokens, charged, calls, est_cost)
 
     def settle(self, reservation: Reservation, usage: CallUsage, *, root: bool = False) -> None:
         """Record one finished call of a reservation with its real usage."""
@@ -118,8 +147,13 @@ class Budget:
         if reservation.remaining == 0:
             share = reservation.est_tokens - share * (reservation.calls - 1)
         self._tokens_reserved -= share
+        if reservation.est_cost:
+            cost_share = reservation.est_cost / reservation.calls
+            if reservation.remaining == 0:
+                cost_share = reservation.est_cost - cost_share * (reservation.calls - 1)
+            self._cost_reserved = max(0.0, self._cost_reserved - cost_share)
 
-    def _check_shared(self, est_tokens: int, calls: int) -> None:
+    def _check_shared(self, est_tokens: int, calls: int, est_cost: float = 0.0) -> None:
         """Token, cost and time caps, which bind root and sub calls alike. Lock held."""
         if self.max_time is not None and self.elapsed() >= self.max_time:
             raise BudgetExhausted(f"Time budget exhausted ({self.max_time:g} s); submit the best answer you have.")
@@ -134,3 +168,8 @@ class Budget:
         if self.max_cost is not None and used.cost_usd >= self.max_cost:
             raise BudgetExhausted(
                 f"Cost budget exhausted (${used.cost_usd:.4f} of ${self.max_cost:.4f}); submit your answer.")
+        if self.max_cost is not None and used.cost_usd + self._cost_reserved + est_cost > self.max_cost:
+            raise BudgetExhausted(
+                f"Cost budget would be passed: ${used.cost_usd:.4f} spent and ${self._cost_reserved:.4f} held for "
+                f"calls in flight of ${self.max_cost:.4f}, and {'this call' if calls == 1 else f'{calls} calls'} "
+                f"may cost ~${est_cost:.4f}; nothing was sent. Send fewer or smaller prompts, or submit your answer.")

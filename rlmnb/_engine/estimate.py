@@ -19,7 +19,7 @@ from typing import Any
 
 from rlmnb._ground.config import RLMConfig
 
-__all__ = ["CostEstimate", "DryRunReport", "Price", "estimate_run", "price_of"]
+__all__ = ["CostEstimate", "DryRunReport", "Price", "estimate_run", "known_price", "price_of", "require_price"]
 
 ROOT_REPLY_TOKENS = 400      # a root reply: some reasoning and a snippet
 OBSERVATION_TOKENS = 600     # what a snippet's output usually adds to the conversation
@@ -92,6 +92,30 @@ def price_of(lm: Any) -> Price | None:
         return None
     return Price(float(entry.get("input_cost_per_token") or 0.0), float(entry.get("output_cost_per_token") or 0.0),
                  "litellm's price table")
+
+
+def known_price(lm: Any) -> Price | None:
+    """`price_of`, also for a LiteLLM given `input_cost_per_token=` that litellm has not registered yet."""
+    own = getattr(lm, "_price", None)
+    if isinstance(own, tuple) and len(own) == 2 and own[0] is not None:
+        return Price(float(own[0]), float(own[1] or 0.0), "the model's own price")
+    return price_of(lm)
+
+
+def require_price(lm: Any, *, setting: str = "max_cost", how: str = "") -> Price:
+    """The price of `lm`, or a ConfigError naming the model and how to give it one (a cost cap needs prices).
+
+    A LiteLLM given `input_cost_per_token=` that litellm has not registered yet counts as priced.
+    """
+    from rlmnb._ground.errors import ConfigError
+
+    price = known_price(lm)
+    if price is None:
+        name = lm if isinstance(lm, str) else str(getattr(lm, "name", type(lm).__name__))
+        how = how or (f"pass input_cost_per_token= and output_cost_per_token= to LiteLLM({name!r}, ...) "
+                      f"(--price {name}=IN,OUT on the command line)")
+        raise ConfigError(f"{setting} needs a price for {name}, and it has none: {how}.")
+    return price
 
 
 def context_window_of(lm: Any) -> int | None:

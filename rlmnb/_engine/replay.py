@@ -96,6 +96,28 @@ def recorded_config(start: RunStarted) -> RLMConfig:
     return RLMConfig(**values).validate()
 
 
+def recorded_inputs(root: RunStarted, inputs: dict[str, Any], what: str) -> dict[str, Any]:
+    """The run's inputs: those passed again by name, the others re-read from their recorded paths.
+
+    Raises ConfigError naming the in-memory inputs that were not passed again.
+    """
+    bound = dict(inputs)
+    missing = []
+    for info in root.inputs:
+        name = str(info.get("name"))
+        if name in bound:
+            continue
+        path = info.get("path")
+        if path and Path(path).exists():
+            bound[name] = Path(path)
+        else:
+            missing.append(f"{name} ({info.get('kind')})")
+    if missing:
+        raise ConfigError(f"{what} needs the run's in-memory inputs again: pass {', '.join(missing)} as keyword "
+                          f"arguments (files are re-read from their recorded paths).")
+    return bound
+
+
 @dataclass(frozen=True)
 class ReplayPlan:
     """What re-running a recorded trajectory needs; `RLM.replay` (api.py) builds the run from it.
@@ -125,20 +147,7 @@ def plan_replay(source: str | Path | Trajectory, /, *, schema: Any = None, verif
     if not starts:
         raise ConfigError("That trajectory has no run_started event; it is not a complete rlmnb record.")
     root = starts[0]
-    bound = dict(inputs)
-    missing = []
-    for info in root.inputs:
-        name = str(info.get("name"))
-        if name in bound:
-            continue
-        path = info.get("path")
-        if path and Path(path).exists():
-            bound[name] = Path(path)
-        else:
-            missing.append(f"{name} ({info.get('kind')})")
-    if missing:
-        raise ConfigError(f"Replay needs the run's in-memory inputs again: pass {', '.join(missing)} as keyword "
-                          f"arguments (files are re-read from their recorded paths).")
+    bound = recorded_inputs(root, inputs, "Replay")
     if root.schema and schema is None:
         raise ConfigError(f"That run validated its answer against the schema {root.schema.get('name')}; pass it "
                           f"again: replay(path, schema={root.schema.get('name')}, ...).")

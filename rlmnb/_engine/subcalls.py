@@ -89,8 +89,8 @@ class SubCaller:
     async def query(self, prompt: str, model: Any = None) -> str:
         """One sub-call; errors are raised so the model sees them in its snippet's traceback."""
         lm = self._lm_for(model)
-        est = self._check_size(prompt, lm)
-        reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=est)
+        tokens, cost = self.budget.estimate(lm, self._check_size(prompt, lm))
+        reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=tokens, est_cost=cost)
         reply, error = await self._call(lm, prompt, reservation, batch_id=None)
         if error is not None:
             raise error
@@ -119,8 +119,9 @@ class SubCaller:
         reservation = None
         if sendable:
             try:
-                reservation = self.budget.reserve(self.scope.run_id, len(sendable),
-                                                  est_tokens=sum(e for _, e in sendable))
+                tokens, cost = self.budget.estimate(lm, sum(e for _, e in sendable), len(sendable))
+                reservation = self.budget.reserve(self.scope.run_id, len(sendable), est_tokens=tokens,
+                                                  est_cost=cost)
             except Exception as exc:
                 self.bus.emit(BatchFinished, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
                               errors=len(prompts), latency_s=0.0, refused=str(exc))

@@ -111,7 +111,9 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
     The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
     where the provider takes them, so generation ends where the model starts writing output itself.
     """
-    reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0)
+    tokens, cost = ctx.budget.estimate(ctx.root_lm, sum(len(str(m.get("content") or "")) for m in messages) // 4)
+    reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0, est_tokens=tokens,
+                                     est_cost=cost)
     params: dict[str, Any] = {}
     if purpose == "turn" and await _supports_stop(ctx):
         params["stop"] = list(STOP_SEQUENCES)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rlmnb._eval.tasks import TASK_NAMES, format_size
+from rlmnb._eval.tasks.base import expand_tasks
+from rlmnb._eval.tasks.published import PUBLISHED
 from rlmnb._ground.errors import ConfigError
 
 __all__ = ["add_arguments", "run", "spec_from_args"]
@@ -23,14 +25,20 @@ __all__ = ["add_arguments", "run", "spec_from_args"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", "--tasks", dest="tasks", default="oolong",
-                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all (default oolong)")
+                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all; ruler:<name> or ruler:all (NVIDIA's "
+                        f"RULER), jsonl:PATH (your own), oolong_synth, oolong_real, longbench_v2, browsecomp_plus "
+                        f"(with --data PATH or the Hugging Face hub) (default oolong)")
+    p.add_argument("--data", help="a local copy (file or folder, published format) of oolong_synth, oolong_real, "
+                                   "longbench_v2 or browsecomp_plus; without it they load from the Hugging Face hub")
     p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
     p.add_argument("--methods", default="rlm,direct",
-                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm (default rlm,direct)")
+                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm, minrlm, fast_rlm (default rlm,direct)")
     p.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
     p.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
     p.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
     p.add_argument("--api-key", help="the key for --api-base (default: the provider's environment variable)")
+    p.add_argument("--temperature", type=float, help="sampling temperature of both models, for every method")
+    p.add_argument("--max-tokens", type=int, help="reply cap of both models' calls, for every method")
     p.add_argument("-n", type=int, default=5, help="instances per task and size (default 5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results", help="folder for results.jsonl, summary and plot (default results/)")
@@ -72,6 +80,10 @@ def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, f
         options["api_base"] = args.api_base
     if args.api_key:
         options["api_key"] = args.api_key
+    if getattr(args, "temperature", None) is not None:
+        options["temperature"] = args.temperature
+    if getattr(args, "max_tokens", None):
+        options["max_tokens"] = args.max_tokens
     price = prices.get(name) or prices.get(name.split("/", 1)[-1])
     if price:
         options["input_cost_per_token"], options["output_cost_per_token"] = price
@@ -87,7 +99,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     from rlmnb._eval.runner import EvalSpec
 
     prices = _prices(args.price)
-    tasks = list(TASK_NAMES) if args.tasks.strip().lower() == "all" else _split(args.tasks)
+    tasks = [f"{t}:{args.data or 'hub'}" if t.strip().lower() in PUBLISHED else t
+             for t in expand_tasks(_split(args.tasks))]
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
     settings.update(_confinement(args))

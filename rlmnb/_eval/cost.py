@@ -120,12 +120,9 @@ def priced(lm: Any) -> Any:
 
 def guard(model: Any, wallet: Wallet, *, role: str) -> Any:
     """`model` (a name or LM) resolved and wrapped; ConfigError when it has no known price."""
-    from rlmnb._engine.estimate import price_of
-    from rlmnb._ground.errors import ConfigError
+    from rlmnb._engine.estimate import require_price
     from rlmnb._models.resolve import resolve_model
 
     lm = resolve_model(model, role=role)
-    price = price_of(priced(lm))
-    if price is None:
-        raise ConfigError(f"--max-cost needs a price for {lm.name}: register one with --price {lm.name}=IN,OUT.")
+    price = require_price(lm, setting="--max-cost", how=f"register one with --price {lm.name}=IN,OUT")
     return GuardedLM(lm, wallet, price)

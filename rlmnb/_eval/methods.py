@@ -10,25 +10,40 @@
   - `dspy_rlm`: DSPy's `dspy.RLM` (`pip install dspy`) with signature `context, question -> answer`, run in
     DSPy's `LocalInterpreter` (its default Deno/Pyodide sandbox needs a Deno download).
 
-  Both packages are imported only when their method runs. Models must be litellm-style names
+  - `minrlm` (`pip install minrlm`, 0.1.5): `minrlm.RLM(model, base_url, api_key, max_iterations,
+    max_sub_llm_calls, temperature, max_output_tokens).completion(question, context=text)`, its own
+    in-process REPL. It uses one model for the root and its `sub_llm` calls: with a different --sub-model
+    the row's note says so. Tokens: its result's totals (sub-calls included) and its sub-call counters.
+  - `fast_rlm` (`pip install fast-rlm`, 0.5.0): `fast_rlm.run(query, config={primary_agent, sub_agent,
+    max_depth=1, max_calls_per_subagent, max_money_spent}, llm_kwargs={temperature, max_tokens})`, an engine
+    in Deno (TypeScript, Pyodide REPL) that reads `RLM_MODEL_BASE_URL`/`RLM_MODEL_API_KEY`. Deno must be on
+    PATH (`npm install -g deno` works from the npm registry); the engine then fetches its imports, some from
+    jsr.io (`@std/yaml`, `@std/dotenv`), so it cannot start where only the package registries are reachable.
+
+  Every package is imported only when its method runs. Models must be litellm-style names
   ("openai/NAME", with `--api-base` for an OpenAI-compatible server); LM objects cannot cross into them.
+  Peers get the same model, sampling (`temperature`/`max_tokens` when set) and limits (`--max-iterations`,
+  `--max-llm-calls`) as the other methods, and otherwise their own defaults.
   Usage comes from each package's own accounting; cost is what they report (None when they do not).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rlmnb._eval.tasks import Instance
+from rlmnb._eval.tokens import TokenSplit, split_from_trajectory
 from rlmnb._ground.errors import BudgetExhausted, ConfigError
 from rlmnb._ground.usage import CallUsage, Usage
 
 __all__ = ["BUILTIN", "DEFAULT_WINDOW", "METHOD_NAMES", "PEERS", "REPLY_TOKENS", "RLM_DEFAULTS", "DirectMethod",
-           "Method", "Outcome", "PEER_INSTALL", "RLMMethod", "Setup", "cut_to_tokens", "get_method", "label_of",
-           "peer_method"]
+           "FastRLMMethod", "Method", "MinRLMMethod", "Outcome", "PEER_INSTALL", "RLMMethod", "Setup", "cut_to_tokens",
+           "get_method", "label_of", "peer_method", "sampling"]
 
 
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
@@ -76,6 +91,7 @@ class Outcome:
     error: str | None = None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    tokens: TokenSplit | None = None  # root input/output and sub-call tokens; None: from usage (see tokens.py)
 
 
 class Method(Protocol):
@@ -124,7 +140,8 @@ class RLMMethod:
         refused = wallet.refused if wallet is not None else 0
         return Outcome(answer=answer, status=result.status, usage=result.usage, error=result.error,
                        note=result.reason if result.status not in ("submitted",) else "",
-                       extra={"refused_calls": refused} if refused else {})
+                       extra={"refused_calls": refused} if refused else {},
+                       tokens=split_from_trajectory(result.usage, result.trajectory))
 
 
 class DirectMethod:
@@ -146,7 +163,7 @@ class DirectMethod:
         from rlmnb._ground.prompts import render
         from rlmnb._ground.tokens import count_tokens
 
-        text = instance.inputs["context"]
+        text = instance.text
         room = self.window(setup) - REPLY_TOKENS - count_tokens(instance.question) - 100
         if room <= 0:
             raise ConfigError(f"the context window of {setup.model_label} ({self.window(setup):,} tokens) has no "
@@ -208,17 +225,19 @@ def cut_to_tokens(text: str, tokens: int, total_tokens: int) -> str:
 
 # ---- peers: other RLM implementations ------------------------------------------------------------
 
-PEER_INSTALL = {"rlms": "pip install rlms", "dspy_rlm": "pip install dspy"}
+PEER_INSTALL = {"rlms": "pip install rlms", "dspy_rlm": "pip install dspy", "minrlm": "pip install minrlm",
+                "fast_rlm": "pip install fast-rlm (and Deno: npm install -g deno)"}
 
 
 def peer_method(name: str) -> Any:
     """The adapter for `name`, after checking that its package is installed (ConfigError with the command)."""
     import importlib.util
 
-    module = {"rlms": "rlm", "dspy_rlm": "dspy"}[name]
+    module = {"rlms": "rlm", "dspy_rlm": "dspy", "minrlm": "minrlm", "fast_rlm": "fast_rlm"}[name]
     if importlib.util.find_spec(module) is None:
         raise ConfigError(f"method {name} needs its package: {PEER_INSTALL[name]}")
-    return RLMsMethod() if name == "rlms" else DSPyRLMMethod()
+    adapters = {"rlms": RLMsMethod, "dspy_rlm": DSPyRLMMethod, "minrlm": MinRLMMethod, "fast_rlm": FastRLMMethod}
+    return adapters[name]()
 
 
 def _model_name(model: Any, role: str) -> str:
@@ -240,6 +259,18 @@ def _api_key(setup: Setup) -> str | None:
     return str(key) if key else None
 
 
+def sampling(setup: Setup) -> dict[str, Any]:
+    """The root model's temperature and reply cap, when the evaluation set them."""
+    kwargs = getattr(setup.model, "kwargs", {}) or {}
+    out = {}
+    if kwargs.get("temperature") is not None:
+        out["temperature"] = float(kwargs["temperature"])
+    cap = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens")
+    if cap:
+        out["max_tokens"] = int(cap)
+    return out
+
+
 class RLMsMethod:
     """The `rlms` package's RLM at depth 1 (sub-calls through its `llm_query`)."""
 
@@ -256,13 +287,16 @@ class RLMsMethod:
             kwargs["base_url"] = base
         if key:
             kwargs["api_key"] = key
+        sample = sampling(setup)
+        if sample:
+            kwargs["sampling_args"] = sample
         sub_kwargs = {**kwargs, "model_name": sub.split("/", 1)[-1]}
         started = time.perf_counter()
         peer = PeerRLM(backend="openai", backend_kwargs=kwargs, other_backends=["openai"],
                        other_backend_kwargs=[sub_kwargs], max_depth=1,
                        max_iterations=int(setup.settings.get("max_iterations", 20)), max_budget=max_cost)
         try:
-            result = peer.completion(instance.inputs["context"], root_prompt=instance.question)
+            result = peer.completion(instance.text, root_prompt=instance.question)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -274,8 +308,14 @@ class RLMsMethod:
                       output_tokens=summary.total_output_tokens, cost_usd=summary.total_cost or 0.0,
                       unpriced_calls=0 if summary.total_cost is not None else calls,
                       wall_s=time.perf_counter() - started)
+        by_model = summary.model_usage_summaries
+        root_use, sub_use = by_model.get(kwargs["model_name"]), by_model.get(sub_kwargs["model_name"])
+        split = (TokenSplit(root_use.total_input_tokens, root_use.total_output_tokens,
+                            sub_use.total_input_tokens + sub_use.total_output_tokens)
+                 if root_use is not None and sub_use is not None and root_use is not sub_use else None)
         return Outcome(answer=result.response, status="error" if result.error else "submitted", usage=usage,
-                       error=result.error, note="rlms reports calls per model, not root vs sub")
+                       error=result.error, tokens=split,
+                       note="" if split else "rlms reports calls per model, not root vs sub (one model for both)")
 
 
 class DSPyRLMMethod:
@@ -293,6 +333,7 @@ class DSPyRLMMethod:
             options["api_base"] = base
         if key:
             options["api_key"] = key
+        options.update(sampling(setup))
         lm = dspy.LM(_model_name(setup.model, "model"), **options)
         sub = dspy.LM(_model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model"),
                       **options)
@@ -302,7 +343,7 @@ class DSPyRLMMethod:
         started = time.perf_counter()
         try:
             with dspy.context(lm=lm, track_usage=True):
-                prediction = program(context=instance.inputs["context"], question=instance.question)
+                prediction = program(context=instance.text, question=instance.question)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -316,13 +357,108 @@ class DSPyRLMMethod:
                       output_tokens=output_tokens, cost_usd=cost,
                       unpriced_calls=sum(1 for h in [*lm.history, *sub.history] if h.get("cost") is None),
                       wall_s=time.perf_counter() - started)
-        return Outcome(answer=prediction.answer, status="submitted", usage=usage)
+        split = TokenSplit.from_sub_usages(usage, (h.get("usage") or {} for h in sub.history))
+        return Outcome(answer=prediction.answer, status="submitted", usage=usage, tokens=split)
+
+
+def _names(setup: Setup) -> tuple[str, str]:
+    root = _model_name(setup.model, "model").split("/", 1)[-1]
+    sub = _model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model")
+    return root, sub.split("/", 1)[-1]
+
+
+def _failed(started: float, exc: Exception) -> Outcome:
+    return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
+                   error=f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+class MinRLMMethod:
+    """minrlm's RLM (its reasoning-first default) at its own defaults but for model, sampling and limits."""
+
+    name = "minrlm"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        from minrlm import RLM as MinRLM
+
+        root, sub = _names(setup)
+        sample = sampling(setup)
+        options: dict[str, Any] = {"model": root, "api_key": _api_key(setup) or os.environ.get("OPENAI_API_KEY")
+                                   or "none", "max_iterations": int(setup.settings.get("max_iterations", 20)),
+                                   "max_sub_llm_calls": int(setup.settings.get("max_llm_calls", 200)),
+                                   "async_batch": False}
+        if _api_base(setup):
+            options["base_url"] = _api_base(setup)
+        if "temperature" in sample:
+            options["temperature"] = sample["temperature"]
+        if "max_tokens" in sample:
+            options["max_output_tokens"] = sample["max_tokens"]
+        started = time.perf_counter()
+        try:
+            peer = MinRLM(**options)
+            result = peer.completion(instance.question, context=instance.text)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return _failed(started, exc)
+        sub_calls = int(getattr(peer, "_sub_llm_calls", 0))
+        sub_tokens = {"input_tokens": int(getattr(peer, "_sub_llm_input_tokens", 0)),
+                      "output_tokens": int(getattr(peer, "_sub_llm_output_tokens", 0))}
+        usage = Usage(root_calls=int(result.iterations), sub_calls=sub_calls, input_tokens=int(result.input_tokens),
+                      output_tokens=int(result.output_tokens), cost_usd=0.0,
+                      unpriced_calls=int(result.iterations) + sub_calls, wall_s=time.perf_counter() - started)
+        note = f"minrlm reads with its root model {root}, not the sub-model {sub}" if sub != root else ""
+        return Outcome(answer=result.response, status="submitted", usage=usage, note=note,
+                       tokens=TokenSplit.from_sub_usages(usage, [sub_tokens]))
+
+
+class FastRLMMethod:
+    """fast-rlm's Deno engine at depth 1 (root and sub-agent models as the evaluation's)."""
+
+    name = "fast_rlm"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        if shutil.which("deno") is None:
+            raise ConfigError("method fast_rlm needs Deno on PATH: npm install -g deno (or see deno.com).")
+        import fast_rlm
+
+        root, sub = _names(setup)
+        config: dict[str, Any] = {"primary_agent": root, "sub_agent": sub, "max_depth": 1,
+                                  "max_calls_per_subagent": int(setup.settings.get("max_iterations", 20)),
+                                  "max_global_calls": int(setup.settings.get("max_llm_calls", 200))
+                                  + int(setup.settings.get("max_iterations", 20))}
+        if max_cost is not None:
+            config["max_money_spent"] = max_cost
+        saved = {k: os.environ.get(k) for k in ("RLM_MODEL_BASE_URL", "RLM_MODEL_API_KEY")}
+        if _api_base(setup):
+            os.environ["RLM_MODEL_BASE_URL"] = str(_api_base(setup))
+        if _api_key(setup):
+            os.environ["RLM_MODEL_API_KEY"] = str(_api_key(setup))
+        started = time.perf_counter()
+        try:
+            query = f"{instance.question}\n\nThe input (context):\n{instance.text}"
+            result = fast_rlm.run(query, config=config, verbose=False, llm_kwargs=sampling(setup) or None)
+        except KeyboardInterrupt:
+            raise
+        except (Exception, SystemExit) as exc:
+            return _failed(started, Exception(str(exc)))
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        usage_data = result.get("usage") or {}
+        usage = Usage(input_tokens=int(usage_data.get("prompt_tokens") or usage_data.get("input_tokens") or 0),
+                      output_tokens=int(usage_data.get("completion_tokens") or usage_data.get("output_tokens") or 0),
+                      cost_usd=float(usage_data.get("cost") or 0.0), wall_s=time.perf_counter() - started)
+        return Outcome(answer=result.get("results"), status="submitted", usage=usage,
+                       note="fast-rlm reports run totals, not root vs sub")
 
 
 # ---- by name -------------------------------------------------------------------------------------
 
 BUILTIN = ("rlm", "rlm_no_sub", "direct")
-PEERS = ("rlms", "dspy_rlm")
+PEERS = ("rlms", "dspy_rlm", "minrlm", "fast_rlm")
 METHOD_NAMES = BUILTIN + PEERS
 
 

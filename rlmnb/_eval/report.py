@@ -1,11 +1,12 @@
 """How an evaluation is shown: its summary table, a terminal progress bar while it runs, and a plot after.
 
-- `summarise` / `format_table`: one line per (task, size, method) with mean score and mean cost per query.
+- `summarise` / `format_table`: one line per (task, size, method) with mean score, mean cost per query and
+  mean tokens per answer (all, and split into root input, root output and sub-calls where the method can tell).
   Like the paper's table, cost is per query (the mean over instances); a mean over runs where some calls
   had no known price is shown with a "+" (a lower bound), never as a plain zero.
 - `ProgressBar`: one terminal line redrawn with a carriage return (no dependency).
-- `plot_summary`: score and cost against input size, one line per method (the shape of the paper's
-  Figure 1). matplotlib is optional: it is imported only there, and its absence is one clear error with
+- `plot_summary`: score, cost and tokens per answer against input size, one line per method (the shape of
+  the paper's Figure 1). matplotlib is optional: it is imported only there, and its absence is one clear error with
   the install command. The figure is drawn without pyplot (no GUI backend, safe in threads and headless).
 """
 
@@ -46,6 +47,9 @@ class SummaryRow:
     tokens: float
     wall_s: float
     errors: int
+    root_input: float | None = None   # tokens per answer, split (means over the rows that know it)
+    root_output: float | None = None
+    sub_tokens: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,8 +74,19 @@ def summarise(rows: Iterable[ResultRow]) -> list[SummaryRow]:
             cost_complete=all(r.cost_usd is not None and not r.unpriced_calls for r in group),
             calls=sum(r.calls for r in group) / n, tokens=sum(r.total_tokens for r in group) / n,
             wall_s=sum(r.wall_s for r in group) / n,
-            errors=sum(1 for r in group if r.status not in ("submitted", "fallback"))))
+            errors=sum(1 for r in group if r.status not in ("submitted", "fallback")),
+            root_input=_mean(r.root_input_tokens for r in group), root_output=_mean(r.root_output_tokens for r in group),
+            sub_tokens=_mean(r.sub_tokens for r in group)))
     return sorted(out, key=lambda s: (s.task, s.size, s.method, s.model, s.sub_model))
+
+
+def _mean(values: Iterable[int | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def format_table(summary: Iterable[SummaryRow]) -> str:
@@ -81,15 +96,16 @@ def format_table(summary: Iterable[SummaryRow]) -> str:
         return "(no results yet)"
     show_models = len({(r.model, r.sub_model) for r in rows}) > 1
     head = ["task", "size", "method", *(["models"] if show_models else []), "n", "score", "cost/query",
-            "calls", "tokens", "time", "failed"]
+            "calls", "tokens", "root in", "root out", "sub tokens", "time", "failed"]
     body = []
     for r in rows:
         cost = f"${r.cost_usd:.4f}" + ("" if r.cost_complete else "+")
         body.append([r.task, format_size(r.size), r.method, *([f"{r.model} / {r.sub_model}"] if show_models else []),
                      str(r.n), f"{100 * r.score:.1f}%", cost, f"{r.calls:.1f}", f"{r.tokens:,.0f}",
-                     f"{r.wall_s:.1f} s", str(r.errors)])
+                     _count(r.root_input), _count(r.root_output), _count(r.sub_tokens), f"{r.wall_s:.1f} s",
+                     str(r.errors)])
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    numeric = {"n", "score", "cost/query", "calls", "tokens", "time", "failed"}
+    numeric = {"n", "score", "cost/query", "calls", "tokens", "root in", "root out", "sub tokens", "time", "failed"}
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.rjust(w) if h in numeric else c.ljust(w)
@@ -161,7 +177,8 @@ PLOT_INSTALL = "pip install matplotlib  (or: pip install 'rlmnb[dev]')"
 
 
 def plot_summary(summary: Iterable[SummaryRow], path: str | Path, *, title: str = "") -> Path:
-    """Write a PNG: a row per task, score (left) and mean cost per query (right) against input size."""
+    """Write a PNG: a row per task, score (left), mean cost per query (middle) and tokens per answer (right:
+    all tokens, solid; the root's input, dashed) against input size."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -170,18 +187,23 @@ def plot_summary(summary: Iterable[SummaryRow], path: str | Path, *, title: str 
     if not rows:
         raise ConfigError("There are no results to plot yet: run the evaluation first.")
     tasks = sorted({r.task for r in rows})
-    fig = Figure(figsize=(10, 3.2 * len(tasks)), dpi=100, layout="constrained")
-    axes = fig.subplots(len(tasks), 2, squeeze=False)
+    fig = Figure(figsize=(15, 3.2 * len(tasks)), dpi=100, layout="constrained")
+    axes = fig.subplots(len(tasks), 3, squeeze=False)
     for row_axes, task in zip(axes, tasks, strict=True):
-        score_ax, cost_ax = row_axes
+        score_ax, cost_ax, token_ax = row_axes
         cells = [r for r in rows if r.task == task]
         for label in sorted({_label(r, rows) for r in cells}):
             line = sorted((r for r in cells if _label(r, rows) == label), key=lambda r: r.size)
             sizes = [r.size for r in line]
             score_ax.plot(sizes, [100 * r.score for r in line], marker="o", label=label)
             cost_ax.plot(sizes, [r.cost_usd for r in line], marker="o", label=label)
+            drawn = token_ax.plot(sizes, [r.tokens for r in line], marker="o", label=label)
+            known = [r for r in line if r.root_input is not None]
+            if known:
+                token_ax.plot([r.size for r in known], [r.root_input for r in known], linestyle="--",
+                              color=drawn[0].get_color())
         sizes = sorted({r.size for r in cells})
-        for ax in (score_ax, cost_ax):
+        for ax in (score_ax, cost_ax, token_ax):
             ax.set_xscale("log")
             ax.set_xticks(sizes, [format_size(s) for s in sizes])
             ax.minorticks_off()
@@ -192,6 +214,9 @@ def plot_summary(summary: Iterable[SummaryRow], path: str | Path, *, title: str 
         score_ax.set_title(f"{task}: score")
         cost_ax.set_ylabel("cost per query (USD)")
         cost_ax.set_title(f"{task}: cost")
+        token_ax.set_yscale("log")
+        token_ax.set_ylabel("tokens per answer")
+        token_ax.set_title(f"{task}: tokens (dashed: root input)")
         score_ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)

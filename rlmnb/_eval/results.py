@@ -45,6 +45,9 @@ class ResultRow:
     cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    root_input_tokens: int | None = None   # tokens per answer, split (None: the method cannot tell)
+    root_output_tokens: int | None = None
+    sub_tokens: int | None = None          # every sub-call's input + output
     wall_s: float = 0.0
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

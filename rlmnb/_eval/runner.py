@@ -23,6 +23,7 @@ from rlmnb._eval.methods import REPLY_TOKENS, DirectMethod, Method, RLMMethod, S
 from rlmnb._eval.report import ProgressBar
 from rlmnb._eval.results import ResultRow, ResultsFile, latest, now, short_json
 from rlmnb._eval.tasks import Instance, format_size, get_task, parse_size
+from rlmnb._eval.tokens import TokenSplit
 from rlmnb._ground.errors import ConfigError
 
 __all__ = ["EvalReport", "EvalSpec", "Job", "estimate", "estimate_job", "plan", "run_eval",
@@ -81,9 +82,27 @@ class EvalReport:
 
 
 def plan(spec: EvalSpec) -> list[Job]:
-    """Every run of the evaluation, instance by instance, methods side by side."""
-    return [Job(task, int(size), index, method) for size in spec.sizes for task in spec.tasks
-            for index in range(spec.n) for method in spec.methods]
+    """Every run of the evaluation, instance by instance, methods side by side.
+
+    Tasks of given rows (`rlmnb._eval.tasks.rows`) run only as many instances as they have at a size, and
+    those with `fixed_size` (JSON Lines) only at the first size.
+    """
+    return [Job(task, int(size), index, method) for size in _sizes(spec) for task in spec.tasks
+            if size in _task_sizes(task, spec) for index in range(_count(task, int(size), spec.n))
+            for method in spec.methods]
+
+
+def _sizes(spec: EvalSpec) -> list[int]:
+    return [int(s) for s in spec.sizes]
+
+
+def _task_sizes(task: str, spec: EvalSpec) -> list[int]:
+    return _sizes(spec)[:1] if getattr(get_task(task), "fixed_size", False) else _sizes(spec)
+
+
+def _count(task: str, size: int, n: int) -> int:
+    count = getattr(get_task(task), "count", None)
+    return min(n, int(count(size))) if callable(count) else n
 
 
 def _key(job: Job, spec: EvalSpec) -> tuple[str, int, str, int, int, str, str]:
@@ -113,6 +132,8 @@ def estimate(spec: EvalSpec) -> dict[tuple[str, int, str], JobCost]:
     out: dict[tuple[str, int, str], JobCost] = {}
     for size in spec.sizes:
         for task in spec.tasks:
+            if int(size) not in _task_sizes(task, spec) or _count(task, int(size), spec.n) == 0:
+                continue
             instance = instances.get(task, int(size), 0)
             for method in spec.methods:
                 out[(task, int(size), method)] = estimate_job(get_method(method), instance, spec.setup)
@@ -210,6 +231,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
     priced = usage.unpriced_calls == 0
     extra: dict[str, Any] = dict(outcome.extra)
     extra["meta"] = {k: v for k, v in instance.meta.items() if k != "counts"}
+    split = outcome.tokens or TokenSplit.from_usage(usage)
     return ResultRow(
         task=instance.task, size=instance.size, method=method.name, index=instance.index, seed=instance.seed,
         model=spec.setup.model_label, sub_model=spec.setup.sub_label, kind=instance.kind, tokens=instance.tokens,
@@ -218,5 +240,7 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
         cost_usd=round(usage.cost_usd, 8) if priced or usage.cost_usd else None, unpriced_calls=usage.unpriced_calls,
         root_calls=usage.root_calls, sub_calls=usage.sub_calls, cached_calls=usage.cached_calls,
         input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens, wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
+        output_tokens=usage.output_tokens, root_input_tokens=split.root_input if split else None,
+        root_output_tokens=split.root_output if split else None, sub_tokens=split.sub if split else None,
+        wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
         finished_at=now())

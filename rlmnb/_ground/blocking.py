@@ -9,6 +9,7 @@ sandbox closed from sync code); an `on_close` hook runs on the private loop befo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -19,8 +20,12 @@ __all__ = ["run_coroutine_blocking"]
 
 
 def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = False,
-                           on_close: Callable[[], Awaitable[None]] | None = None) -> T:
+                           on_close: Callable[[], Awaitable[None]] | None = None,
+                           on_interrupt: Callable[[T], T] | None = None) -> T:
     """Run an awaitable to completion on a private event loop in a worker thread.
+
+    A KeyboardInterrupt in the waiting thread, whenever it comes (before the awaitable started, while
+    it runs, or as it ends), cancels the awaitable if it still runs and is never lost.
 
     Args:
         awaitable: what to run; it must not be bound to another event loop.
@@ -28,6 +33,8 @@ def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = Fal
             cleaned up (an interrupted RunResult) instead of raising KeyboardInterrupt.
         on_close: awaited on the private loop after the awaitable ends, however it ends (for example
             `rlmnb._models.resolve.release_model_clients`, which closes clients opened on that loop).
+        on_interrupt: with `interruptible`, the result of an interrupted call is passed through it (so a
+            result that was complete before the cancel landed can still be marked as interrupted).
 
     Returns:
         The awaitable's result.
@@ -38,20 +45,20 @@ def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = Fal
     """
     coro = _closing(awaitable, on_close) if on_close is not None else awaitable
     box: dict[str, Any] = {}
-    ready = threading.Event()
     finished = threading.Event()  # not thread.join(): an interrupted join() can mark a live thread stopped
 
     def worker() -> None:
         loop = asyncio.new_event_loop()
         try:
             box["loop"] = loop
-            box["task"] = loop.create_task(_as_coroutine(coro))
-            ready.set()
-            box["result"] = loop.run_until_complete(box["task"])
+            task = loop.create_task(_as_coroutine(coro))
+            box["task"] = task
+            if box.get("cancel"):  # interrupted before the task existed: cancel it once it has started
+                loop.call_soon(task.cancel)
+            box["result"] = loop.run_until_complete(task)
         except BaseException as exc:
             box["error"] = exc
         finally:
-            ready.set()
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.run_until_complete(loop.shutdown_default_executor())
@@ -61,16 +68,17 @@ def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = Fal
 
     thread = threading.Thread(target=worker, name="rlmnb-run", daemon=True)
     thread.start()
-    ready.wait()
     interrupted = False
     while not finished.is_set():
         try:
             finished.wait(0.1)
         except KeyboardInterrupt:
             interrupted = True
+            box["cancel"] = True  # set before reading the task: the worker or we cancel it
             loop, task = box.get("loop"), box.get("task")
-            if loop is not None and task is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(task.cancel)
+            if loop is not None and task is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing left to cancel
+                    loop.call_soon_threadsafe(task.cancel)
     try:
         thread.join(1.0)  # it has finished and is only exiting: no run thread outlives the call
     except KeyboardInterrupt:
@@ -82,7 +90,8 @@ def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = Fal
         raise error
     if interrupted and not interruptible:
         raise KeyboardInterrupt
-    return cast(T, box.get("result"))
+    result = cast(T, box.get("result"))
+    return on_interrupt(result) if interrupted and on_interrupt is not None else result
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
@@ -94,4 +103,3 @@ async def _closing(awaitable: Awaitable[T], on_close: Callable[[], Awaitable[Non
         return await awaitable
     finally:
         await on_close()
-

@@ -115,11 +115,16 @@ class RLMConfig:
     """More paths a confined kernel sandbox may read ('/data' or '/data:ro'), or read and write ('/out:rw')."""
     allow_network: tuple[str, ...] = ()
     """More 'host:port' addresses a confined kernel sandbox may connect to (TCP; Landlock rules by port)."""
+    journal: bool | str = True
+    """Write the run's events to a journal file as they happen (what resume reads): True for $RLMNB_JOURNAL_DIR
+    or .rlmnb/runs under the working directory, a folder path, or False for none."""
+    journal_keep: int = 50
+    """Journals kept in the journal folder; the oldest beyond this are deleted when a run starts."""
 
     def validate(self) -> RLMConfig:
         positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
                          "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars",
-                         "max_child_concurrency", "rounds", "pack_items")
+                         "max_child_concurrency", "rounds", "pack_items", "journal_keep")
         for name in positive_ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -155,6 +160,8 @@ class RLMConfig:
             object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
         if self.compaction not in COMPACTIONS:
             raise ConfigError(f"compaction must be one of {', '.join(COMPACTIONS)}, got {self.compaction!r}.")
+        if not isinstance(self.journal, bool | str) or self.journal == "":
+            raise ConfigError(f"journal must be True, False or a folder path, got {self.journal!r}.")
         if self.min_concurrency > self.max_concurrency:
             raise ConfigError("min_concurrency must not exceed max_concurrency.")
         return self

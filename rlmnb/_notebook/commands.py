@@ -1,4 +1,4 @@
-"""The `%rlm` line subcommands: config, models, last, export PATH [NAME | --all], view PATH.
+"""The `%rlm` line subcommands: config, models, last, runs, export PATH [NAME | --all], view PATH.
 
 They read what the cell magic recorded (the last RunResult, the settings) and show or save it;
 none starts a run. `RLMMagics._line` hands its line here.
@@ -17,7 +17,7 @@ from rlmnb._notebook.options import unquote
 if TYPE_CHECKING:
     from rlmnb._api import RunResult
 
-__all__ = ["LineHost", "export", "last_run", "line_command", "show", "view"]
+__all__ = ["LineHost", "export", "journal_for", "last_run", "line_command", "runs", "show", "view"]
 
 
 class LineHost(Protocol):
@@ -50,8 +50,10 @@ def line_command(magics: LineHost, line: str) -> Any:
         return export(magics, rest)
     if command == "view":
         return view(rest)
+    if command == "runs":
+        return runs()
     what = f"unknown subcommand {command!r}" if command else "no subcommand"
-    raise UsageError(f"%rlm: {what}. Use %rlm config | models | last | export PATH [NAME | --all] | view PATH, "
+    raise UsageError(f"%rlm: {what}. Use %rlm config | models | last | runs | export PATH [NAME | --all] | view PATH, "
                      f"or a %%rlm cell to ask a question.")
 
 
@@ -146,3 +148,39 @@ def view(raw: str) -> None:
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"%rlm view {raw}: not a saved rlmnb trajectory ({exc}).") from None
     show(trajectory)
+
+
+def runs() -> None:
+    """`%rlm runs`: the journals of the journal folder, newest first, numbered for `%%rlm --resume N`."""
+    from rlmnb._engine.journal import journal_folder, list_journals
+
+    folder = journal_folder(True)
+    assert folder is not None
+    found = list_journals(folder)
+    if not found:
+        print(f"No journals in {folder}.")
+        return
+    print(f"Journals in {folder} (newest first; resume one with %%rlm --resume N):")
+    for number, summary in enumerate(found, 1):
+        print(f"{number:>3}  {summary.row()}")
+
+
+def journal_for(run: str) -> Path:
+    """The journal `%%rlm --resume RUN` means: "last" (the newest), a number from `%rlm runs`, a name or a path."""
+    from rlmnb._engine.journal import journal_folder, journal_paths
+
+    folder = journal_folder(True)
+    assert folder is not None
+    found = journal_paths(folder)
+    text = unquote(run)
+    if text == "last" or text.isdigit():
+        index = 0 if text == "last" else int(text) - 1
+        if not 0 <= index < len(found):
+            raise UsageError(f"--resume {run}: there {'is no journal' if not found else f'are {len(found)} journals'} "
+                             f"in {folder}; list them with %rlm runs.")
+        return found[index]
+    path = Path(os.path.expanduser(text))
+    for candidate in (path, folder / text, folder / f"{text}.jsonl"):
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"--resume {run}: no journal at {path}; list them with %rlm runs.")

@@ -141,7 +141,14 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             raise
         if previous is None:
             self._close_session()
-        result = self._execute(rlm, question, inputs, previous, view)
+        if args.resume:
+            self._close_session()
+            from rlmnb._notebook.commands import journal_for
+
+            resume = (journal_for(args.resume), args.force)
+        else:
+            resume = None
+        result = self._execute(rlm, question, inputs, previous, view, resume)
         self._record(result, out_name)
         if view is None and quiet is False:  # widgets unavailable: show the static tree
             from IPython.display import display
@@ -152,9 +159,12 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         return self._outcome(result)
 
     def _execute(self, rlm: RLM, question: str, inputs: dict[str, Any], previous: RunResult | None,
-                 view: RunWidget | None) -> RunResult:
+                 view: RunWidget | None, resume: tuple[Path, bool] | None = None) -> RunResult:
         try:
-            result = rlm.run(question, continue_from=previous, keep_session=self.keep_session, **inputs)
+            if resume is not None:
+                result = rlm.resume(resume[0], force=resume[1], keep_session=self.keep_session, **inputs)
+            else:
+                result = rlm.run(question, continue_from=previous, keep_session=self.keep_session, **inputs)
         except RLMError as exc:  # raised while preparing, before any model call
             if view is not None:
                 view.discard()

@@ -70,6 +70,11 @@ _ARGUMENTS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                      "be in the inputs; quotes=N counts passages of N+ characters, default 20)."}),
     (("--replay",), {"metavar": "PATH", "help": "Re-run a saved trajectory (.json) with every model reply "
                      "served from the record: same code, zero cost. Bind the run's in-memory inputs with -i."}),
+    (("--resume",), {"metavar": "RUN", "nargs": "?", "const": "last", "help": "Continue a run from its journal "
+                     "(RUN: a .jsonl path, a name or a number from %rlm runs; default the newest): answered calls "
+                     "are served from it, the rest go live. The cell's question is not used. Bind in-memory inputs "
+                     "again with -i."}),
+    (("--force",), {"action": "store_true", "help": "With --resume: resume even if an input changed."}),
     (("--no-interpolate",), {"action": "store_false", "dest": "interpolate", "default": None,
                              "help": "Take the question literally: do not fill {name} from your namespace."}),
 )

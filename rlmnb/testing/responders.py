@@ -13,7 +13,7 @@ from typing import Any
 
 from rlmnb.testing.generators import LABELS, label_of
 
-__all__ = ["BUILTIN", "count_labels", "find_needle", "runbook_owner"]
+__all__ = ["BUILTIN", "count_labels", "find_needle", "packed_upper", "runbook_owner"]
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 
@@ -53,3 +53,13 @@ def runbook_owner(messages: Any) -> str:
 
 
 BUILTIN["runbook_owner"] = runbook_owner
+
+
+def packed_upper(messages: Any) -> str:
+    """llm_map's packed prompts answered with each item upper-cased (a plain prompt: its text upper-cased)."""
+    from rlmnb.testing.packed import PackedResponder
+
+    return PackedResponder(str.upper)(messages)
+
+
+BUILTIN["packed_upper"] = packed_upper

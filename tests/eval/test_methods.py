@@ -52,6 +52,7 @@ def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable
     assert [r.status for r in rows] == ["submitted", "submitted"], [r.error for r in rows]
     assert [r.score for r in rows] == [1.0, 1.0]
     assert all(r.sub_calls >= 2 and r.input_tokens > 0 for r in rows)  # rlms counts root and sub calls together
+    assert all(r.root_input_tokens and r.sub_tokens for r in rows)  # split by model name (root and sub differ)
     models = server.stats()["models"]
     assert models.get("fake-root", 0) >= 2 and models.get("fake-sub", 0) >= 2
     json.dumps([r.to_dict() for r in rows])

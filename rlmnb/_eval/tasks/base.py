@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from rlmnb._ground.errors import ConfigError
 
-__all__ = ["MAX_SIZE", "MIN_SIZE", "TASK_NAMES", "Instance", "Task", "format_size", "generate", "get_task",
-           "instance_seed", "parse_size"]
+__all__ = ["FAMILY_NAMES", "MAX_SIZE", "MIN_SIZE", "TASK_NAMES", "Instance", "Task", "expand_tasks", "format_size",
+           "generate", "get_task", "instance_seed", "parse_size"]
 
 MIN_SIZE = 4_000          # tokens: below this the tasks degenerate (too few records to aggregate)
 MAX_SIZE = 20_000_000     # tokens: ~80 MB of text, well past the 10M the suite is built for
@@ -80,6 +80,14 @@ class Instance:
     def chars(self) -> int:
         return sum(len(v) for v in self.inputs.values())
 
+    @property
+    def text(self) -> str:
+        """The inputs as one text, for methods that take one: `context` alone, else each input under a
+        `=== name ===` header."""
+        if set(self.inputs) == {"context"}:
+            return self.inputs["context"]
+        return "\n\n".join(f"=== {name} ===\n{body}" for name, body in self.inputs.items())
+
     def score(self, prediction: Any) -> float:
         """The task's score of `prediction` for this instance, in [0, 1]."""
         return get_task(self.task).score(self, prediction)
@@ -115,18 +123,52 @@ _REGISTRY: dict[str, str] = {
     "multihop": "rlmnb._eval.tasks.facts:MULTIHOP",
 }
 TASK_NAMES = tuple(_REGISTRY)
+# Task families named "<family>:<argument>" (`ruler:vt`, `jsonl:PATH`, `oolong_real:PATH`...): a factory each
+_FAMILIES: dict[str, str] = {
+    "ruler": "rlmnb._eval.tasks.ruler:ruler_task",
+    "jsonl": "rlmnb._eval.tasks.jsonl:jsonl_task",
+    "oolong_synth": "rlmnb._eval.tasks.published:oolong_synth",
+    "oolong_real": "rlmnb._eval.tasks.published:oolong_real",
+    "longbench_v2": "rlmnb._eval.tasks.published:longbench_v2",
+    "browsecomp_plus": "rlmnb._eval.tasks.published:browsecomp_plus",
+}
+FAMILY_NAMES = tuple(_FAMILIES)
 
 
 def get_task(name: str) -> Task:
     """The task called `name`; ConfigError listing the task names otherwise."""
     import importlib
 
+    family, colon, argument = str(name).partition(":")
+    if family.strip().lower() in _FAMILIES:
+        module, _, attr = _FAMILIES[family.strip().lower()].partition(":")
+        made: Task = getattr(importlib.import_module(module), attr)(argument)
+        return made
     target = _REGISTRY.get(str(name).strip().lower().replace("-", "_"))
     if target is None:
-        raise ConfigError(f"unknown task {name!r}: choose from {', '.join(TASK_NAMES)}.")
+        raise ConfigError(f"unknown task {name!r}: choose from {', '.join(TASK_NAMES)}, or a family: "
+                          f"{', '.join(f + ':...' for f in FAMILY_NAMES)}.")
     module, _, attr = target.partition(":")
     task: Task = getattr(importlib.import_module(module), attr)
     return task
+
+
+def expand_tasks(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Task names with "all" (the suite) and "<family>:all" (every task of a family) spelled out."""
+    import importlib
+
+    out: list[str] = []
+    for name in names:
+        family, colon, argument = name.partition(":")
+        if name.strip().lower() == "all":
+            out += TASK_NAMES
+        elif colon and argument.strip().lower() == "all" and family.strip().lower() in _FAMILIES:
+            module = importlib.import_module(_FAMILIES[family.strip().lower()].partition(":")[0])
+            members = getattr(module, "NAMES", ())
+            out += [f"{family.strip().lower()}:{n}" for n in members] if members else [name]
+        else:
+            out.append(name)
+    return out
 
 
 def generate(task: str, size: int | str, *, seed: int = 0, index: int = 0) -> Instance:
