@@ -475,6 +475,72 @@ print(QuotesFound(min_chars=10)({"quote": ticket}, context))
 print(context["details"]["quotes"][0]["where"])"""),
 ]
 
+
+NOTEBOOKS["09_documents"] = [
+    md("""
+# Documents and images: contracts, scans and pages in the answer
+
+`-f NAME=PATH` binds a PDF, Word, PowerPoint, Excel, HTML, Markdown or mail file, or a folder or glob of them,
+as **documents**: the root model sees pages, words, metadata and outlines, never the text; in the sandbox a
+document has `.text`, `.pages` (each page knows its `.number` and `.label`) and `.meta`, and is extracted on
+first use (PDFium, python-docx...), inside the sandbox only. A folder of PNG/JPEG images binds as a mapping
+of path to image, with sizes read from the file headers. `llm_query(prompt, images=[...])` sends images
+(files, bytes, PIL images, or a scanned PDF page via `doc.pages[i]`) to a vision sub-model, and
+`--verify quotes` checks quotes and **citations with pages**: `{"text": ..., "source": "a.pdf", "page": 7}`
+must be on page 7 of a.pdf, or the answer goes back for revision.
+
+**Both models here are scripted** (offline and deterministic). The scripted "vision" sub-model does not look
+at pixels: the invoice images below show their totals in drawn text *and* carry them in their PNG metadata,
+which is what the scripted sub-model reads. A real vision model (`-s openai/gpt-4o-mini`, a local Qwen2.5-VL
+through Ollama) reads the pixels."""),
+    code(SWITCH),
+    code("""
+from pathlib import Path
+
+from rlmnb.testing.documents import contracts_folder
+
+truth = contracts_folder(Path("data/docs"))
+sorted(p.relative_to("data/docs").as_posix() for p in Path("data/docs").rglob("*") if p.is_file())"""),
+    md("""
+The scripted root's replies are the code a capable model writes: look at the inputs, ask the sub-model about
+every page of every contract with one `llm_map`, read the invoice totals with one batch of vision sub-calls,
+then submit citations. Its first answer counts pages from 0 (`enumerate`), a real mistake; the quotes guard
+finds each sentence on the page after the cited one and sends the answer back."""),
+    code("""
+from rlmnb.testing.scenarios import documents_models
+
+root, sub = documents_models()"""),
+    md("""
+What the root model is told about these inputs (`--dry-run` binds them and stops before any model call):"""),
+    code("""
+%%rlm --dry-run -m root -s sub -f contracts=data/docs/contracts -f invoices=data/docs/invoices
+Which contracts set a notice period for termination, on which page, and what do the invoices total?"""),
+    code("""
+%%rlm -m root -s sub -f contracts=data/docs/contracts -f invoices=data/docs/invoices --verify quotes -o run
+Which contracts set a notice period for termination, on which page, and what do the invoices total?"""),
+    code("""
+from rlmnb.events import AttemptVerified
+
+for attempt in run.trajectory.of(AttemptVerified):
+    print(f"attempt {attempt.attempt}: accepted={attempt.accepted}")
+    for q in attempt.details["quotes"]:
+        print("   ", "found" if q["found"] else "NOT found", "-", q["where"])"""),
+    md("The vision sub-calls, as the trajectory records them (the images' sizes and hashes, never their bytes):"),
+    code("""
+from rlmnb.events import SubCallFinished, SubCallStarted
+
+replies = {f.call_id: f.reply for f in run.trajectory.of(SubCallFinished)}
+for call in run.trajectory.of(SubCallStarted):
+    if call.images:
+        image = call.images[0]
+        print(f"{image['width']}x{image['height']} {image['mime']} -> {replies[call.call_id]!r}")"""),
+    code("""
+cited = {c["source"]: (c["page"], c["text"]) for c in run.answer["notice_periods"]}
+print("citations correct:", cited == truth["notice"])
+print("totals correct:", run.answer["invoice_totals"] == truth["totals"])"""),
+]
+
+
 def build(name: str) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = NOTEBOOKS[name]

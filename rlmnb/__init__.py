@@ -30,6 +30,7 @@ _EXPORTS = {
     "BudgetExhausted": "rlmnb._ground.errors", "PromptTooLarge": "rlmnb._ground.errors",
     "SandboxError": "rlmnb._ground.errors", "ReplayDivergence": "rlmnb._ground.errors",
     "DepthLimitReached": "rlmnb._ground.errors", "ScriptExhausted": "rlmnb._ground.errors",
+    "ImagesRefused": "rlmnb._ground.errors",
     "RuleBased": "rlmnb._guards.rules", "LLMJudge": "rlmnb._guards.rules", "AllOf": "rlmnb._guards.rules",
     "QuotesFound": "rlmnb._guards.quotes",
 }
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         BudgetExhausted,
         ConfigError,
         DepthLimitReached,
+        ImagesRefused,
         InputError,
         MissingAPIKey,
         ModelError,

@@ -139,6 +139,7 @@ class SubCallStarted(Event):
     prompt: str = ""
     prompt_chars: int = 0
     prompt_sha: str = ""
+    images: list[dict[str, Any]] = field(default_factory=list)  # Image.describe() of each image sent
 
 
 @dataclass(frozen=True, kw_only=True)

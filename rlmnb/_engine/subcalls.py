@@ -32,7 +32,8 @@ from rlmnb._engine.cache import ResponseCache, cache_identity, open_cache, promp
 from rlmnb._engine.limits import sub_prompt_window
 from rlmnb._ground.concurrency import AdaptiveLimiter
 from rlmnb._ground.config import RLMConfig
-from rlmnb._ground.errors import EmptyAnswer, ModelError, PromptTooLarge, format_error_slot
+from rlmnb._ground.errors import EmptyAnswer, ImagesRefused, ModelError, PromptTooLarge, format_error_slot
+from rlmnb._ground.images import Image, image_tokens
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import LM, Completion, Message, model_label, no_answer
@@ -51,7 +52,29 @@ from rlmnb.events import (
 )
 
 __all__ = ["DEFAULT_PACK_TOKENS", "MAX_ERRORS_KEPT", "MAX_PACK_TOKENS", "CallClock", "ChildRunner", "MapHost",
-           "RunHost", "SubCaller", "pack_limits"]
+           "RunHost", "SubCaller", "check_vision", "pack_limits"]
+
+
+def _messages(prompt: str, images: Sequence[Image] = ()) -> list[Message]:
+    """The one user message of a sub-call: the prompt, then its images as OpenAI-style image parts.
+    The response cache keys on these messages, so an image's bytes are part of the key."""
+    if not images:
+        return [{"role": "user", "content": prompt}]
+    return [{"role": "user", "content": [{"type": "text", "text": prompt}, *(i.part() for i in images)]}]
+
+
+def check_vision(lm: LM) -> None:
+    """ImagesRefused (nothing sent) unless the model reads images: `lm.supports_images()` (LiteLLM: `vision=`
+    or litellm's model info), else an LM's `vision` attribute; a model that says neither is refused."""
+    method = getattr(lm, "supports_images", None)
+    verdict = method() if callable(method) else getattr(lm, "vision", None)
+    if verdict is True:
+        return
+    name = model_label(lm)
+    why = ("litellm's model info says it does not read images" if verdict is False else
+           "litellm does not know whether it reads images")
+    raise ImagesRefused(f"{name} cannot be sent images ({why}); nothing was sent. Pass model= a vision model "
+                        f"(e.g. 'openai/gpt-4o-mini'), or LiteLLM({name!r}, vision=True) if it does read images.")
 
 
 @dataclass
@@ -86,23 +109,36 @@ class SubCaller:
         self._batches = 0
 
     # ---- public ----------------------------------------------------------------------------------
-    async def query(self, prompt: str, model: Any = None) -> str:
-        """One sub-call; errors are raised so the model sees them in its snippet's traceback."""
+    async def query(self, prompt: str, model: Any = None, *, images: Sequence[Image] | None = None) -> str:
+        """One sub-call; errors are raised so the model sees them in its snippet's traceback.
+
+        `images` go to the model as image parts after the prompt (a vision model only: ImagesRefused otherwise).
+        """
         lm = self._lm_for(model)
-        tokens, cost = self.budget.estimate(lm, self._check_size(prompt, lm))
+        pictures = tuple(images or ())
+        if pictures:
+            check_vision(lm)
+        prompt_tokens = self._check_size(prompt, lm) + sum(image_tokens(i.width, i.height) for i in pictures)
+        tokens, cost = self.budget.estimate(lm, prompt_tokens)
         reservation = self.budget.reserve(self.scope.run_id, 1, est_tokens=tokens, est_cost=cost)
-        reply, error = await self._call(lm, prompt, reservation, batch_id=None)
+        reply, error = await self._call(lm, prompt, reservation, batch_id=None, images=pictures)
         if error is not None:
             raise error
         return reply
 
     async def query_batched(self, prompts: Sequence[str], model: str | None = None,
-                            group: str | None = None) -> list[str]:
+                            group: str | None = None, *, images: Sequence[Sequence[Image]] | None = None) -> list[str]:
         """Many sub-calls at once: all-or-nothing budget, order kept, failures as '[error]' slots.
 
         `group` names the llm_map the batch belongs to, so views show its batches as one map.
+        `images[i]` are the images of `prompts[i]` (see `query`).
         """
         lm = self._lm_for(model)
+        pictures = [tuple(x) for x in images] if images is not None else [()] * len(prompts)
+        if len(pictures) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(pictures)} image lists.")
+        if any(pictures):
+            check_vision(lm)
         self._batches += 1
         batch_id = f"{self.scope.run_id}-b{self._batches}"
         turn = self.turn()
@@ -110,7 +146,8 @@ class SubCaller:
         sendable: list[tuple[int, int]] = []
         for i, prompt in enumerate(prompts):
             try:
-                sendable.append((i, self._check_size(prompt, lm)))
+                sendable.append((i, self._check_size(prompt, lm)
+                                 + sum(image_tokens(p.width, p.height) for p in pictures[i])))
             except PromptTooLarge as exc:
                 results[i] = format_error_slot(exc)
         self.bus.emit(BatchStarted, self.scope, batch_id=batch_id, turn=turn, size=len(prompts),
@@ -127,11 +164,12 @@ class SubCaller:
                               errors=len(prompts), latency_s=0.0, refused=str(exc))
                 raise
 
-        prefetched = await self._prefetch(lm, [prompts[i] for i, _ in sendable]) if sendable else []
+        prefetched = await self._prefetch(lm, [_messages(prompts[i], pictures[i]) for i, _ in sendable]) \
+            if sendable else []
 
         async def slot(i: int) -> None:
             assert reservation is not None
-            reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id)
+            reply, error = await self._call(lm, prompts[i], reservation, batch_id=batch_id, images=pictures[i])
             results[i] = format_error_slot(error) if error is not None else reply
 
         try:
@@ -178,17 +216,17 @@ class SubCaller:
         return tokens
 
     async def _call(self, lm: LM, prompt: str, reservation: Reservation,
-                    batch_id: str | None) -> tuple[str, BaseException | None]:
+                    batch_id: str | None, images: Sequence[Image] = ()) -> tuple[str, BaseException | None]:
         self._ids += 1
         call_id = f"{self.scope.run_id}-c{self._ids}"
         turn = self.turn()
         limit = self.config.max_event_chars
         self.bus.emit(SubCallStarted, self.scope, call_id=call_id, batch_id=batch_id, turn=turn,
                       model=model_label(lm), prompt=prompt[:limit], prompt_chars=len(prompt),
-                      prompt_sha=prompt_sha(prompt))
+                      prompt_sha=prompt_sha(prompt), images=[i.describe() for i in images])
         started = time.perf_counter()
         clock = CallClock(call_id)
-        messages = [{"role": "user", "content": prompt}]
+        messages = _messages(prompt, images)
         completion: Completion | None = None
         error: BaseException | None = None
         try:
@@ -275,14 +313,14 @@ class SubCaller:
                 del self._inflight[key]
             future.set_result(completion)
 
-    async def _prefetch(self, lm: LM, prompts: list[str]) -> list[str]:
+    async def _prefetch(self, lm: LM, requests: list[list[Message]]) -> list[str]:
         """Look a whole batch up in the response cache at once, in a worker thread; returns the keys."""
         identity = cache_identity(lm) if self.config.cache else None
         if identity is None:
             return []
         if self.cache is None:
             self.cache = open_cache()
-        keys = [request_key(identity, [{"role": "user", "content": p}]) for p in prompts]
+        keys = [request_key(identity, messages) for messages in requests]
         hits = await asyncio.to_thread(self.cache.get_many, keys)
         for key in keys:
             self._prefetched[key] = hits.get(key)
@@ -338,11 +376,12 @@ class MapHost:
         self._open[map_id] = (turn, time.perf_counter())
         return {"map_id": map_id, "model": model_label(self.sub.lm), **limits}
 
-    async def batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
+    async def batch(self, map_id: str, prompts: list[str], model: str | None = None, *,
+                    images: Sequence[Sequence[Image]] | None = None) -> list[str]:
         """One round of packed prompts: exactly llm_query_batched, grouped under the map."""
         if map_id not in self._open:
             raise ValueError(f"no open map {map_id!r}; llm_map opens one itself")
-        return await self.sub.query_batched(prompts, model, group=map_id)
+        return await self.sub.query_batched(prompts, model, group=map_id, images=images)
 
     def end(self, map_id: str, figures: Mapping[str, Any]) -> None:
         """Emit MapFinished with the map's figures (items, packs, re-asks, failures)."""
@@ -379,11 +418,12 @@ class RunHost:
         self.children = children
         self.maps = MapHost(sub)
 
-    async def llm_query(self, prompt: str, model: str | None = None) -> str:
-        return await self.sub.query(prompt, model)
+    async def llm_query(self, prompt: str, model: str | None = None, *, images: Sequence[Image] | None = None) -> str:
+        return await self.sub.query(prompt, model, images=images)
 
-    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        return await self.sub.query_batched(list(prompts), model)
+    async def llm_query_batched(self, prompts: Sequence[str], model: str | None = None, *,
+                                images: Sequence[Sequence[Image]] | None = None) -> list[str]:
+        return await self.sub.query_batched(list(prompts), model, images=images)
 
     async def rlm_query(self, prompt: str, inputs: Mapping[str, Any] | None = None) -> Any:
         return await self.children.run_child(prompt, inputs or {})
@@ -395,8 +435,9 @@ class RunHost:
     async def map_begin(self, info: Mapping[str, Any]) -> dict[str, Any]:
         return self.maps.begin(info)
 
-    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None) -> list[str]:
-        return await self.maps.batch(map_id, list(prompts), model)
+    async def map_batch(self, map_id: str, prompts: Sequence[str], model: str | None = None, *,
+                        images: Sequence[Sequence[Image]] | None = None) -> list[str]:
+        return await self.maps.batch(map_id, list(prompts), model, images=images)
 
     async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None:
         self.maps.end(map_id, figures)

@@ -11,6 +11,7 @@
     └── RecoverableError          shown to the model as an observation, the run goes on
         ├── BudgetExhausted       a sub-call (or batch) does not fit what is left
         ├── PromptTooLarge        a sub-call prompt exceeds the sub-model's window
+        ├── ImagesRefused         a sub-call with images to a model that does not read images
         ├── EmptyAnswer           a sub-call came back with no answer (no choices, no content, filtered)
         └── DepthLimitReached     rlm_query at the depth cap with strict_depth
 
@@ -68,6 +69,10 @@ class BudgetExhausted(RecoverableError):
 
 class PromptTooLarge(RecoverableError):
     """A sub-call prompt is larger than the sub-model accepts; nothing was sent."""
+
+
+class ImagesRefused(RecoverableError):
+    """A sub-call with images to a model that does not read images (or is not known to); nothing was sent."""
 
 
 class EmptyAnswer(RecoverableError):

@@ -2,7 +2,8 @@
 
 Entry points: `QuotesFound()` (used as `RLM(..., verify=QuotesFound())` or `%%rlm --verify quotes`),
 `extract_quotes` (the quotes of an answer), `search_inputs` (look quotes up in a run's inputs) and
-`normalise` / `quote_pattern` (whitespace-forgiving matching).
+`normalise` / `quote_pattern` (whitespace-forgiving matching), `extract_citations` (the citations
+`{"text": ..., "source": "contract.pdf", "page": 12}` of an answer) and `check_documents`.
 
 A quote is a passage in quotation marks ("...", “...”, «...», „...“) of at least `min_chars`
 characters anywhere in the answer, or the string value(s) of a field named like quote / quotes /
@@ -19,6 +20,11 @@ in SQL. Each quote's first hit is kept; quotes the deadline leaves unsearched ar
 `checked=False`. A hostile answer cannot hold the run: at most `max_quotes` quotes are checked, within
 `time_limit` seconds, and anything left unchecked fails the attempt with a request to quote less; the
 per-quote findings (found where / not found / not checked) go into the attempt's event for the views.
+
+Document inputs (kinds "document", "documents") are not searched here: their text comes from C parsers
+that never see a hostile file in the host process, so `check_documents` looks the quotes up page by
+page in a confined helper (rlmnb._guards.quote_pages), and a finding names the document and page. A
+citation must be on that page of that document, or the attempt fails saying where the text is.
 """
 
 from __future__ import annotations
@@ -27,16 +33,17 @@ import os
 import re
 import time
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlmnb._ground.errors import ConfigError
+from rlmnb._guards.quote_pages import quote_pattern, search_documents
 
 __all__ = ["BATCH_ROWS", "FILE_CHUNK", "MAX_QUOTE_CHARS", "MAX_STRINGS", "OVERLAP", "QUOTE_FIELDS", "SHOWN_MISSING",
-           "Finding", "QuotesFound", "Search", "extract_quotes", "normalise", "quote_pattern", "search_inputs",
-           "table_batches"]
+           "DOCUMENT_KINDS", "Citation", "Finding", "QuotesFound", "Search", "check_documents", "document_inputs",
+           "extract_citations", "extract_quotes", "normalise", "quote_pattern", "search_inputs", "table_batches"]
 QUOTE_FIELDS = ("quote", "quotes", "evidence", "excerpt", "excerpts", "citation", "citations", "source_text")
 MAX_QUOTE_CHARS = 2_000  # longer "quotes" are not checked (and fail): nobody quotes pages word for word
 _N = MAX_QUOTE_CHARS + 1  # a longer "quote" is kept whole (to fail), never cut into a shorter one
@@ -54,11 +61,21 @@ def _field_matches(key: str) -> bool:
     return name in QUOTE_FIELDS or name.endswith(("_quote", "_quotes", "_evidence", "_excerpt"))
 
 
+def _citation_text(value: Any) -> str | None:
+    """The quoted text of a citation {"text" or "quote": ..., "source": ..., "page": ...}, else None."""
+    if isinstance(value, dict) and ("source" in value or "page" in value):
+        text = value.get("text", value.get("quote"))
+        return text if isinstance(text, str) else None
+    return None
+
+
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
     if depth > 20:
         return
     if isinstance(value, str):
         yield value
+    elif (cited := _citation_text(value)) is not None:
+        yield cited
     elif isinstance(value, dict):
         for item in value.values():
             yield from _strings(item, depth + 1)
@@ -87,6 +104,8 @@ def extract_quotes(answer: Any, *, min_chars: int = 20) -> list[str]:
                 text = next(g for g in match.groups() if g is not None)
                 if len(normalise(text)) >= min_chars:
                     add(text)
+        elif (cited := _citation_text(value)) is not None:
+            add(cited)
         elif isinstance(value, dict):
             for key, item in value.items():
                 if isinstance(key, str) and _field_matches(key):
@@ -102,9 +121,32 @@ def extract_quotes(answer: Any, *, min_chars: int = 20) -> list[str]:
     return found
 
 
-def quote_pattern(quote: str) -> re.Pattern[str]:
-    """A regex that finds `quote` in raw text with any whitespace between its words."""
-    return re.compile(r"\s+".join(re.escape(word) for word in quote.split(" ")))
+@dataclass(frozen=True)
+class Citation:
+    """A quote the answer places: `{"text": ..., "source": "contract.pdf", "page": 12}` anywhere in it
+    ("quote" for "text"; source and page each optional, at least one given). Text is normalised."""
+
+    text: str
+    source: str | None = None
+    page: int | None = None
+
+
+def extract_citations(answer: Any) -> list[Citation]:
+    """The distinct citations of an answer, in order of appearance (see `Citation`)."""
+    found: list[Citation] = []
+    stack: list[tuple[Any, int]] = [(answer, 0)]
+    while stack:
+        value, depth = stack.pop()
+        cited = _citation_text(value)
+        if cited is not None and normalise(cited):
+            page, source = value.get("page"), value.get("source")
+            citation = Citation(normalise(cited), str(source) if source not in (None, "") else None,
+                                int(page) if isinstance(page, int | float) and not isinstance(page, bool) else None)
+            found += [] if citation in found else [citation]
+        elif depth <= 20 and isinstance(value, dict | list | tuple):
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in reversed(list(items)))
+    return found
 
 
 @dataclass(frozen=True)
@@ -119,16 +161,21 @@ class Finding:
     row: int | None = None
     offset: int | None = None
     column: str | None = None
+    source: str | None = None  # the document (its path within a folder input) where the quote was found
+    page: int | None = None    # 1-based page, slide, sheet, section or message of that document
+    label: str | None = None   # that page's heading, slide title, sheet name or subject
 
     def to_dict(self) -> dict[str, Any]:
         return {"quote": self.quote, "found": self.found, "where": self.where, "checked": self.checked,
-                "input": self.input, "row": self.row, "offset": self.offset, "column": self.column}
+                "input": self.input, "row": self.row, "offset": self.offset, "column": self.column,
+                "source": self.source, "page": self.page, "label": self.label}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         return cls(quote=str(data.get("quote", "")), found=bool(data.get("found")), where=data.get("where"),
                    checked=bool(data.get("checked", True)), input=data.get("input"), row=data.get("row"),
-                   offset=data.get("offset"), column=data.get("column"))
+                   offset=data.get("offset"), column=data.get("column"), source=data.get("source"),
+                   page=data.get("page"), label=data.get("label"))
 
 
 # ---- looking quotes up in the inputs ---------------------------------------------------------------
@@ -161,17 +208,23 @@ class Search:
         return self.timed_out
 
     def hit(self, quote: str, name: str, *, offset: int | None = None, row: int | None = None,
-            column: str | None = None, detail: str = "") -> None:
+            column: str | None = None, detail: str = "", source: str | None = None, page: int | None = None,
+            label: str | None = None) -> None:
         if quote in self.found:
             return
         parts = [f"input {name!r}"] + ([detail] if detail else [])
+        if source is not None and source != name:
+            parts.append(f"document {source!r}")
+        if page is not None:
+            parts.append(f"page {page:,}" + (f" ({label!r})" if label else ""))
         if row is not None:
             parts.append(f"row {row:,}")
         if column is not None:
             parts.append(f"column {column!r}")
         if offset is not None:
             parts.append(f"offset {offset:,}")
-        self.found[quote] = Finding(quote, True, ", ".join(parts), input=name, row=row, offset=offset, column=column)
+        self.found[quote] = Finding(quote, True, ", ".join(parts), input=name, row=row, offset=offset, column=column,
+                                    source=source, page=page, label=label or None)
 
     def findings(self) -> list[Finding]:
         out = []
@@ -337,12 +390,18 @@ def _pandas_batches(frame: Any) -> Iterator[Any]:
             pa.RecordBatch.from_pydict({})
 
 
+DOCUMENT_KINDS = ("document", "documents")  # searched page by page by check_documents, not here
+
+
 def search_inputs(quotes: list[str], fields: Iterable[Any], *, time_limit: float) -> Search:
-    """Look every quote up in every input (text, files, folders, tables, containers) until all are found."""
+    """Look every quote up in every input (text, files, folders, tables, containers) until all are found.
+    Document inputs are skipped (their text is searched in a confined helper: `check_documents`)."""
     search = Search(quotes, time.monotonic() + time_limit)
     for field in fields:
         if not search.missing or search.late():
             break
+        if getattr(getattr(field, "info", None), "kind", None) in DOCUMENT_KINDS:
+            continue
         name = str(getattr(field, "name", "?"))
         value = getattr(field, "source", field)
         _search_value(search, name, value)
@@ -384,8 +443,88 @@ def _search_value(search: Search, name: str, value: Any) -> None:
     search.strings(name, value)
 
 
+
+# ---- document inputs: findings with pages, citations ----------------------------------------------
+def document_inputs(fields: Sequence[Any]) -> list[tuple[str, str, str]]:
+    """(input name, shown name, path) of every document of the document inputs among `fields`; the shown
+    name is the file's name for a one-document input and its path within a folder or glob input."""
+    found: list[tuple[str, str, str]] = []
+    for f in fields:
+        info = getattr(f, "info", None)
+        kind, root = getattr(info, "kind", None), getattr(info, "path", None)
+        if not root or kind not in DOCUMENT_KINDS:
+            continue
+        if kind == "document":
+            found.append((f.name, os.path.basename(str(root)), str(root)))
+            continue
+        for rel in (getattr(f, "plan", None) or {}).get("files", ()):
+            found.append((f.name, rel, rel if os.path.isabs(rel) else os.path.join(str(root), *rel.split("/"))))
+    return found
+
+
+def _same(cited: str, shown: str, name: str) -> bool:
+    return cited in (shown, name) or os.path.basename(cited) == os.path.basename(shown)
+
+
+def check_documents(search: Search, citations: Sequence[Citation],
+                    fields: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
+    """Find the quotes `search` still misses, and every cited quote, in the document
+    inputs, recording each finding's document and page in `search`; check each citation's source and page.
+
+    Returns the problems of misplaced citations (one sentence each: quoted text, where cited, where it is)
+    and the documents the helper could not read (shown name -> sentence).
+    """
+    docs = document_inputs(fields)
+    if not docs:
+        return [], {}
+    cited = {c.text for c in citations if c.source is not None or c.page is not None}
+    wanted = [q for q in search.quotes if q in cited or q not in search.found]
+    every: dict[str, list[str] | None] = {}  # where each cited quote must be looked for: its source, or everywhere
+    for c in citations:
+        if c.text in wanted:
+            named = [shown for name, shown, _ in docs if c.source is not None and _same(c.source, shown, name)]
+            before = every.get(c.text, [])
+            every[c.text] = None if not named or before is None else [*before, *named]
+    first = {s for d in every.values() for s in d or ()}  # the cited documents are read first
+    order = sorted(docs, key=lambda d: d[1] not in first)
+    pages = search_documents(wanted, [(shown, path) for _, shown, path in order], deadline=search.deadline,
+                             every=every)
+    if pages.timed_out:
+        search.timed_out = True
+    input_of = {shown: name for name, shown, _ in docs}
+    for quote in search.missing:
+        if pages.hits.get(quote):
+            h = pages.hits[quote][0]
+            search.hit(quote, input_of[h.source], source=h.source, page=h.page, label=h.label)
+    problems: list[str] = []
+    for c in citations:
+        hits = pages.hits.get(c.text, [])
+        if not hits or c.text not in search.quotes:
+            continue  # not in any document: an ordinary missing quote, or found in another input
+        here = [h for h in hits if c.source is None or _same(c.source, h.source, input_of[h.source])]
+        good = [h for h in here if c.page is None or h.page <= c.page <= max(h.page, h.end_page)]
+        if good:
+            search.found.pop(c.text, None)
+            search.hit(c.text, input_of[good[0].source], source=good[0].source, page=good[0].page,
+                       label=good[0].label)
+            continue
+        if here:
+            at = ", ".join(str(h.page) for h in here[:5])
+            why = (f"not on page {c.page} of {here[0].source}: it is on page{'s' if len(here) > 1 else ''} {at}")
+        else:
+            why = f"not in {c.source}: it is in {hits[0].source}, page {hits[0].page}"
+        search.found[c.text] = _finding(c, why, input_of[(here or hits)[0].source])
+        problems.append(f'"{c.text[:120]}" is {why}')
+    return problems, pages.errors
+
+
+def _finding(citation: Citation, why: str, name: str) -> Finding:
+    return Finding(citation.text, False, why, input=name, source=citation.source, page=citation.page)
+
+
 # ---- the guard -------------------------------------------------------------------------------------
 SHOWN_MISSING = 10  # missing quotes listed in the revision request
+_FOUND = Finding("", True)
 
 
 class QuotesFound:
@@ -411,15 +550,22 @@ class QuotesFound:
     def __call__(self, answer: Any, context: dict[str, Any]) -> tuple[float, str]:
         quotes = extract_quotes(answer, min_chars=self.min_chars)
         checked, skipped = quotes[: self.max_quotes], quotes[self.max_quotes:]
-        search = search_inputs(checked, context.get("inputs") or (), time_limit=self.time_limit)
+        inputs = tuple(context.get("inputs") or ())
+        search = search_inputs(checked, inputs, time_limit=self.time_limit)
+        citations = [c for c in extract_citations(answer) if c.text in checked]
+        misplaced, unread = check_documents(search, citations, inputs)  # document inputs: pages, citations
         findings = search.findings()
         context["details"] = {"quotes": [f.to_dict() for f in findings], "skipped": len(skipped),
-                              "timed_out": search.timed_out}
+                              "timed_out": search.timed_out, "unread": unread}
         if not quotes:
             return 1.0, "the answer quotes nothing"
-        missing = [f.quote for f in findings if not f.found and f.checked]
+        wrong = {c.text for c in citations if not search.found.get(c.text, _FOUND).found}
+        missing = [f.quote for f in findings if not f.found and f.checked and f.quote not in wrong]
         unchecked = [f.quote for f in findings if not f.checked]
-        problems = []
+        problems = [f"{len(misplaced)} cited quote{'s are' if len(misplaced) > 1 else ' is'} not where the answer "
+                    f"says: {'; '.join(misplaced[:SHOWN_MISSING])}. Cite the page the text is on"] if misplaced else []
+        if unread and missing:
+            problems.append("some documents could not be searched: " + "; ".join(list(unread.values())[:5]))
         if missing:
             shown = "; ".join(f'"{q[:200]}"' for q in missing[:SHOWN_MISSING])
             more = f" and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else ""

@@ -155,6 +155,8 @@ class LiteLLM:
         local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
             request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
+        vision: whether the model reads images (llm_query(images=...)); default: litellm's model info,
+            and a model litellm does not know is refused images until you say vision=True.
         transport: "auto" (default), "litellm" or "direct"; see the module docs.
         **litellm_kwargs: passed to `litellm.acompletion` (api_base, api_key, temperature,
             max_tokens, extra_headers, ...).
@@ -163,7 +165,7 @@ class LiteLLM:
     def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
                  max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
                  input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
-                 transport: str = "auto", **litellm_kwargs: Any) -> None:
+                 vision: bool | None = None, transport: str = "auto", **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
         self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
@@ -190,6 +192,7 @@ class LiteLLM:
         self._provider = ""
         self._rng = random.Random()
         self._supports_stop: bool | None = None
+        self.vision = vision  # None: litellm's model info decides (supports_images)
         self.transport = choose_transport(self.name, self.kwargs.get("api_base"), transport, self.kwargs)
         self._lane = OpenAILane(self.name, self.kwargs, self.key_env_var()) if self.transport == "direct" else None
         self._rates: tuple[float, float, float] | None | bool = False  # per-token prices, read once (False: not yet)
@@ -225,6 +228,18 @@ class LiteLLM:
                 params = None
             self._supports_stop = bool(params) and "stop" in params
         return self._supports_stop
+
+    def supports_images(self) -> bool | None:
+        """Whether the model reads images: `vision=` when given, else litellm's model info (supports_vision);
+        None when litellm does not know the model (llm_query(images=...) then refuses; pass vision=True)."""
+        if self.vision is not None:
+            return self.vision
+        self._prepare()
+        try:
+            info = _litellm.get_model_info(model=self.name, custom_llm_provider=self._provider or None)
+        except Exception:
+            return None
+        return bool(info.get("supports_vision"))
 
     def cache_identity(self) -> dict[str, Any]:
         """What decides this model's answers: the name and answer-changing parameters, no secrets."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from rlmnb._ground.images import prepare_all
 from rlmnb._operators.driver import MapDriver
 from rlmnb._operators.outputs import output_spec
 from rlmnb._operators.report import MapReport
@@ -49,20 +50,34 @@ def _limit(value: Any, default: int, name: str, fn: str, minimum: int = 1) -> in
 
 def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator: str, model: str | None = None,
             pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None,
-            quiet: bool = False) -> Any:
-    """The body of the three operators: open a map on the host, drive it, close it, shape the result."""
+            quiet: bool = False, images: Any = None) -> Any:
+    """The body of the three operators: open a map on the host, drive it, close it, shape the result.
+
+    `images` (one image, a list of images or None per item) sends each item alone with its images.
+    """
     spec = output_spec(output)
     source = open_source(items)
+    per_item = _item_images(images, source.length, operator)
+    if per_item is not None:
+        if pack_items not in (None, 1):
+            raise ValueError(f"{operator}() with images sends one item per call; leave pack_items out.")
+        pack_items = 1
     begin = getattr(bridge, "map_begin", None)
     info = {"operator": operator, "instruction": instruction, "output": spec.describe(), "items": source.length}
     plan: dict[str, Any] = dict(begin(info)) if callable(begin) else dict(DEFAULT_LIMITS)
     map_id = plan.get("map_id")
     batch = getattr(bridge, "map_batch", None)
 
-    def send(prompts: list[str]) -> list[str]:
+    def send(prompts: list[str], positions: list[list[int]]) -> list[str]:
+        if per_item is None:
+            if map_id is not None and callable(batch):
+                return list(batch(map_id, prompts, model))
+            return list(bridge.llm_query_batched(prompts, model))
+        pictures = [[image for p in pack for image in prepare_all(per_item[p], f"{operator}() item {p}")]
+                    for pack in positions]  # read and checked when their pack is sent, not all up front
         if map_id is not None and callable(batch):
-            return list(batch(map_id, prompts, model))
-        return list(bridge.llm_query_batched(prompts, model))
+            return list(batch(map_id, prompts, model, pictures))
+        return list(bridge.llm_query_batched(prompts, model, pictures))
 
     window = plan.get("max_prompt_tokens")
     if pack_tokens is not None and isinstance(window, int) and window > 0:
@@ -88,21 +103,36 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
     return shape_result(source, driver.state.values, attrs)
 
 
+def _item_images(images: Any, length: int | None, operator: str) -> list[Any] | None:
+    if images is None:
+        return None
+    if isinstance(images, str | bytes) or not hasattr(images, "__iter__"):
+        raise TypeError(f"{operator}() takes images as a list with one entry per item (an image, a list of "
+                        "images, or None).")
+    per = [[] if x is None else x for x in images]
+    if length is not None and len(per) != length:
+        raise ValueError(f"{operator}(): {length} items but {len(per)} image entries.")
+    return per
+
+
 def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
     """The three sandbox functions over one bridge."""
 
     def llm_map(items: Any, instruction: str, output: Any = str, *, model: str | None = None,
-                pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None) -> Any:
+                pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None,
+                images: Any = None) -> Any:
         """Apply `instruction` to every item; one validated result per item, in order (None where it failed).
 
         items: a list of str, a pandas Series/DataFrame (result on its index) or a table (streamed).
         output: str, int, float, bool, a list of labels, or a pydantic model / dataclass.
+        images: one entry per item (an image, a list of images, or None) for a vision sub-model; each
+            item then goes alone with its images (see llm_query).
         """
         text = _check_text(instruction, "instruction", "llm_map")
         if not text.strip():
             raise ValueError("llm_map() needs an instruction, e.g. 'Extract the customer's name'.")
         return run_map(bridge, items, text, output, operator="llm_map", model=model, pack_tokens=pack_tokens,
-                       pack_items=pack_items, retries=retries)
+                       pack_items=pack_items, retries=retries, images=images)
 
     def llm_classify(items: Any, labels: Sequence[str], instruction: str = "", *, model: str | None = None,
                      pack_tokens: int | None = None, pack_items: int | None = None,

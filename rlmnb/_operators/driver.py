@@ -51,7 +51,7 @@ class MapState:
     stopped: str | None = None
 
 
-Send = Callable[[list[str]], list[str]]
+Send = Callable[[list[str], list[list[int]]], list[str]]  # prompts, the item positions of each -> replies
 
 
 class MapDriver:
@@ -107,7 +107,7 @@ class MapDriver:
         prompts = [render_pack(self.instruction, self.output_text, [i.text for i in pack],
                                (pack[0].reason, pack[0].attempts + 1) if retry else None) for pack in packs]
         try:
-            replies = self.send(prompts)
+            replies = self.send(prompts, [[i.pos for i in pack] for pack in packs])
         except BudgetExhausted as exc:
             self.state.stopped = str(exc).split(";")[0]
             return packs

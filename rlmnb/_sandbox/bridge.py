@@ -29,8 +29,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from rlmnb._ground.images import MAX_BYTES as MAX_IMAGE_BYTES
+from rlmnb._ground.images import MAX_IMAGES, MAX_THUMB_BYTES, Image, from_wire
 from rlmnb._sandbox.base import SandboxHost
-from rlmnb._sandbox.transfer import decode_value, encode_value
+from rlmnb._sandbox.transfer import decode_value, encode_value, read_image
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 256 << 20  # a request or reply larger than 256 MiB is refused (after the token was checked)
@@ -240,10 +242,19 @@ class Broker:
         if model is not None and not isinstance(model, str):
             raise TypeError("model must be a str or None")
         if op == "llm_query":
-            return await host.llm_query(_str(req.get("prompt")), model)
+            if req.get("images") is None:
+                return await host.llm_query(_str(req.get("prompt")), model)
+            images = self._images(req["images"])
+            return await host.llm_query(_str(req.get("prompt")), model, images=images)
         if op == "llm_query_batched":
-            return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
+            if req.get("images") is None:
+                return list(await host.llm_query_batched(_strs(req.get("prompts")), model))
+            batches = self._image_lists(req["images"])
+            return list(await host.llm_query_batched(_strs(req.get("prompts")), model, images=batches))
         if op in ("map_begin", "map_batch", "map_end"):
+            if op == "map_batch" and req.get("images") is not None:
+                return list(await host.map_batch(_str(req.get("map_id")), _strs(req.get("prompts")), model,
+                                                 images=self._image_lists(req["images"])))
             return await _map_op(host, op, req)
         if op == "rlm_query":
             inputs = self._decode(req.get("inputs") or {})
@@ -273,6 +284,24 @@ class Broker:
 
     def _decode(self, data: Any) -> Any:
         return decode_value(data, self.transfer_dir, allow_pickle=False)
+
+    def _images(self, files: Any) -> list[Image]:
+        """Images the kernel wrote as files in the transfer directory, checked by their headers (never decoded)."""
+        if not isinstance(files, list) or len(files) > MAX_IMAGES:
+            raise TypeError(f"the images must be a list of at most {MAX_IMAGES} files")
+        out = []
+        for i, entry in enumerate(files):
+            if not isinstance(entry, dict):
+                raise TypeError("each image must be {'image': path, 'thumb': path or None}")
+            thumb = read_image(entry["thumb"], self.transfer_dir, MAX_THUMB_BYTES) if entry.get("thumb") else b""
+            out.append(from_wire(read_image(entry.get("image"), self.transfer_dir, MAX_IMAGE_BYTES), f"image {i}",
+                                 thumb))
+        return out
+
+    def _image_lists(self, per: Any) -> list[list[Image]]:
+        if not isinstance(per, list):
+            raise TypeError("the images must be a list of lists of files")
+        return [self._images(files) for files in per]
 
     def _encode(self, value: Any) -> Any:
         return encode_value(value, self.transfer_dir, allow_pickle=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.concurrency import settle
 from rlmnb._ground.errors import SandboxError
+from rlmnb._ground.images import Image
 from rlmnb._sandbox.base import RESERVED_NAMES, ExecResult, SandboxHost
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, SnippetInterrupted, run_snippet, snippet_filename
@@ -168,11 +169,16 @@ class _LoopBridge:
             future.cancel()
             raise
 
-    def llm_query(self, prompt: str, model: str | None = None) -> str:
-        return str(self._wait(self.host.llm_query(prompt, model)))
+    def llm_query(self, prompt: str, model: str | None = None, images: list[Image] | None = None) -> str:
+        if images is None:
+            return str(self._wait(self.host.llm_query(prompt, model)))
+        return str(self._wait(self.host.llm_query(prompt, model, images=images)))
 
-    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]:
-        return list(self._wait(self.host.llm_query_batched(prompts, model)))
+    def llm_query_batched(self, prompts: list[str], model: str | None = None,
+                          images: list[list[Image]] | None = None) -> list[str]:
+        if images is None:
+            return list(self._wait(self.host.llm_query_batched(prompts, model)))
+        return list(self._wait(self.host.llm_query_batched(prompts, model, images=images)))
 
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._wait(self.host.rlm_query(prompt, inputs))
@@ -180,8 +186,11 @@ class _LoopBridge:
     def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
         return dict(self._wait(self.host.map_begin(info)))
 
-    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
-        return list(self._wait(self.host.map_batch(map_id, prompts, model)))
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None,
+                  images: list[list[Image]] | None = None) -> list[str]:
+        if images is None:
+            return list(self._wait(self.host.map_batch(map_id, prompts, model)))
+        return list(self._wait(self.host.map_batch(map_id, prompts, model, images=images)))
 
     def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
         self._wait(self.host.map_end(map_id, figures))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
 from rlmnb._ground.errors import ConfigError, SubmitSignal
+from rlmnb._ground.images import Image, prepare_all
 from rlmnb._ground.jsonable import NotJSONable, to_jsonable
 from rlmnb._operators import make_operators
 from rlmnb._sandbox.base import RESERVED_NAMES
@@ -21,9 +22,10 @@ from rlmnb._sandbox.base import RESERVED_NAMES
 class SyncBridge(Protocol):
     """Blocking calls from sandbox code to the host."""
 
-    def llm_query(self, prompt: str, model: str | None = None) -> str: ...
+    def llm_query(self, prompt: str, model: str | None = None, images: list[Image] | None = None) -> str: ...
 
-    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]: ...
+    def llm_query_batched(self, prompts: list[str], model: str | None = None,
+                          images: list[list[Image]] | None = None) -> list[str]: ...
 
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any: ...
 
@@ -81,14 +83,29 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
     tools = dict(tools or {})
     hidden = set(RESERVED_NAMES) | set(tools) | {"In", "Out", "exit", "quit", "get_ipython", "open"}
 
-    def llm_query(prompt: str, model: str | None = None) -> str:
-        """Ask the sub-model one question; returns its reply as a str."""
-        return bridge.llm_query(_check_prompt(prompt, "llm_query"), model)
+    def llm_query(prompt: str, model: str | None = None, images: Any = None) -> str:
+        """Ask the sub-model one question; returns its reply as a str.
 
-    def llm_query_batched(prompts: Sequence[str], model: str | None = None) -> list[str]:
-        """Ask many questions concurrently; order kept; failed slots are '[error] ...' strings."""
+        images: bytes, paths, PIL images or PDF pages (doc.pages[i]) the sub-model (a vision model) sees.
+        """
+        checked = _check_prompt(prompt, "llm_query")
+        if images is None:
+            return bridge.llm_query(checked, model)
+        return bridge.llm_query(checked, model, prepare_all(images, "llm_query()"))
+
+    def llm_query_batched(prompts: Sequence[str], model: str | None = None, images: Any = None) -> list[str]:
+        """Ask many questions concurrently; order kept; failed slots are '[error] ...' strings.
+
+        images: one list of images per prompt (see llm_query), or None.
+        """
         items = _check_prompts(prompts, "llm_query_batched")
-        return bridge.llm_query_batched(items, model) if items else []
+        if images is None or not items:
+            return bridge.llm_query_batched(items, model) if items else []
+        per = list(images)
+        if len(per) != len(items):
+            raise ValueError(f"llm_query_batched(): {len(items)} prompts but {len(per)} image lists.")
+        prepared = [prepare_all(x, f"llm_query_batched() prompt {i}") if x is not None else [] for i, x in enumerate(per)]
+        return bridge.llm_query_batched(items, model, prepared)
 
     def rlm_query(prompt: str, **inputs: Any) -> Any:
         """Hand a sub-question and its own inputs to a child run; returns the child's answer."""

@@ -417,9 +417,28 @@ def _read_value_file(tag: str, fd: int, data: Mapping[str, Any], *, trusted: boo
     return df["__series__"].rename(data.get("series_name")) if data["kind"] == "series" else df
 
 
+def write_image(data: bytes, directory: str) -> str:
+    """Image bytes as a file in the transfer directory (kernel -> host); its path."""
+    path = os.path.join(directory, f"img{secrets.token_hex(8)}.bin")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def read_image(path: Any, directory: str, limit: int) -> bytes:
+    """The bytes of an image file the kernel wrote (it must lie in `directory`, at most `limit` bytes); the file
+    is deleted. The bytes are untrusted: the caller checks them (rlmnb._ground.images.from_wire)."""
+    fd = _open_inside(str(path), directory)  # unlinked already; a link or a non-plain file is refused
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"an image of over {limit:,} bytes was refused")
+    return data
+
+
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, allow_nan=True)
 
 
-__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "sweep_stale",
-           "transfer_root"]
+__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "read_image", "sweep_stale",
+           "transfer_root", "write_image"]

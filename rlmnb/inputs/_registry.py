@@ -31,6 +31,8 @@ FAMILY_MODULES = (
     "containers",   # scalars, Mappings, Sequences
     "polars_frames",  # polars DataFrame, LazyFrame
     "dask_frames",  # dask DataFrame (a distributed cluster's collections too)
+    "documents",    # PDF, Office, HTML, Markdown and mail files, folders and globs (reached through files)
+    "image_folders",  # folders and globs of PNG, JPEG, GIF, WebP images (reached through files)
 )
 
 

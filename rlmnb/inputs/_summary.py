@@ -183,6 +183,14 @@ def _header(info: FieldInfo) -> str:
         what = f"read-only mapping of relative path -> str, or bytes for binary files; from {_shown_path(info)}"
         files = f"{info.rows or 0:,}{'+' if info.truncated else ''} file{'' if info.rows == 1 else 's'}"
         sizes = [files, size or "", f"{tokens} if all read"]
+    elif kind == "images":
+        what = f"read-only mapping of relative path -> ImageFile (.width, .height, .data); from {_shown_path(info)}"
+        sizes = [size or "", f"~{human_count(info.est_tokens)} tokens if all sent as images"]
+    elif kind in ("document", "documents"):
+        what = (f"{info.python_type}: .text, .pages, .meta, len(), slicing; read from {_shown_path(info)}"
+                if kind == "document" else
+                f"read-only mapping of relative path -> Document; from {_shown_path(info)}")
+        sizes = [size or "", f"~{human_count(info.est_tokens)} tokens if all read"]
     elif kind in ("table", "arrow"):
         what, sizes = info.python_type, [f"{plural(info.rows or 0, 'row')} x {plural(info.columns or 0, 'column')}",
                                          f"~{size}", tokens]
@@ -237,7 +245,7 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
             return [f"  head: {clip(lines[0], cap_of(lines[0]))}",
                     f"  tail: {clip(lines[1], cap_of(lines[1]), keep='tail')}"]
         return [f"  value: {clip(lines[0], cap_of(lines[0]), keep='both')}"]
-    if info.kind == "directory":
+    if info.kind in ("directory", "documents", "images"):
         keep = lines[: max(1, math.ceil(len(lines) * scale))]
         more = ", ..." if len(keep) < (info.rows or 0) else ""
         return ["  files: " + ", ".join(keep) + more]
@@ -247,7 +255,8 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
     keep = lines[: max(1, math.ceil(len(lines) * scale))]
     width = max((len(line) for line in header + keep), default=0)
     limit = width if scale >= 1 else max(60, int(width * scale))
-    label = "row" if _table_like(info) else {"series": "row", "list": "item", "dict": "key"}.get(info.kind)
+    label = "row" if _table_like(info) else {"series": "row", "list": "item", "dict": "key",
+                                             "document": "heading"}.get(info.kind)
     title = f"  first {plural(len(keep), label)}:" if label else "  preview:"
     return [title] + [f"    {clip(line, limit)}" for line in header + keep]
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BUILTIN_RESPONDERS", "FAULT_KINDS", "Latency", "Reply", "Responder", "completion_body", "draw_fault",
-           "echo_responder", "load_responder", "load_script", "needle_responder", "plausible_tokens", "shape",
-           "text_of"]
+           "echo_responder", "image_text_responder", "image_tokens_of", "images_of", "load_responder", "load_script",
+           "needle_responder", "plausible_tokens", "png_text", "shape", "text_of"]
 
 Reply = str | dict[str, Any]
 Responder = Callable[[list[dict[str, Any]]], Reply]
@@ -58,7 +58,55 @@ def echo_responder(messages: list[dict[str, Any]]) -> str:
     return text_of(users[-1]) if users else ""
 
 
-BUILTIN_RESPONDERS: dict[str, Responder] = {"needle": needle_responder, "echo": echo_responder}
+def images_of(message: Mapping[str, Any]) -> list[bytes]:
+    """The bytes of a message's image parts (data URLs; a URL that is not data counts as no bytes)."""
+    import base64
+
+    content = message.get("content")
+    found: list[bytes] = []
+    for part in content if isinstance(content, list) else []:
+        url = str(((part.get("image_url") or {}) if isinstance(part, Mapping) else {}).get("url", ""))
+        if url.startswith("data:") and ";base64," in url:
+            found.append(base64.b64decode(url.split(";base64,", 1)[1]))
+    return found
+
+
+def image_tokens_of(message: Mapping[str, Any]) -> int:
+    """A provider's count of a message's images (OpenAI high detail, from each image's header)."""
+    from rlmnb._ground.images import header, image_tokens
+
+    sizes = [header(data) for data in images_of(message)]
+    return sum(image_tokens(s[1], s[2]) if s else 85 for s in sizes)
+
+
+def png_text(data: bytes) -> dict[str, str]:
+    """The tEXt chunks of a PNG (keyword -> text): where a test writes what an image 'shows'."""
+    import struct
+
+    found: dict[str, str] = {}
+    at = 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"tEXt":
+            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            found[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return found
+
+
+def image_text_responder(messages: list[dict[str, Any]]) -> str:
+    """A scripted 'vision' model: what the last image's PNG text says under "shows", else "NONE".
+    It reads no pixels; tests draw the image and write what it shows into its metadata."""
+    for message in reversed(messages):
+        for data in reversed(images_of(message)):
+            shows = png_text(data).get("shows")
+            if shows is not None:
+                return shows
+    return "NONE"
+
+
+BUILTIN_RESPONDERS: dict[str, Responder] = {"needle": needle_responder, "echo": echo_responder,
+                                            "image_text": image_text_responder}
 
 
 def load_responder(spec: str | Responder) -> Responder:

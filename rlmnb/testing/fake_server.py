@@ -36,6 +36,8 @@ from rlmnb.testing.fake_behaviours import (
     completion_body,
     draw_fault,
     echo_responder,
+    image_tokens_of,
+    images_of,
     load_responder,
     load_script,
     needle_responder,
@@ -220,7 +222,7 @@ class FakeServer(Address):
     @staticmethod
     def _empty_stats() -> dict[str, Any]:
         return {"requests": 0, "in_flight": 0, "peak_in_flight": 0, "replies": 0, "faults": {},
-                "statuses": {}, "models": {}, "prompt_tokens": 0, "completion_tokens": 0, "with_stop": 0,
+                "statuses": {}, "models": {}, "prompt_tokens": 0, "completion_tokens": 0, "with_stop": 0, "images": 0,
                 "cached_tokens": 0}
 
     def stats(self) -> dict[str, Any]:
@@ -323,7 +325,10 @@ class FakeServer(Address):
             return web.Response(status=499)  # never delivered: the connection is gone
         if fault == "timeout":
             await asyncio.sleep(self.hang_s)
-        prompt_tokens = sum(plausible_tokens(text_of(m)) + 4 for m in messages) + 2
+        images = sum(len(images_of(m)) for m in messages)
+        prompt_tokens = sum(plausible_tokens(text_of(m)) + 4 + image_tokens_of(m) for m in messages) + 2
+        with self._lock:
+            self._stats["images"] += images
         if self.context_window is not None and prompt_tokens > self.context_window:
             return _error(400, f"This model's maximum context length is {self.context_window} tokens. However, "
                                f"your messages resulted in {prompt_tokens} tokens. Please reduce the length of "

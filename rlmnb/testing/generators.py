@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GENERATED_AT", "LABELS", "Haystack", "haystack", "label_of", "labelled_table", "log_folder"]
+__all__ = ["GENERATED_AT", "LABELS", "WORDS", "Haystack", "haystack", "label_of", "labelled_table", "log_folder"]
 
 GENERATED_AT = 1_740_787_200  # 2025-03-01 00:00 UTC: the modification time of every generated file
 
-_WORDS = ["data", "system", "report", "value", "market", "policy", "service", "customer", "account", "network", "signal", "model", "review", "quarter", "budget", "process", "record", "update", "request", "result", "support", "team", "order", "delivery", "invoice", "contract", "region", "product", "feature", "release", "schedule", "meeting", "project", "status", "office", "travel", "weather", "river", "garden", "window", "paper", "music", "city", "forest", "ocean", "mountain", "engine", "station", "library", "kitchen", "village", "harbour", "field"]
+WORDS = ["data", "system", "report", "value", "market", "policy", "service", "customer", "account", "network", "signal", "model", "review", "quarter", "budget", "process", "record", "update", "request", "result", "support", "team", "order", "delivery", "invoice", "contract", "region", "product", "feature", "release", "schedule", "meeting", "project", "status", "office", "travel", "weather", "river", "garden", "window", "paper", "music", "city", "forest", "ocean", "mountain", "engine", "station", "library", "kitchen", "village", "harbour", "field"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def haystack(size_chars: int = 1_000_000, *, needle: str | None = None, seed: in
     secret = needle or str(int(rng.integers(1_000_000, 9_999_999)))
     pool_size = 4096
     lengths = rng.integers(6, 16, size=pool_size)
-    words = np.array(_WORDS)
+    words = np.array(WORDS)
     pool = []
     for n in lengths:
         sentence = " ".join(words[rng.integers(0, len(words), size=n)])

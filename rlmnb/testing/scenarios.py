@@ -13,10 +13,11 @@ from rlmnb.testing.generators import haystack
 from rlmnb.testing.responders import find_needle
 from rlmnb.testing.scripted import ScriptedLM
 
-__all__ = ["CHILD_ASK", "CHILD_SEARCH", "CHILD_SUBMIT", "FILES_ANALYSE", "FILES_EXPLORE", "FILES_SUBMIT",
+__all__ = ["CHILD_ASK", "CHILD_SEARCH", "CHILD_SUBMIT", "DOCS_FIND", "DOCS_FIX", "DOCS_LOOK", "DOCS_SUBMIT",
+           "DOCS_TOTALS", "FILES_ANALYSE", "FILES_EXPLORE", "FILES_SUBMIT",
            "NEEDLE_EXPLORE", "NEEDLE_SEARCH", "NEEDLE_SUBMIT", "NEEDLE_VERIFY", "RECURSE_CHILDREN", "RECURSE_SPLIT",
            "RECURSE_SUBMIT", "REFINE_CHECK", "REFINE_CHECK_SUBMIT", "REFINE_DRAFT", "REFINE_DRAFT_SUBMIT",
-           "TABLE_COUNT", "TABLE_EXPLORE", "TABLE_SUBMIT", "Scenario", "files_models", "needle_models",
+           "TABLE_COUNT", "TABLE_EXPLORE", "TABLE_SUBMIT", "Scenario", "documents_models", "files_models", "needle_models",
            "needle_scenario", "recursion_models", "refine_models", "report_text", "table_models"]
 
 NEEDLE_EXPLORE = '''Let me look at the input first.
@@ -270,3 +271,66 @@ def refine_models() -> ScriptedLM:
         return steps[min(turn, 1)]
 
     return ScriptedLM(brain, name="scripted-root")
+
+
+# ---- tutorial 9: documents and images --------------------------------------------------------------------
+DOCS_LOOK = '''Contracts and invoice scans. Let me see what is there first.
+```python
+contracts, invoices = inputs["contracts"], inputs["invoices"]
+print(contracts, list(contracts))
+print(invoices, {k: (v.width, v.height) for k, v in invoices.items()})
+```'''
+
+DOCS_FIND = '''I will ask the sub-model about every page of every contract with one llm_map, and keep the pages where
+it quotes a notice clause.
+```python
+pages = [(name, i, page) for name in contracts for i, page in enumerate(contracts[name].pages)]
+found = llm_map([str(page) for _, _, page in pages],
+                "Quote, word for word, the sentence that sets the notice period for terminating the agreement. "
+                "Reply with an empty string if the page has none.")
+hits = [(name, i, page, quote) for (name, i, page), quote in zip(pages, found) if quote]
+for name, i, page, quote in hits:
+    print(name, i, quote)
+```'''
+
+DOCS_TOTALS = '''The invoices are images: a vision sub-call reads each total, all in one batch.
+```python
+files = sorted(invoices)
+replies = llm_query_batched(["What is the total due on this invoice? Reply with the amount and currency only."]
+                            * len(files), images=[[invoices[f]] for f in files])
+totals = dict(zip(files, replies))
+print(totals)
+```'''
+
+DOCS_SUBMIT = '''```python
+submit({"notice_periods": [{"text": quote, "source": name, "page": i} for name, i, page, quote in hits],
+        "invoice_totals": totals})
+```'''
+
+DOCS_FIX = '''The pages were counted from 0 by enumerate(); a page knows its own number.
+```python
+submit({"notice_periods": [{"text": quote, "source": name, "page": page.number} for name, i, page, quote in hits],
+        "invoice_totals": totals})
+```'''
+
+
+def documents_models() -> tuple[ScriptedLM, ScriptedLM]:
+    """The scripted root of tutorial 9 (it cites 0-based pages first, and fixes them when the quotes guard
+    says so), and a scripted sub-model that quotes notice clauses from packed pages and reads invoice
+    totals from images: from the PNG text the generator wrote (it reads no pixels)."""
+    from rlmnb.testing.fake_behaviours import image_text_responder, images_of
+
+    from .packed import PackedResponder
+
+    def clause(page: str) -> str:
+        return next((line.strip() for line in page.splitlines() if "written notice" in line), "")
+
+    packed = PackedResponder(clause)
+
+    def sub(messages: list[dict[str, Any]]) -> str:
+        if messages and images_of(messages[-1]):
+            return image_text_responder(messages)
+        return str(packed(messages))
+
+    root = ScriptedLM([DOCS_LOOK, DOCS_FIND, DOCS_TOTALS, DOCS_SUBMIT, DOCS_FIX], name="scripted-root")
+    return root, ScriptedLM(sub, name="scripted-vision-sub")

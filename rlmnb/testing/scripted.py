@@ -27,11 +27,13 @@ Responder = Callable[[list[Message]], "str | Completion"]
 
 
 class ScriptedLM:
-    """A deterministic LM. `latency` (seconds) is awaited per call, without blocking the event loop."""
+    """A deterministic LM. `latency` (seconds) is awaited per call, without blocking the event loop.
+    `vision` says whether it takes images (llm_query(images=...)); its responder sees the image parts."""
 
     def __init__(self, replies: Sequence[str | Completion] | Responder, *, name: str = "scripted",
                  latency: float = 0.0, count_usage: bool = True, supports_stop: bool = False,
-                 context_window: int | None = None, max_output_tokens: int | None = None) -> None:
+                 context_window: int | None = None, max_output_tokens: int | None = None,
+                 vision: bool = True) -> None:
         if callable(replies):
             self._responder: Responder | None = replies
             self._replies: list[str | Completion] = []
@@ -41,6 +43,7 @@ class ScriptedLM:
             self._responder = None
             self._replies = [r if isinstance(r, Completion) else str(r) for r in replies]
         self.name = name
+        self.vision = vision
         self.latency = latency
         self.count_usage = count_usage
         self.supports_stop = supports_stop

@@ -532,6 +532,7 @@ class RunTree:
             queued = getattr(f, "queued_s", None) if f is not None else None
             out.append({"index": index, "call_id": s.call_id, "model": s.model, "prompt": s.prompt,
                         "prompt_chars": s.prompt_chars, "done": f is not None,
+                        "images": list(getattr(s, "images", None) or []),
                         "reply": f.reply if f is not None else None, "error": f.error if f is not None else None,
                         "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
                         "cost": usage.get("cost_usd"),

@@ -141,6 +141,15 @@ def answer_text(answer: Any) -> str:
 QUOTE_NOTE = ("  quote ", "  more quotes")
 
 
+def images_note(images: list[dict[str, Any]]) -> str:
+    """A sub-call's images in a few words: "2 images (600x800 PNG, 1240x1754 PNG)"; "" for none."""
+    if not images:
+        return ""
+    sizes = ", ".join(f"{i.get('width')}x{i.get('height')} {str(i.get('mime', '')).split('/')[-1].upper()}"
+                      for i in images[:3]) + (", ..." if len(images) > 3 else "")
+    return f"{len(images)} image{'s' if len(images) > 1 else ''} ({sizes})"
+
+
 def quote_notes(details: dict[str, Any]) -> list[str]:
     """One line per quote a guard checked (QuotesFound): found, and where, or not found."""
     out = []
@@ -149,7 +158,8 @@ def quote_notes(details: dict[str, Any]) -> list[str]:
         if q.get("found"):
             out.append(f'  quote found: "{text}" ({q.get("where")})')
         else:
-            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)"))
+            where = f" ({q['where']})" if q.get("where") else ""
+            out.append(f'  quote NOT found: "{text}"' + ("" if q.get("checked", True) else " (not checked)") + where)
     if details.get("skipped"):
         out.append(f"  more quotes not checked: {details['skipped']:,}")
     return out

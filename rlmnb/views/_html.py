@@ -22,6 +22,7 @@ from rlmnb.views._format import (
     fmt_count,
     fmt_rate,
     fmt_secs,
+    images_note,
     map_figures,
     pending_turn_text,
     queue_text,
@@ -310,6 +311,11 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
         bits.append("no provider time")
     if c.get("queued") and c["queued"] >= 0.001:
         bits.append(f"queued {fmt_secs(c['queued'])}")
+    if c.get("images"):
+        thumbs = "".join(f'<img src="{_esc(str(i["thumb"]))}" alt="" style="height:28px;vertical-align:middle;'
+                         f'margin-right:2px;border:1px solid #ccc">' for i in c["images"][:3]
+                         if str(i.get("thumb", "")).startswith("data:image/png;base64,"))
+        bits.append(thumbs + _esc(images_note(c["images"])))
     if c["input_tokens"] is not None:
         bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
     if c["done"]:

@@ -18,6 +18,7 @@ from rlmnb.views._format import (
     fmt_cost,
     fmt_count,
     fmt_secs,
+    images_note,
     map_figures,
     queue_text,
 )
@@ -120,7 +121,8 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
                 for c in tree.call_views(key, 0, calls_shown):
                     reply = (c["error"] or c["reply"] or "").strip().replace("\n", " ")
                     prompt = (c["prompt"] or "").strip().replace("\n", " ")
-                    lines.append(f"{pad}    #{c['index']}: {prompt[:60]!r} -> {reply[:60]!r}")
+                    seen = f" + {images_note(c['images'])}" if c.get("images") else ""
+                    lines.append(f"{pad}    #{c['index']}: {prompt[:60]!r}{seen} -> {reply[:60]!r}")
                 if g["started"] > calls_shown:
                     lines.append(f"{pad}    … {g['started'] - calls_shown:,} more")
             else:

@@ -45,7 +45,7 @@ def first_step(body: str) -> list[str]:
 
 # ---- inputs -------------------------------------------------------------------------------------------------
 def _all_kinds(tmp_path: Path) -> dict[str, Any]:
-    (tmp_path / "notes.md").write_text("héllo\nworld\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("héllo\nworld\n", encoding="utf-8")
     (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02binary")
     folder = tmp_path / "docs"
     (folder / "sub").mkdir(parents=True)
@@ -57,7 +57,7 @@ def _all_kinds(tmp_path: Path) -> dict[str, Any]:
                          index=pd.Index([10, 20, 30], name="id"))
     return {
         "text": "naïve text ✓", "raw": b"\x00\xffbytes", "buf": bytearray(b"mutable"),
-        "notes": tmp_path / "notes.md", "blob": tmp_path / "blob.bin", "docs": folder,
+        "notes": tmp_path / "notes.txt", "blob": tmp_path / "blob.bin", "docs": folder,
         "frame": frame, "series": pd.Series([1.5, 2.5], index=["u", "v"], name="vals"),
         "table": pa.table({"k": ["x", "y"], "v": [1, 2]}), "matrix": np.arange(6, dtype=np.int32).reshape(2, 3),
         "items": [1, "two", [3, 4], {"five": 5}], "pair": (1, 2), "mapping": {"a": [1, 2], "b": {"c": "d"}},

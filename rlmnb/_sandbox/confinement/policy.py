@@ -138,6 +138,14 @@ def needs(fields: Sequence[Field]) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(ports))
 
 
+def reader_policy(*, read: Sequence[str], write: Sequence[str] = ()) -> Policy:
+    """The policy of a confined helper that only reads files (e.g. the quotes guard's document reader):
+    Python, its libraries and the system's shared files, plus `read`; it writes only `write`; no port."""
+    read_exec = tuple(dict.fromkeys([*_SYSTEM_CODE, *python_paths()]))
+    shared = [*(os.path.join("/etc", name) for name in _ETC), *_SHARED_FILES, "/proc/self"]
+    return Policy(tuple(dict.fromkeys([*read, *shared])), read_exec, tuple(dict.fromkeys(write)))
+
+
 def build_policy(*, own_dirs: Sequence[str], transfer_dir: str, broker_port: int, input_paths: Sequence[str],
                  input_ports: Sequence[int], allow_paths: Sequence[str], allow_network: Sequence[str]) -> Policy:
     """The whole policy of one kernel (see the module docstring)."""
@@ -330,4 +338,4 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
 
 
 __all__ = ["GUARDS", "MODES", "AllowedPath", "Confinement", "Guard", "Policy", "build_policy", "check_settings", "needs",
-           "parse_endpoint", "plan", "probe", "python_paths", "resolve", "support"]
+           "parse_endpoint", "plan", "probe", "python_paths", "reader_policy", "resolve", "support"]

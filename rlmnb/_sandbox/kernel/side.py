@@ -31,11 +31,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlmnb._ground import errors as rlm_errors
+from rlmnb._ground.images import Image
 from rlmnb._sandbox.bridge import MIME, opening, pack, recv_frame
 from rlmnb._sandbox.local import LazyInputs, sandbox_builtins
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, run_snippet, snippet_filename
-from rlmnb._sandbox.transfer import decode_value, encode_value, load_spec
+from rlmnb._sandbox.transfer import decode_value, encode_value, load_spec, write_image
 
 
 class OutputRouter:
@@ -162,11 +163,24 @@ class SocketBridge:
             raise rebuild_error(reply.get("error") or {})
         return reply.get("value")
 
-    def llm_query(self, prompt: str, model: str | None = None) -> str:
-        return str(self.call("llm_query", prompt=prompt, model=model))
+    def llm_query(self, prompt: str, model: str | None = None, images: list[Image] | None = None) -> str:
+        if images is None:
+            return str(self.call("llm_query", prompt=prompt, model=model))
+        return str(self.call("llm_query", prompt=prompt, model=model, images=self._images(images)))
 
-    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]:
-        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model)]
+    def llm_query_batched(self, prompts: list[str], model: str | None = None,
+                          images: list[list[Image]] | None = None) -> list[str]:
+        if images is None:
+            return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model)]
+        return [str(r) for r in self.call("llm_query_batched", prompts=prompts, model=model,
+                                          images=[self._images(x) for x in images])]
+
+    def _images(self, images: list[Image]) -> list[dict[str, str | None]]:
+        """Each image (and its thumbnail) as files in the transfer directory, never inline in the frame;
+        the host deletes them."""
+        folder = self.settings["transfer_dir"]
+        return [{"image": write_image(i.data, folder), "thumb": write_image(i.thumb, folder) if i.thumb else None}
+                for i in images]
 
     def rlm_query(self, prompt: str, inputs: dict[str, Any]) -> Any:
         return self._decode(self.call("rlm_query", prompt=prompt, inputs=self._encode(inputs)))
@@ -174,8 +188,10 @@ class SocketBridge:
     def map_begin(self, info: dict[str, Any]) -> dict[str, Any]:
         return dict(self.call("map_begin", info=info))
 
-    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None) -> list[str]:
-        return [str(r) for r in self.call("map_batch", map_id=map_id, prompts=prompts, model=model)]
+    def map_batch(self, map_id: str, prompts: list[str], model: str | None = None,
+                  images: list[list[Image]] | None = None) -> list[str]:
+        files = None if images is None else [self._images(x) for x in images]
+        return [str(r) for r in self.call("map_batch", map_id=map_id, prompts=prompts, model=model, images=files)]
 
     def map_end(self, map_id: str, figures: dict[str, Any]) -> None:
         self.call("map_end", map_id=map_id, figures=figures)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._ground.errors import InputError
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
+from rlmnb.inputs._families import documents, image_folders
 from rlmnb.inputs._families.text import sampled_tokens, text_preview
 from rlmnb.inputs._filesystem import SNIFF_BYTES, decode_file, decode_tail, sniff, walk_folder
 from rlmnb.inputs._previews import one_line
@@ -47,6 +48,9 @@ def _describe_path(name: str, path: Path, config: RLMConfig, source: Any) -> Fie
             table = filetables.for_file(name, where)
             if table is not None:
                 return describe_table(name, table, config, source)
+            document = documents.for_file(name, where, st.st_size, source)
+            if document is not None:
+                return document
             return _describe_file(name, where, st.st_size, config, source)
     except OSError as e:
         raise InputError(f"Input {name!r}: cannot read {where} ({e.strerror or e}).") from None
@@ -116,6 +120,10 @@ def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -
         table = filetables.for_folder(name, where, [rel for rel, _ in walk_folder(where, None, with_sizes=False).files])
     if table is not None:
         return describe_table(name, table, config, source)
+    folder = documents.for_folder(name, where, walk.files, source, truncated=walk.truncated) \
+        or image_folders.for_folder(name, where, walk.files, source, truncated=walk.truncated)
+    if folder is not None:
+        return folder
     total = sum(size for _, size in walk.files)
     by_ext: dict[str, int] = {}
     for rel, _ in walk.files:
@@ -204,6 +212,12 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
         table = filetables.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
         if table is not None:
             return describe_table(name, table, config, value)
+        root = os.path.abspath(value.root)
+        listed = [(os.path.relpath(p, root), os.path.getsize(p)) for p in value.paths]
+        folder = documents.for_folder(name, root, listed, value, read_paths=value.paths) \
+            or image_folders.for_folder(name, root, listed, value, read_paths=value.paths)
+        if folder is not None:
+            return folder
 
         field = describe_mapping(name, value, config)
         field.read_paths = value.paths

@@ -1,0 +1,82 @@
+"""Binding documents and extracting them: a 1,000-page PDF and a folder of 500 documents.
+
+Goal: binding (the bounded host scan + the summary) under 200 ms for both, flat in the number of pages;
+extraction throughput in pages/s in the sandbox's library (pypdfium2) next to pypdfium2's own CLI
+(`python -m pypdfium2_cli extract-text`) as the baseline; and how long `QuotesFound` takes to find a
+quote in each (its confined helper process extracts every page). Files are generated in a temp folder, not kept.
+
+Run: .venv/bin/python bench/documents.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rlmnb import QuotesFound
+from rlmnb._ground.config import RLMConfig
+from rlmnb._guards.quote_pages import pages_cache_dir
+from rlmnb.inputs import bind_inputs
+from rlmnb.inputs._families.docread import Document
+from rlmnb.testing import documents as make
+
+
+def _bind_ms(value: Path, config: RLMConfig) -> float:
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        bind_inputs({"x": value}, config)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    config = RLMConfig()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for pages in (100, 1000):
+            pdf = make.pdf(root / f"p{pages}.pdf", pages)
+            print(f"bind a {pages:,}-page PDF: {_bind_ms(pdf, config):.0f} ms")
+        folder = root / "docs"
+        folder.mkdir()
+        one_pdf, one_docx = make.pdf(root / "one.pdf", 3), make.docx(root / "one.docx")
+        for i in range(500):
+            shutil.copy(one_pdf if i % 2 else one_docx, folder / f"doc{i:03}{'.pdf' if i % 2 else '.docx'}")
+        print(f"bind a folder of 500 documents: {_bind_ms(folder, config):.0f} ms")
+        big = root / "p1000.pdf"
+        os.environ["RLMNB_DOCUMENT_CACHE"] = str(root / "cache")
+        shutil.rmtree(pages_cache_dir(), ignore_errors=True)  # the guard's first check starts cold
+        start = time.perf_counter()
+        n = len(Document(str(big)))
+        took = time.perf_counter() - start
+        print(f"extract 1,000 pages (rlmnb, pypdfium2): {n / took:,.0f} pages/s")
+        start = time.perf_counter()
+        _ = Document(str(big)).text
+        print(f"the same from the disk cache: {(time.perf_counter() - start) * 1000:.0f} ms")
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pypdfium2_cli", "extract-text", str(big)], check=True,
+                       stdout=subprocess.DEVNULL)
+        print(f"baseline `python -m pypdfium2_cli extract-text` (with start-up): "
+              f"{1000 / (time.perf_counter() - start):,.0f} pages/s")
+        for where, value, quote in (("the 1,000-page PDF, on page 777", big, "This is page 777 of Sample."),
+                                    ("the folder of 500 documents, in one of the first", folder,
+                                     "This is page 2 of Sample."),
+                                    ("the folder of 500 documents, in none (every page read)", folder,
+                                     "This sentence is in no document."),
+                                    ("the same again (the helper's page cache)", folder,
+                                     "This sentence is in no document either.")):
+            bound = bind_inputs({"x": value}, config)[0]
+            start = time.perf_counter()
+            verdict = QuotesFound(time_limit=60)({"quote": quote}, {"inputs": bound})
+            print(f"QuotesFound in {where} (confined helper, start-up included): "
+                  f"{(time.perf_counter() - start) * 1000:,.0f} ms, confidence {verdict[0]:g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""The documents family: a PDF, DOCX, PPTX, XLSX, HTML, Markdown, EML or MBOX file, or a folder or glob of them.
+
+Binding reads only what a bounded, safe read gives on the host (never a C parser on the user's file):
+the PDF structure through `pdfscan` (pages, metadata, outline, pages without a text layer, encryption),
+an Office file's zip directory and docProps (title, author, dates, pages, words, slides, sheets; the
+headings of a DOCX from its XML, bounded), the headings of HTML and Markdown from their text. A damaged,
+encrypted or over-large file is an InputError naming it, at bind time. A folder or glob is described from
+its listing alone (file count by format, bytes). The content is extracted in the sandbox by `docread`,
+where the kernel reopens the same paths (`crossing` gives the path, `reopen` the lazy view).
+
+`files` hands a path or glob here first (`for_file`, `for_folder`).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rlmnb._ground.errors import InputError
+from rlmnb._ground.text import clip
+from rlmnb._ground.tokens import CHARS_PER_TOKEN
+from rlmnb.inputs._families import docread, pdfscan
+from rlmnb.inputs._previews import human_count
+from rlmnb.inputs._records import Field, FieldInfo
+from rlmnb.inputs._registry import Family
+
+if TYPE_CHECKING:
+    from rlmnb._ground.config import RLMConfig
+
+TEXT_READ_BYTES = 4 * 2**20   # HTML/Markdown read at bind time for headings and words
+DOCX_XML_BYTES = 32 * 2**20   # word/document.xml inflated at bind time for headings
+TOKENS_PER_PAGE = 500         # a PDF page's tokens when its words are not known
+TOKENS_PER_SLIDE = 100        # a slide's
+OUTLINE_SHOWN = 40            # outline entries in a FieldInfo preview (the summary may show fewer)
+FOLDER_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What binding learned of one document without extracting it."""
+
+    format: str
+    pages: int | None = None
+    words: int | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    outline: tuple[str, ...] = ()
+    textless: tuple[int, ...] = ()
+
+
+def probe(path: str, size: int, shown: str) -> Probe:
+    """The bounded facts of one document. Raises InputError for a damaged, encrypted or bomb file."""
+    fmt = docread.format_of(path)
+    assert fmt is not None
+    if size > docread.MAX_BYTES:
+        raise InputError(f"{shown} is {size:,} bytes, over the {docread.MAX_BYTES:,}-byte limit for one document; "
+                         "split it.")
+    if fmt == "PDF":
+        facts = pdfscan.scan_pdf(path, size)
+        if facts.encrypted:
+            raise InputError(f"{shown} is encrypted; pass a decrypted copy (qpdf --decrypt in.pdf out.pdf).")
+        if facts.error:
+            raise InputError(f"{shown} is not a readable PDF: {facts.error}.")
+        if facts.pages is not None and facts.pages > docread.MAX_PAGES:
+            raise InputError(f"{shown} has {facts.pages:,} pages, over the {docread.MAX_PAGES:,}-page limit; "
+                             "split it.")
+        return Probe(fmt, facts.pages, None, facts.meta, facts.outline, facts.textless or ())
+    if fmt in ("DOCX", "PPTX", "XLSX"):
+        return _office(path, fmt, shown)
+    if fmt in ("HTML", "Markdown"):
+        return _text_document(path, fmt, size)
+    if fmt == "EML":
+        with open(path, "rb") as f:
+            head = email.parser.BytesHeaderParser(policy=email.policy.default).parsebytes(f.read(65536))
+        meta = {k: str(head[h]) for k, h in (("title", "Subject"), ("author", "From"), ("created", "Date"))
+                if head[h] is not None}
+        return Probe(fmt, 1, None, meta, (meta["title"],) if "title" in meta else ())
+    return Probe(fmt, _count_messages(path))
+
+
+def _office(path: str, fmt: str, shown: str) -> Probe:
+    with docread.check_zip(path, shown) as z:
+        meta = docread.core_properties(z)
+        names = z.namelist()
+        pages: int | None = None
+        words: int | None = None
+        outline: tuple[str, ...] = ()
+        if fmt == "PPTX":
+            pages = sum(1 for n in names if re.fullmatch(r"ppt/slides/slide\d+\.xml", n))
+        elif fmt == "XLSX":
+            outline = tuple(re.findall(r'<sheet\b[^>]*\bname="([^"]*)"', _small(z, "xl/workbook.xml")))
+            pages = len(outline)
+        else:
+            xml = _small(z, "word/document.xml", DOCX_XML_BYTES)
+            outline, lead = _docx_headings(xml)
+            words = len(re.sub(r"<[^>]+>", " ", xml).split()) if xml else None
+            pages = len(outline) + (1 if lead or not outline else 0)
+    return Probe(fmt, pages, words, {k: str(v) for k, v in meta.items()}, tuple(outline))
+
+
+def _small(z: Any, name: str, limit: int = 2**20) -> str:
+    try:
+        info = z.getinfo(name)
+    except KeyError:
+        return ""
+    return "" if info.file_size > limit else str(z.read(info).decode("utf-8", "replace"))
+
+
+def _docx_headings(xml: str) -> tuple[tuple[str, ...], bool]:
+    """The headings of word/document.xml (indented by level), and whether text comes before the first."""
+    import html as html_
+
+    found: list[str] = []
+    lead = False
+    for para in re.finditer(r"<w:p\b.*?</w:p>", xml, re.S):
+        body = para.group(0)
+        style = re.search(r'<w:pStyle w:val="([^"]+)"', body)
+        if not (style and (style.group(1).startswith("Heading") or style.group(1) == "Title")):
+            lead = lead or (not found and bool(re.search(r"<w:t\b[^>]*>[^<]*\S", body)))
+        else:
+            level = style.group(1).removeprefix("Heading")
+            indent = "  " * (int(level) - 1) if level.isdigit() and int(level) > 1 else ""
+            found.append(indent + html_.unescape("".join(re.findall(r"<w:t\b[^>]*>([^<]*)</w:t>", body))))
+            if len(found) >= 200:
+                break
+    return tuple(found), lead
+
+
+def _text_document(path: str, fmt: str, size: int) -> Probe:
+    with open(path, "rb") as f:
+        text = f.read(TEXT_READ_BYTES).decode("utf-8-sig", "replace")
+    whole = size <= TEXT_READ_BYTES
+    if fmt == "HTML":
+        parsed = docread.html_text(text)
+        outline = tuple(s["label"] for s in parsed.sections if s["label"])
+        words = sum(len(s["text"].split()) for s in parsed.sections)
+        meta = {"title": parsed.title.strip()} if parsed.title.strip() else {}
+        sections = len(parsed.sections)
+    else:
+        heads = [m.group(2) for line in text.splitlines() if (m := docread.MD_HEADING.match(line))]
+        outline = tuple(heads)
+        words = len(text.split())
+        meta = {"title": heads[0]} if heads else {}
+        sections = len(heads) + (0 if text.lstrip().startswith("#") else 1)
+    return Probe(fmt, sections if whole else None, words if whole else None, meta, outline[:200])
+
+
+def _count_messages(path: str) -> int:
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(2**20):
+            count += (last + chunk).count(b"\nFrom ")
+            last = chunk[-1:]
+    return count
+
+
+# ---- FieldInfo ----------------------------------------------------------------------------------------
+def _detail(p: Probe, size: int) -> tuple[str, int]:
+    word = docread.PAGE_WORD[p.format]
+    parts = [p.format]
+    if p.pages is not None:
+        parts.append(f"{p.pages:,} {word}{'' if p.pages == 1 else 's'}")
+    if p.words is not None:
+        parts.append(f"~{human_count(p.words)} words")
+    for key in ("title", "author", "created", "modified"):
+        if p.meta.get(key):
+            parts.append(f"{key} {clip(p.meta[key], 80)!r}")
+    text = ", ".join(parts)
+    if p.textless:
+        nums = ", ".join(str(n) for n in p.textless[:20]) + (", ..." if len(p.textless) > 20 else "")
+        text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums} (scanned: send "
+                 f".pages[i].image() to a vision sub-call)")
+    if p.words is not None:
+        tokens = round(p.words * 1.35)
+    elif p.format in ("PDF", "PPTX") and p.pages is not None:
+        tokens = p.pages * (TOKENS_PER_PAGE if p.format == "PDF" else TOKENS_PER_SLIDE)
+    else:
+        tokens = round(size / CHARS_PER_TOKEN)
+    return text, tokens
+
+
+def for_file(name: str, where: str, size: int, source: Any) -> Field | None:
+    """A document Field for a document file, or None for another file."""
+    if docread.format_of(where) is None:
+        return None
+    p = probe(where, size, os.path.basename(where))
+    detail, tokens = _detail(p, size)
+    hidden = len(p.outline) - OUTLINE_SHOWN
+    more = [f"... {hidden:,} more (doc.outline lists them after reading)"] if hidden > 0 else []
+    info = FieldInfo(name, "document", "Document", size_bytes=size, rows=p.pages, est_tokens=tokens,
+                     preview="\n".join([*(clip(h, 100) for h in p.outline[:OUTLINE_SHOWN]), *more]),
+                     truncated=len(p.outline) > OUTLINE_SHOWN, path=where, detail=detail)
+    return Field(name, source, info, lambda: docread.Document(where, name), read_paths=(where,))
+
+
+def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: Any, *,
+               read_paths: tuple[str, ...] = (), truncated: bool = False) -> Field | None:
+    """A folder (or glob) whose files are all documents, as one lazy mapping; None otherwise.
+
+    `files` are (path relative to `root`, size) pairs; `read_paths` default to the root folder.
+    """
+    if not files or any(docread.format_of(rel) is None for rel, _ in files):
+        return None
+    by_format: dict[str, int] = {}
+    for rel, _ in files:
+        fmt = docread.format_of(rel) or "?"
+        by_format[fmt] = by_format.get(fmt, 0) + 1
+    total = sum(size for _, size in files)
+    plus = "+" if truncated else ""
+    detail = f"{len(files):,}{plus} documents: " + ", ".join(f"{n:,} {f}" for f, n in
+                                                            sorted(by_format.items(), key=lambda kv: -kv[1]))
+    detail += "; each is read on first access"
+    keys = [rel for rel, _ in files]
+    info = FieldInfo(name, "documents", "DocumentFolder", size_bytes=total, rows=len(files),
+                     est_tokens=round(total / CHARS_PER_TOKEN), preview="\n".join(keys[:FOLDER_SHOWN]),
+                     truncated=truncated, path=root, detail=detail)
+    return Field(name, source, info, lambda: docread.DocumentFolder(root, keys, name),
+                 read_paths=read_paths or (root,), plan={"files": keys})
+
+
+# ---- the family -----------------------------------------------------------------------------------------
+def _describe(name: str, value: Any, config: RLMConfig) -> Field:
+    raise InputError(f"Input {name!r}: pass a document as pathlib.Path(...).")  # paths come through files
+
+
+def _crossing(field: Field) -> dict[str, Any] | None:
+    return {"how": "path", "path": field.info.path, "plan": field.plan}
+
+
+def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
+    if spec["kind"] == "document":
+        return docread.Document(spec["path"], name)
+    return docread.DocumentFolder(spec["path"], list((spec.get("plan") or {})["files"]), name)
+
+
+FAMILY = Family("documents", ("document", "documents"), _describe, crossing=_crossing, reopen=_reopen)
+
+
+__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OUTLINE_SHOWN", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
+           "TOKENS_PER_SLIDE", "Probe", "for_file", "for_folder", "probe"]
