@@ -10,6 +10,11 @@ so it has its own core and GIL):
       registered price for the model and `gc.freeze()` after start-up), and our ratio to it.
 
 Goals: (a) within 1.15x of the baseline's wall time; (c) at least 0.9x the baseline's throughput.
+
+(d) The direct lane (`transport="direct"`, openai_lane) against `transport="litellm"`, both through
+llm_query_batched on the same 0 ms server in the same run: `--lane-calls` (10,000) sub-calls each,
+goal >= 2,000 calls/s on the direct lane; and 1,000 calls at 100 ms with 64 in flight through the
+direct lane, goal within 20 % of the ideal ceil(1000/64) x 0.1 s. `--lane-only` runs just (d).
 "Ours" is timed from BatchStarted to BatchFinished (the host side of one llm_query_batched call, local
 sandbox; the kernel sandbox makes the same host-side calls), with the response cache on (a fresh folder).
 Run: `.venv/bin/python bench/fanout.py [--calls 1000] [--concurrency 64]` (about a minute).
@@ -88,7 +93,8 @@ def baseline(name: str, model: str, url: str, n: int, concurrency: int, latency_
 
 
 # ---- ours: llm_query_batched from the sandbox, through SubCaller, the limiter, the cache ------------
-def ours(name: str, model: str, url: str, n: int, concurrency: int, latency_ms: int, *, cache: bool = True) -> Row:
+def ours(name: str, model: str, url: str, n: int, concurrency: int, latency_ms: int, *, cache: bool = True,
+         transport: str = "litellm") -> Row:
     from rlmnb import RLM, LiteLLM
     from rlmnb.testing import ScriptedLM
 
@@ -104,7 +110,7 @@ def ours(name: str, model: str, url: str, n: int, concurrency: int, latency_ms: 
     warm = code("w = llm_query_batched([f'warm {i} ' + inputs['text'][:2000] for i in range(32)])")
     batch = code("answers = llm_query_batched(inputs['text'].split('\\n'))\nprint(len(answers))")
     root = ScriptedLM([warm, batch, code("submit(sum(a != 'NONE' and not a.startswith('[error]') for a in answers))")])
-    sub = LiteLLM(model, api_base=url, api_key="fake-key")
+    sub = LiteLLM(model, api_base=url, api_key="fake-key", transport=transport)
     result = RLM(root, sub, sandbox="local", max_llm_calls=n + 32, max_concurrency=concurrency, cache=cache,
                  on_event=on_event).run("bench", text=text)
     if result.status != "submitted":
@@ -122,7 +128,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3, help="back-to-back (baseline, ours) pairs per latency")
+    parser.add_argument("--lane-calls", type=int, default=10_000, help="sub-calls per transport in (d)")
+    parser.add_argument("--lane-only", action="store_true", help="run only (d): the direct lane vs litellm")
     args = parser.parse_args()
+    if args.lane_only:
+        lane(args.lane_calls, args.calls, args.concurrency)
+        return
     n, conc = args.calls, args.concurrency
     os.environ["RLMNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlmnb-bench-cache-")  # never the user's cache
 
@@ -203,6 +214,46 @@ def main() -> None:
     print(f"    litellm CPU per acompletion, before -> after the settings: {before0.cpu_ms_per_call:.2f} -> "
           f"{after0.cpu_ms_per_call:.2f} ms ({before0.rate:.0f} -> {after0.rate:.0f} calls/s)")
     print(f"\nfinished in {time.perf_counter() - started:.0f} s")
+    sys.stdout.flush()
+
+
+def lane(n: int, slow_n: int, conc: int) -> None:
+    """(d): the direct lane vs litellm through llm_query_batched, same servers, same run."""
+    os.environ["RLMNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlmnb-bench-cache-")  # never the user's cache
+    from rlmnb._models.litellm import load_litellm
+    from rlmnb.testing.fake_process import FakeServerProcess
+
+    started = time.perf_counter()
+    load_litellm().register_model({"openai/fake-sub": {"input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7,
+                                                       "litellm_provider": "openai", "mode": "chat"}})
+    fast = FakeServerProcess(latency=0).start()
+    slow = FakeServerProcess(latency=0.1).start()
+    load0 = os.getloadavg()[0]
+    try:
+        direct0 = ours("direct lane", "openai/fake-sub", fast.url, n, conc, 0, cache=False, transport="direct")
+        litellm0 = ours("litellm", "openai/fake-sub", fast.url, n, conc, 0, cache=False, transport="litellm")
+        direct100 = ours("direct lane", "openai/fake-sub", slow.url, slow_n, conc, 100, cache=False,
+                         transport="direct")
+        litellm100 = ours("litellm", "openai/fake-sub", slow.url, slow_n, conc, 100, cache=False,
+                          transport="litellm")
+    finally:
+        fast.stop()
+        slow.stop()
+    print(f"(d) {os.cpu_count()} cores, load average {load0:.2f} -> {os.getloadavg()[0]:.2f} (other jobs share the "
+          f"machine); fake servers in their own processes; llm_query_batched, {conc} in flight, cache off")
+    print(f"{'transport':<14}{'server':>8}{'calls':>8}{'wall s':>9}{'calls/s':>9}{'CPU ms/call':>13}{'answered':>10}")
+    for r in (direct0, litellm0, direct100, litellm100):
+        print(f"{r.name:<14}{r.latency_ms:>6}ms{r.calls:>8}{r.wall_s:>9.2f}{r.rate:>9.0f}{r.cpu_ms_per_call:>13.2f}"
+              f"{r.ok:>7}/{r.calls}")
+    ideal = math.ceil(slow_n / conc) * 0.1
+    print(f"0 ms: direct {direct0.rate:.0f} calls/s = {direct0.rate / litellm0.rate:.2f}x litellm's "
+          f"{litellm0.rate:.0f} (goal >= 2,000 calls/s)  {'PASS' if direct0.rate >= 2000 else 'MISS'}")
+    print(f"      harness CPU per sub-call: direct {direct0.cpu_ms_per_call:.2f} ms, litellm "
+          f"{litellm0.cpu_ms_per_call:.2f} ms ({litellm0.cpu_ms_per_call / direct0.cpu_ms_per_call:.1f}x)")
+    print(f"100 ms: direct {direct100.wall_s:.2f} s = {direct100.wall_s / ideal:.2f}x the ideal {ideal:.1f} s "
+          f"(goal <= 1.20x)  {'PASS' if direct100.wall_s <= 1.2 * ideal else 'MISS'}; litellm {litellm100.wall_s:.2f} s "
+          f"= {litellm100.wall_s / ideal:.2f}x")
+    print(f"finished in {time.perf_counter() - started:.0f} s")
     sys.stdout.flush()
 
 

@@ -8,8 +8,14 @@ reply was read).
 Trimming: the opening messages (system rules, the question with the InputsSummary, later questions of
 a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
 not fit together). The lowest-value middle turns go first: turns with neither an error nor findings,
-oldest first, then the others, oldest first. A one-line note in the opening prompt says which turns
-were dropped. An observation is a turn header, the snippet's output clipped in the middle to size,
+oldest first, then the others, oldest first. A one-line note right after the opening says which
+turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
+turns a trim drops (`add_summary`); the summary is shown in that note instead of the bare list of turns.
+
+The system prompt and the opening are sent byte-identical on every turn (nothing in them counts turns
+or tells the time), so a provider's prompt cache can serve them (see `prompt_cache`).
+
+An observation is a turn header, the snippet's output clipped in the middle to size,
 and notes.
 """
 
@@ -50,6 +56,7 @@ class Conversation:
     model: str | None = None
     entries: list[TurnRecord | str] = field(default_factory=list)  # str: a later user question
     dropped: list[int] = field(default_factory=list)
+    summary: str = ""  # the root model's summaries of dropped turns, oldest first
     _fixed: tuple[int, int] = (-1, 0)  # (number of fixed texts, their tokens): counted once per change
 
     def add_turn(self, record: TurnRecord) -> None:
@@ -63,10 +70,14 @@ class Conversation:
     def turns(self) -> list[TurnRecord]:
         return [e for e in self.entries if isinstance(e, TurnRecord)]
 
+    def add_summary(self, text: str) -> None:
+        """Keep a summary of dropped turns (shown after the opening, counted in `tokens()`)."""
+        self.summary = f"{self.summary}\n\n{text.strip()}".strip()
+
     def _fixed_tokens(self) -> int:
-        texts = [self.system, *self.opening, *(e for e in self.entries if isinstance(e, str))]
-        if self._fixed[0] != len(texts):
-            self._fixed = (len(texts), sum(count_tokens(t, self.model) + 4 for t in texts))
+        texts = [self.system, *self.opening, *(e for e in self.entries if isinstance(e, str)), self.summary]
+        if self._fixed[0] != len(texts) + len(self.summary):
+            self._fixed = (len(texts) + len(self.summary), sum(count_tokens(t, self.model) + 4 for t in texts))
         return self._fixed[1]
 
     def tokens(self) -> int:
@@ -91,11 +102,13 @@ class Conversation:
         return sorted(newly)
 
     def messages(self) -> list[Message]:
-        opening = list(self.opening)
-        if self.dropped:
-            opening[-1] = opening[-1] + "\n\n" + render("trimmed", turns=_ranges(sorted(self.dropped)))
         out: list[Message] = [{"role": "system", "content": self.system}]
-        out.extend({"role": "user", "content": text} for text in opening)
+        out.extend({"role": "user", "content": text} for text in self.opening)
+        if self.dropped:  # its own message: the opening stays byte-identical for the provider's prompt cache
+            turns = _ranges(sorted(self.dropped))
+            note = render("compacted", turns=turns, summary=self.summary) if self.summary else \
+                render("trimmed", turns=turns)
+            out.append({"role": "user", "content": note})
         for entry in self.entries:
             if isinstance(entry, str):
                 out.append({"role": "user", "content": entry})

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from rlmnb._engine.budget import Budget
 from rlmnb._engine.cache import request_sha
+from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.limits import RunLimits, run_limits
+from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
 from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
 from rlmnb._engine.subcalls import SubCaller
 from rlmnb._ground.blocking import run_coroutine_blocking
@@ -26,7 +28,7 @@ from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.prompts import load, render
 from rlmnb._ground.usage import CallUsage
 from rlmnb._guards.schema import AnswerSchema
-from rlmnb._models.base import LM, Completion, Message
+from rlmnb._models.base import LM, Completion, Message, model_label
 from rlmnb._sandbox.base import ExecResult, Sandbox
 from rlmnb.events import (
     CodeExecuted,
@@ -117,7 +119,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
         params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
     try:
-        completion = await ctx.root_lm.acomplete(messages, **params)
+        completion = await ctx.root_lm.acomplete(cache_marked(ctx, messages), **params)
     except BaseException:
         ctx.budget.settle(reservation, CallUsage(), root=True)
         raise
@@ -130,6 +132,18 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
                  request_sha=request_sha(messages), finish_reason=finish, reasoning=reasoning, notes=notes)
     return completion, step
+
+
+async def _compact_call(ctx: RunContext, request: list[Message]) -> str:
+    completion, _ = await root_call(ctx, request, purpose="compact")
+    return completion.text
+
+
+def cache_marked(ctx: RunContext, messages: list[Message]) -> list[Message]:
+    """The request with Anthropic-style cache marks on its stable prefix where the root model needs them."""
+    if not needs_cache_marks(model_label(ctx.root_lm)):
+        return messages
+    return mark_prefix(messages, 1 + len(ctx.conversation.opening))
 
 
 async def _supports_stop(ctx: RunContext) -> bool:
@@ -156,6 +170,9 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     ctx.bus.emit(TurnStarted, ctx.scope, turn=turn, max_turns=max_turns)
     before = ctx.conversation.tokens()
     dropped = ctx.conversation.trim(limits.context_tokens)
+    if dropped and ctx.config.compaction == "summarize" and await summarize_dropped(
+            ctx.conversation, dropped, lambda request: _compact_call(ctx, request)):
+        dropped += ctx.conversation.trim(limits.context_tokens)  # the summary itself must fit
     if dropped:
         ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=turn, dropped=dropped,
                      tokens_before=before, tokens_after=ctx.conversation.tokens())

@@ -18,6 +18,7 @@ __all__ = ["CONFINEMENTS", "SANDBOXES", "RLMConfig", "field_names", "parse_size"
 
 SANDBOXES = ("local", "kernel")
 CONFINEMENTS = ("auto", "required", "off")
+COMPACTIONS = ("drop", "summarize")
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']"}
 
 
@@ -48,6 +49,10 @@ class RLMConfig:
     max_context_tokens: int = 100_000
     """Root conversation size above which the lowest-value middle turns are dropped; lowered to what the
     root model's context window holds with room for its reply."""
+    compaction: str = "drop"
+    """What happens to the middle turns when the root conversation outgrows max_context_tokens: 'drop' (they
+    are left out, with a note naming them) or 'summarize' (the root model first writes a summary of them
+    that keeps variable names, findings and numbers; one extra root call per compaction)."""
     max_sub_prompt_tokens: int | None = None
     """Largest sub-call prompt; None means the sub-model's context window when litellm knows it."""
     summary_max_tokens: int = 1_000
@@ -153,6 +158,8 @@ class RLMConfig:
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
             object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
+        if self.compaction not in COMPACTIONS:
+            raise ConfigError(f"compaction must be one of {', '.join(COMPACTIONS)}, got {self.compaction!r}.")
         if not isinstance(self.journal, bool | str) or self.journal == "":
             raise ConfigError(f"journal must be True, False or a folder path, got {self.journal!r}.")
         if self.min_concurrency > self.max_concurrency:

@@ -10,26 +10,37 @@ __all__ = ["CallUsage", "Usage"]
 
 @dataclass(frozen=True)
 class CallUsage:
-    """What one model request cost. `cost_usd` is None when the model has no known price."""
+    """What one model request cost. `cost_usd` is None when the model has no known price.
+
+    `cached` marks a reply from rlmnb's response cache (nothing was sent); `cached_input_tokens`
+    counts the part of `input_tokens` the provider read from its prompt cache (billed at its
+    cached rate, already in `cost_usd`).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
     cached: bool = False
+    cached_input_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:  # explicit: this runs twice per sub-call
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": self.cost_usd, "cached": self.cached}
+        out: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                               "cost_usd": self.cost_usd, "cached": self.cached}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallUsage:
-        return cls(**{k: data[k] for k in ("input_tokens", "output_tokens", "cost_usd", "cached") if k in data})
+        return cls(**{k: data[k] for k in ("input_tokens", "output_tokens", "cost_usd", "cached",
+                                           "cached_input_tokens") if k in data})
 
     def __add__(self, other: CallUsage) -> CallUsage:
         """The usage of two requests made for one call: unpriced if either is, cached only if both are."""
         cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         return CallUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost,
-                         cached=self.cached and other.cached)
+                         cached=self.cached and other.cached,
+                         cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens)
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,7 @@ class Usage:
     unpriced_calls: int = 0
     cached_calls: int = 0
     wall_s: float = 0.0
+    cached_input_tokens: int = 0
 
     @property
     def calls(self) -> int:
@@ -67,6 +79,7 @@ class Usage:
             unpriced_calls=self.unpriced_calls + (1 if usage.cost_usd is None else 0),
             cached_calls=self.cached_calls + (1 if usage.cached else 0),
             wall_s=self.wall_s,
+            cached_input_tokens=self.cached_input_tokens + usage.cached_input_tokens,
         )
 
     def with_wall(self, wall_s: float) -> Usage:
@@ -78,7 +91,8 @@ class Usage:
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens, cost_usd=self.cost_usd + other.cost_usd,
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
-            cached_calls=self.cached_calls + other.cached_calls, wall_s=self.wall_s + other.wall_s)
+            cached_calls=self.cached_calls + other.cached_calls, wall_s=self.wall_s + other.wall_s,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens)
 
     def cost_text(self) -> str:
         text = f"${self.cost_usd:.4f}"

@@ -19,6 +19,12 @@
   model that spent all of `max_tokens` thinking), or `finish_reason="content_filter"`. These come back
   as a Completion with empty text and `meta["empty"]` saying which ("no_choices" or "no_content"), so
   the caller decides (a root turn retries once; a sub-call retries or fails: `base.no_answer`).
+- Transport: `transport="auto"` (default) sends requests to an OpenAI-compatible endpoint (an
+  `api_base`, or an OpenAI-protocol provider such as openai/, hosted_vllm/, openrouter/, groq/)
+  through the direct lane (`openai_lane`: one pooled aiohttp session per event loop, about a
+  twelfth of litellm's client CPU per request: `bench/fanout.py --lane-only`), and everything else
+  through litellm; `transport="litellm"` or `"direct"` forces one. Retries, errors, usage and cost
+  are the same on both.
 - A missing or rejected key is a `MissingAPIKey` naming the provider's environment variable; a
   prompt over the model's context window is a `PromptTooLarge`; any other failure is a
   `ModelCallFailed` (a failed slot, not a failed run).
@@ -47,6 +53,7 @@ from rlmnb._ground.errors import MissingAPIKey, PromptTooLarge, RLMError
 from rlmnb._ground.tokens import count_messages, count_tokens, prepare_offline_env
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
+from rlmnb._models.openai_lane import OpenAILane, choose_transport, close_lane_sessions
 from rlmnb._models.request_policy import (
     LOCAL_TIMEOUT,
     REMOTE_TIMEOUT,
@@ -150,6 +157,7 @@ class LiteLLM:
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
         vision: whether the model reads images (llm_query(images=...)); default: litellm's model info,
             and a model litellm does not know is refused images until you say vision=True.
+        transport: "auto" (default), "litellm" or "direct"; see the module docs.
         **litellm_kwargs: passed to `litellm.acompletion` (api_base, api_key, temperature,
             max_tokens, extra_headers, ...).
     """
@@ -157,7 +165,7 @@ class LiteLLM:
     def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
                  max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
                  input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
-                 vision: bool | None = None, **litellm_kwargs: Any) -> None:
+                 vision: bool | None = None, transport: str = "auto", **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
         self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
@@ -185,6 +193,9 @@ class LiteLLM:
         self._rng = random.Random()
         self._supports_stop: bool | None = None
         self.vision = vision  # None: litellm's model info decides (supports_images)
+        self.transport = choose_transport(self.name, self.kwargs.get("api_base"), transport, self.kwargs)
+        self._lane = OpenAILane(self.name, self.kwargs, self.key_env_var()) if self.transport == "direct" else None
+        self._rates: tuple[float, float, float] | None | bool = False  # per-token prices, read once (False: not yet)
 
     # ---- what the rest of rlmnb reads ---------------------------------------------------------------
     @property
@@ -312,12 +323,16 @@ class LiteLLM:
         if not self._key_checked:
             await asyncio.to_thread(self.check_key)
         litellm = _litellm if _litellm is not None else await _aload_litellm()
+        lane = self._lane
         call = {**self.kwargs, **params, "timeout": self.timeout, "max_retries": 0, "num_retries": 0}
         retries = rate_limited = 0
         while True:
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await litellm.acompletion(model=self.name, messages=messages, **call)
+                    if lane is not None:
+                        response = await lane.send(messages, call)
+                    else:
+                        response = await litellm.acompletion(model=self.name, messages=messages, **call)
                 break
             except Exception as exc:
                 kind = classify(exc, litellm)
@@ -344,15 +359,38 @@ class LiteLLM:
                 retries += 1
                 await _backoff(delay)
         return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
-                             cost=self._cost)
+                             cost=self._cost, priced=lane is None)
 
-    def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
+    def _cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
+        if self._lane is not None:
+            return self._lane_cost(input_tokens, output_tokens, cached_tokens)
         try:
             prompt_cost, completion_cost = _litellm.cost_per_token(
                 model=self.name, prompt_tokens=input_tokens, completion_tokens=output_tokens)
             return float(prompt_cost + completion_cost)
         except Exception:
             return None
+
+    def _lane_cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
+        """The price from litellm's cost map (registered prices included), read once per model.
+
+        litellm is loaded by then (`acomplete` loads it before the first request on either transport).
+        """
+        if self._rates is False:
+            table = getattr(_litellm, "model_cost", None) or {}
+            entry = next((table[key] for key in (self.name, self.name.split("/", 1)[-1])
+                          if isinstance(table.get(key), dict) and "input_cost_per_token" in table[key]), None)
+            if entry is None:
+                self._rates = None
+            else:
+                cost_in = float(entry.get("input_cost_per_token") or 0.0)
+                cached_rate = entry.get("cache_read_input_token_cost")
+                self._rates = (cost_in, float(entry.get("output_cost_per_token") or 0.0),
+                               cost_in if cached_rate is None else float(cached_rate))
+        if not isinstance(self._rates, tuple):
+            return None
+        cost_in, cost_out, cost_cached = self._rates
+        return (input_tokens - cached_tokens) * cost_in + cached_tokens * cost_cached + output_tokens * cost_out
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -374,12 +412,13 @@ class LiteLLM:
 
 
 async def close_loop_clients() -> None:
-    """Close the clients litellm cached for the running event loop and drain its logging queue.
+    """Close the clients litellm (and the direct lane) cached for the running loop; drain litellm's logging queue.
 
     litellm keys its cached HTTP clients by event loop; a run's loop ends with the run, so without
     this its connections would linger until garbage collection, and litellm would warn about
     logging tasks left on a dead loop. Best effort: never raises.
     """
+    await close_lane_sessions()
     litellm = _litellm if _litellm is not None else sys.modules.get("litellm")
     if litellm is None:
         return
@@ -414,12 +453,17 @@ async def close_loop_clients() -> None:
 
 # Reading a reply
 
+def _field(obj: Any, name: str) -> Any:
+    """`obj.name` of a litellm response object, or `obj[name]` of a parsed JSON body (the direct lane); else None."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def reasoning_of(message: Any) -> str:
     """Thinking the provider returned beside the answer (`reasoning_content`, or thinking blocks)."""
-    text = getattr(message, "reasoning_content", None)
+    text = _field(message, "reasoning_content")
     if isinstance(text, str) and text.strip():
         return text
-    blocks = getattr(message, "thinking_blocks", None)
+    blocks = _field(message, "thinking_blocks")
     if isinstance(blocks, list):
         parts = [str(b.get("thinking", "")) for b in blocks if isinstance(b, Mapping)]
         return "\n".join(p for p in parts if p)
@@ -432,18 +476,36 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def cached_input_tokens(usage: Any) -> int:
+    """Input tokens the provider read from its prompt cache (OpenAI/DeepSeek/Gemini via
+    `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`, DeepSeek's raw
+    `prompt_cache_hit_tokens`); 0 when it says nothing."""
+    details = _field(usage, "prompt_tokens_details")
+    for value in (_field(details, "cached_tokens"), _field(usage, "cache_read_input_tokens"),
+                  _field(usage, "prompt_cache_hit_tokens")):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
 def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
-                  cost: Callable[[int, int], float | None]) -> Completion:
-    """The Completion of one litellm response; usage is counted when the provider reports none."""
-    choices = getattr(response, "choices", None)
+                  cost: Callable[[int, int, int], float | None], priced: bool = True) -> Completion:
+    """The Completion of one response (a litellm object, or the direct lane's parsed JSON); usage is counted
+    when the provider reports none.
+
+    `priced`: the response carries its price (litellm's `response_cost`); when False (the direct
+    lane) the price is `cost(input_tokens, output_tokens, cached_input_tokens)`.
+    """
+    choices = _field(response, "choices")
     choice = choices[0] if choices else None
-    message = getattr(choice, "message", None)
-    text = _content_text(getattr(message, "content", None))
-    finish = getattr(choice, "finish_reason", None)
+    message = _field(choice, "message")
+    text = _content_text(_field(message, "content"))
+    finish = _field(choice, "finish_reason")
     finish_reason = str(finish) if finish else None
-    usage = getattr(response, "usage", None)
-    input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    usage = _field(response, "usage")
+    input_tokens = int(_field(usage, "prompt_tokens") or 0)
+    output_tokens = int(_field(usage, "completion_tokens") or 0)
+    cached = cached_input_tokens(usage)
     hidden = getattr(response, "_hidden_params", None) or {}
     price = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
     meta: dict[str, Any] = {"retries": retries, "rate_limited": rate_limited, "finish_reason": finish_reason}
@@ -455,7 +517,10 @@ def read_response(response: Any, messages: list[Message], *, name: str, retries:
         input_tokens = count_messages(messages, name)
         output_tokens = count_tokens(text, name)
         meta["usage_counted"] = True
-        price = cost(input_tokens, output_tokens) if price is not None else None
-    return Completion(text=text, model=str(getattr(response, "model", "") or name),
-                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None),
+        price = cost(input_tokens, output_tokens, 0) if price is not None else None
+    if not priced:
+        price = cost(input_tokens, output_tokens, cached)
+    return Completion(text=text, model=str(_field(response, "model") or name),
+                      usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None,
+                                      cached_input_tokens=cached),
                       meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))

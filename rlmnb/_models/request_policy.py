@@ -7,7 +7,8 @@
   to it is not retried (`LiteLLM.acomplete` asks `timed_out`).
 - `classify` sorts an exception into "auth" (a missing or rejected key), "context" (the prompt is over the
   window), "rate" (429), "retry" (5xx, timeouts, dropped connections, malformed replies) or "fatal"
-  (anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone.
+  (anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone, for both
+  transports: litellm's exceptions, and the direct lane's `HTTPStatusError` (read by its `status_code`).
 - `retry_after` reads how long the server asked us to wait (retry-after-ms or Retry-After).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import email.utils
 import ipaddress
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +30,8 @@ LOCAL_TIMEOUT = 600.0
 """Seconds a request to a server on this machine may take by default."""
 # providers whose default api_base is on this machine
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile"})
+# how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
+_CONTEXT_WORDS = re.compile(r"context.length|maximum context|context window|exceeds the context", re.IGNORECASE)
 
 
 def is_loopback(api_base: object) -> bool:
@@ -64,6 +68,10 @@ def classify(exc: BaseException, litellm: Any) -> str:
                   | ConnectionError):
         return "retry"
     status = getattr(exc, "status_code", None)
+    if status in (401, 403):
+        return "auth"
+    if status == 400 and _CONTEXT_WORDS.search(str(exc)):
+        return "context"
     if status == 429:
         return "rate"
     if isinstance(status, int) and (status >= 500 or status in (408, 409)):
@@ -87,7 +95,7 @@ def timed_out(exc: BaseException, litellm: Any) -> bool:
 def retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (retry-after-ms or Retry-After), if it said."""
     for source in (getattr(exc, "litellm_response_headers", None),
-                   getattr(getattr(exc, "response", None), "headers", None)):
+                   getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "headers", None)):
         if not source:
             continue
         try:

@@ -86,6 +86,10 @@ class FakeServer(Address):
         context_window: prompt tokens above which requests get a context-length error; default none.
         report_usage: include a usage block in replies (some local servers omit it); default True.
         seed: makes latency and fault draws reproducible; default 0.
+        record_bodies: keep every chat request body, for `bodies()`; default False.
+        prompt_cache: report `prompt_tokens_details.cached_tokens` as OpenAI does: the tokens of the
+            longest run of leading messages this model was already sent (whole messages, byte-identical);
+            default False.
         port: 0 picks a free port.
     """
 
@@ -94,6 +98,7 @@ class FakeServer(Address):
                  faults: Mapping[str, float] | None = None, fault_models: set[str] | None = None,
                  fault_sequence: Sequence[str | None] | None = None, retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
                  context_window: int | None = None, report_usage: bool = True, seed: int = 0,
+                 record_bodies: bool = False, prompt_cache: bool = False,
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = load_script(script)
         self.responder = load_responder(responder)
@@ -116,6 +121,10 @@ class FakeServer(Address):
         self.context_window = context_window
         self.report_usage = report_usage
         self.seed = seed
+        self.record_bodies = record_bodies
+        self.prompt_cache = prompt_cache
+        self._bodies: list[dict[str, Any]] = []
+        self._prefixes: set[str] = set()
         self.host = host
         self.port = port
         self._lock = threading.Lock()
@@ -213,13 +222,20 @@ class FakeServer(Address):
     @staticmethod
     def _empty_stats() -> dict[str, Any]:
         return {"requests": 0, "in_flight": 0, "peak_in_flight": 0, "replies": 0, "faults": {},
-                "statuses": {}, "models": {}, "prompt_tokens": 0, "completion_tokens": 0, "with_stop": 0, "images": 0}
+                "statuses": {}, "models": {}, "prompt_tokens": 0, "completion_tokens": 0, "with_stop": 0, "images": 0,
+                "cached_tokens": 0}
 
     def stats(self) -> dict[str, Any]:
         """Requests, in-flight and peak in-flight, replies, faults injected, statuses, models, usage reported,
         requests that carried stop sequences."""
         with self._lock:
             copy: dict[str, Any] = json.loads(json.dumps(self._stats))
+        return copy
+
+    def bodies(self) -> list[dict[str, Any]]:
+        """The chat request bodies received so far, in arrival order (with `record_bodies=True`)."""
+        with self._lock:
+            copy: list[dict[str, Any]] = json.loads(json.dumps(self._bodies))
         return copy
 
     def reset(self) -> None:
@@ -229,6 +245,8 @@ class FakeServer(Address):
             self._stats = self._empty_stats()
             self._stats["in_flight"] = in_flight
             self._seen.clear()
+            self._bodies.clear()
+            self._prefixes.clear()
 
     def _count(self, key: str, value: str) -> None:
         bucket = self._stats[key]
@@ -286,6 +304,8 @@ class FakeServer(Address):
         delay = self.latency.draw(rng)
         fault = self._draw_fault(rng, model)
         with self._lock:
+            if self.record_bodies:
+                self._bodies.append(body)
             self._count("models", model)
             self._stats["with_stop"] += bool(body.get("stop"))
             if fault:
@@ -329,9 +349,13 @@ class FakeServer(Address):
         if self.report_usage:
             reply["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                               "total_tokens": prompt_tokens + completion_tokens}
+            cached = self._cached_prefix(model, messages) if self.prompt_cache else 0
+            if self.prompt_cache:
+                reply["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
             with self._lock:
                 self._stats["prompt_tokens"] += prompt_tokens
                 self._stats["completion_tokens"] += completion_tokens
+                self._stats["cached_tokens"] += cached
         return web.json_response(reply)
 
     def _reply(self, model: str, messages: list[dict[str, Any]]) -> Reply:
@@ -344,6 +368,20 @@ class FakeServer(Address):
             raise _ScriptEnd(f"The script for model {model!r} has {len(script)} replies; "
                              f"this request asked for reply {turn + 1}.")
         return script[turn]
+
+    def _cached_prefix(self, model: str, messages: list[dict[str, Any]]) -> int:
+        """Tokens of the longest run of leading messages seen before for `model`; remembers this request's."""
+        digest = hashlib.sha256(model.encode())
+        cached = tokens = 0
+        with self._lock:
+            for message in messages:
+                digest.update(json.dumps(message, sort_keys=True).encode())
+                key = digest.hexdigest()
+                tokens += plausible_tokens(text_of(message)) + 4
+                if key in self._prefixes and cached == tokens - plausible_tokens(text_of(message)) - 4:
+                    cached = tokens
+                self._prefixes.add(key)
+        return cached
 
     def _rng_for(self, raw: bytes) -> random.Random:
         digest = hashlib.sha256(raw).hexdigest()

@@ -162,7 +162,7 @@ def test_old_low_value_turns_are_trimmed() -> None:
     dropped = sorted(t for e in trimmed for t in e.dropped)
     assert 3 not in dropped  # the error turn is kept while plain turns can go
     last = root.requests[-1]
-    assert "were dropped" in last[1]["content"]
+    assert "were dropped" in last[2]["content"]  # its own message: the opening stays byte-identical
     assert last[0]["role"] == "system" and "Question:" in last[1]["content"]
 
 

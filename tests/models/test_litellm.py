@@ -1,4 +1,8 @@
-"""The litellm adapter through real HTTP on the fake server: usage, cost, retries, errors, secrets."""
+"""The litellm adapter through real HTTP on the fake server: usage, cost, retries, errors, secrets.
+
+Every test runs on both transports (`transport="litellm"` and the direct lane), so the faults, the
+errors and the usage are shown to be the same on both.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,38 @@ import pytest
 
 from rlmnb import MissingAPIKey, PromptTooLarge
 from rlmnb._ground.concurrency import AdaptiveLimiter
-from rlmnb._models.litellm import LiteLLM, ModelCallFailed
+from rlmnb._models.litellm import LiteLLM, ModelCallFailed, close_loop_clients
 from rlmnb._models.resolve import resolve_model
+from rlmnb.testing import fake_server as fake_server_module
 from rlmnb.testing.fake_server import plausible_tokens
 
 pytestmark = pytest.mark.integration
 MSGS = [{"role": "user", "content": "Find it: the magic number is 5550123. Thanks."}]
 
 
+@pytest.fixture(autouse=True, params=["litellm", "direct"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The transport every `server.lm(...)` of the test uses."""
+    chosen = str(request.param)
+    original = fake_server_module.lm_for
+
+    def lm_for(url: str, name: str, **kwargs: Any) -> Any:
+        lm = original(url, name, **{"transport": chosen, **kwargs})
+        assert lm.transport == chosen
+        return lm
+
+    monkeypatch.setattr(fake_server_module, "lm_for", lm_for)
+    return chosen
+
+
 def ask(lm: LiteLLM, messages: list[dict[str, Any]] = MSGS) -> Any:
-    return asyncio.run(lm.acomplete(messages))
+    async def once() -> Any:
+        try:
+            return await lm.acomplete(messages)
+        finally:
+            await close_loop_clients()
+
+    return asyncio.run(once())
 
 
 def test_importing_rlmnb_does_not_import_litellm_and_respects_user_env() -> None:
@@ -95,7 +121,7 @@ def test_retry_after_is_honoured_and_counted(fake_server_factory: Any) -> None:
     server = fake_server_factory(faults={"429": 1.0}, retry_after=0.3)
     lm = server.lm("fake-sub", max_retries=2)
     started = time.perf_counter()
-    with pytest.raises(ModelCallFailed, match="after 3 attempts.*RateLimitError"):
+    with pytest.raises(ModelCallFailed, match="after 3 attempts.*(RateLimitError|HTTP 429)"):
         ask(lm)
     elapsed = time.perf_counter() - started
     assert server.stats()["requests"] == 3  # 1 + 2 retries: nobody underneath retried on top
@@ -146,9 +172,10 @@ def test_a_hung_request_times_out_and_is_retried(fake_server_factory: Any) -> No
     assert server.stats()["requests"] == 2
 
 
-def test_a_missing_key_is_found_before_any_request(fake_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_key_is_found_before_any_request(fake_server: Any, monkeypatch: pytest.MonkeyPatch,
+                                                  transport: str) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    lm = LiteLLM("openai/fake-sub", api_base=fake_server.url)
+    lm = LiteLLM("openai/fake-sub", api_base=fake_server.url, transport=transport)
     with pytest.raises(MissingAPIKey, match=r"^No API key for openai: set OPENAI_API_KEY \(or pass api_key=\.\.\.\)\.$"):
         ask(lm)
     assert fake_server.stats()["requests"] == 0
@@ -181,7 +208,9 @@ def test_rate_limits_inside_the_adapter_reach_the_limiter(fake_server_factory: A
             async with limiter:
                 return (await lm.acomplete([{"role": "user", "content": f"magic number is {2000000 + i}"}])).text
 
-        return await asyncio.gather(*(one(i) for i in range(100)))
+        answers = await asyncio.gather(*(one(i) for i in range(100)))
+        await close_loop_clients()
+        return answers
 
     answers = asyncio.run(fan_out())
     assert answers == [str(2000000 + i) for i in range(100)]
