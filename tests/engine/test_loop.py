@@ -179,7 +179,7 @@ def test_sub_call_budget_exhausted_is_told_to_the_model() -> None:
     result, root = run(replies, max_llm_calls=3)
     assert result.status == "submitted"
     assert result.usage.sub_calls == 1  # the batch of 5 spent nothing, the single call fit
-    assert "BudgetExhausted" in observations(root)[0] and "Aggregate" in observations(root)[0]
+    assert "BudgetExhausted" in observations(root)[0] and "Send at most 3 prompts at once" in observations(root)[0]
 
 
 def test_token_budget_exhaustion_ends_the_run() -> None:

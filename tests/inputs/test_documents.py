@@ -60,17 +60,28 @@ def test_each_format_is_summarised_with_pages_words_metadata_and_outline(folder:
     assert "DOCX, 4 sections, ~" in text and "    Termination" in text
     assert "PPTX, 3 slides, title 'Deck'" in text
     assert "XLSX, 2 sheets" in text and "    Totals" in text
-    assert "HTML, 3 sections" in text and "title 'Page'" in text
-    assert "Markdown, 3 sections" in text and "    Usage" in text
+    assert 'inputs["page"]: text_file' in text and 'inputs["notes"]: text_file' in text  # a lone HTML or Markdown file is text
     assert "EML, 1 message, title 'Quarterly report', author 'sender0@example.com'" in text
     assert "MBOX, 3 messages" in text
     assert "tenant pays" not in text and "Notice period" not in text  # never the text itself
 
 
+def test_html_and_markdown_in_a_folder_of_documents_are_documents(folder: Path, tmp_path: Path) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    for name in ("page.html", "notes.md"):
+        (web / name).write_bytes((folder / name).read_bytes())
+    fields, text = _bind(web=web)
+    assert "HTML" in text and "Markdown" in text
+    docs = fields["web"].load()  # type: ignore[attr-defined]
+    page, notes = docs["page.html"], docs["notes.md"]
+    assert page.outline == ("Page", "Overview", "Details") and "var x" not in page.text
+    assert notes.outline == ("Notes", "Setup", "Usage") and notes[1].startswith("## Setup")
+
+
 def test_pages_sections_slides_sheets_and_messages_in_the_sandbox_view(folder: Path) -> None:
     fields, _ = _bind(lease=folder / "lease.pdf", agreement=folder / "agreement.docx", deck=folder / "deck.pptx",
-                      book=folder / "book.xlsx", page=folder / "page.html", notes=folder / "notes.md",
-                      box=folder / "box.mbox")
+                      book=folder / "book.xlsx", box=folder / "box.mbox")
     lease = fields["lease"].load()  # type: ignore[attr-defined]
     assert repr(lease) == "<Document lease.pdf (PDF, not read yet)>"
     assert len(lease) == 12 and lease.pages[0].startswith("This is page 1 of Lease.")
@@ -86,10 +97,6 @@ def test_pages_sections_slides_sheets_and_messages_in_the_sandbox_view(folder: P
     assert [p.label for p in deck] == ["Slide 1", "Slide 2", "Slide 3"] and deck.meta["title"] == "Deck"
     book = fields["book"].load()  # type: ignore[attr-defined]
     assert book[0].label == "Totals" and "north\t120" in book[0]
-    page = fields["page"].load()  # type: ignore[attr-defined]
-    assert page.outline == ("Page", "Overview", "Details") and "var x" not in page.text
-    notes = fields["notes"].load()  # type: ignore[attr-defined]
-    assert notes.outline == ("Notes", "Setup", "Usage") and notes[1].startswith("## Setup")
     box = fields["box"].load()  # type: ignore[attr-defined]
     assert [p.headers["Subject"] for p in box] == ["Kick-off", "Budget", "Follow-up"]
     assert box[1].startswith("From: sender1@example.com\nTo: team@example.com\n")

@@ -183,9 +183,13 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     return text, tokens
 
 
+TEXT_FORMATS = ("Markdown", "HTML")  # plain text files: one alone binds as text, in a folder of documents as one
+
+
 def for_file(name: str, where: str, size: int, source: Any) -> Field | None:
-    """A document Field for a document file, or None for another file."""
-    if docread.format_of(where) is None:
+    """A document Field for a document file, or None for another file (a lone Markdown or HTML file
+    included: it binds as text, a `str` the model's code slices directly)."""
+    if docread.format_of(where) in (None, *TEXT_FORMATS):
         return None
     p = probe(where, size, os.path.basename(where))
     detail, tokens = _detail(p, size)
@@ -240,5 +244,5 @@ def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
 FAMILY = Family("documents", ("document", "documents"), _describe, crossing=_crossing, reopen=_reopen)
 
 
-__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OUTLINE_SHOWN", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
+__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
            "TOKENS_PER_SLIDE", "Probe", "for_file", "for_folder", "probe"]
