@@ -279,7 +279,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Where the code runs", ("--sandbox", "--confinement", "--allow-path", "--allow-network")),
     ("Recursion and checking", ("--depth", "--strict-depth", "--verify", "--min-confidence", "--max-revisions",
                                 "--refine", "--rounds", "--schema")),
-    ("Results and sessions", ("--out", "--quiet", "--continue", "--dry-run", "--replay")),
+    ("Results and sessions", ("--out", "--quiet", "--continue", "--dry-run", "--replay", "--resume", "--force")),
 )
 
 EXAMPLES = """\
