@@ -90,6 +90,7 @@ class KernelSupply:
             try:
                 await kernel.wait_ready()
             except SandboxError:
+                await asyncio.to_thread(kernel.kill)  # a spare that failed to come up is stopped, not dropped
                 kernel = None
             finally:
                 self._launching = None
@@ -119,7 +120,11 @@ class KernelSupply:
             except BaseException:
                 home.discard()
                 raise
-            await kernel.spawn(warm=True)
+            try:
+                await kernel.spawn(warm=True)
+            except BaseException:  # cancelled or failed mid-launch: the process may exist, stop it
+                await asyncio.shield(asyncio.to_thread(kernel.kill))
+                raise
             return kernel
 
         return spawn
