@@ -60,6 +60,13 @@ def run_coroutine_blocking(awaitable: Awaitable[T], *, interruptible: bool = Fal
             box["error"] = exc
         finally:
             try:
+                # tasks the awaitable left running (e.g. a spare kernel still launching) are cancelled and
+                # allowed to clean up, never abandoned with the loop
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.run_until_complete(loop.shutdown_default_executor())
             finally:

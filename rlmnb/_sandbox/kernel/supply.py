@@ -123,7 +123,7 @@ class KernelSupply:
             try:
                 await kernel.spawn(warm=True)
             except BaseException:  # cancelled or failed mid-launch: the process may exist, stop it
-                await asyncio.shield(asyncio.to_thread(kernel.kill))
+                kernel.kill()
                 raise
             return kernel
 

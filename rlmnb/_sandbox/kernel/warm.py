@@ -33,6 +33,7 @@ class WarmPool:
         self._idle = threading.Event()
         self._idle.set()
         self._closed = False
+        self._generation = 0  # bumped by shutdown: a spare launched before it is never kept after it
         self._kill: Callable[[Any], None] | None = None
         self.enabled = os.environ.get(_ENV_SWITCH, "1") != "0"
         self.hits = 0
@@ -64,6 +65,7 @@ class WarmPool:
                 return
             self._kill = kill
             old, self._spare = self._spare, None
+            generation = self._generation
             self._spawning += 1
             self._idle.clear()
         if old is not None:
@@ -76,7 +78,8 @@ class WarmPool:
         finally:
             with self._lock:
                 self._spawning -= 1
-                keep = kernel is not None and not self._closed and self._spare is None
+                keep = (kernel is not None and not self._closed and self._spare is None
+                        and generation == self._generation)
                 if keep:
                     self._spare = (key, kernel)
                 if not self._spawning:
@@ -101,6 +104,7 @@ class WarmPool:
         """Kill the spare and stop making new ones (at exit; tests pass reopen=True to go on)."""
         with self._lock:
             self._closed = True
+            self._generation += 1
             spare, self._spare = self._spare, None
         if spare is not None:
             self._discard(spare[1])
