@@ -92,6 +92,9 @@ class KernelSupply:
             except SandboxError:
                 await asyncio.to_thread(kernel.kill)  # a spare that failed to come up is stopped, not dropped
                 kernel = None
+            except BaseException:  # cancelled while waiting (the run ended): the spare is ours to stop
+                kernel.kill()
+                raise
             finally:
                 self._launching = None
         if kernel is None:
@@ -99,6 +102,9 @@ class KernelSupply:
             kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port))
             try:
                 await kernel.launch(warm=False)
+            except BaseException:  # failed or cancelled mid-launch: the process may exist
+                kernel.kill()
+                raise
             finally:
                 self._launching = None
         if self._closed:
