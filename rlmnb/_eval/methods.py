@@ -240,6 +240,27 @@ def peer_method(name: str) -> Any:
     return adapters[name]()
 
 
+def _import_peer(module: str) -> Any:
+    """Import a peer's module, keeping this process's SIGINT and SIGTERM handlers as they were.
+
+    A peer that installs its own at import (minrlm's kills the process on Ctrl-C) must not take the
+    notebook's interrupt, or the test runner's, away from it.
+    """
+    import importlib
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # no handler can be installed there
+        return importlib.import_module(module)
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return importlib.import_module(module)
+    finally:
+        for sig, handler in kept.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+
+
 def _model_name(model: Any, role: str) -> str:
     if isinstance(model, str):
         return model
@@ -277,7 +298,7 @@ class RLMsMethod:
     name = "rlms"
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-        from rlm import RLM as PeerRLM
+        PeerRLM = _import_peer("rlm").RLM
 
         model = _model_name(setup.model, "model").split("/", 1)[-1]
         sub = _model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model")
@@ -324,8 +345,8 @@ class DSPyRLMMethod:
     name = "dspy_rlm"
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-        import dspy
-        from dspy.primitives.local_interpreter import LocalInterpreter
+        dspy = _import_peer("dspy")
+        LocalInterpreter = _import_peer("dspy.primitives.local_interpreter").LocalInterpreter
 
         base, key = _api_base(setup), _api_key(setup)
         options: dict[str, Any] = {"cache": False}
@@ -378,7 +399,7 @@ class MinRLMMethod:
     name = "minrlm"
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-        from minrlm import RLM as MinRLM
+        MinRLM = _import_peer("minrlm").RLM
 
         root, sub = _names(setup)
         sample = sampling(setup)
@@ -419,7 +440,7 @@ class FastRLMMethod:
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
         if shutil.which("deno") is None:
             raise ConfigError("method fast_rlm needs Deno on PATH: npm install -g deno (or see deno.com).")
-        import fast_rlm
+        fast_rlm = _import_peer("fast_rlm")
 
         root, sub = _names(setup)
         config: dict[str, Any] = {"primary_agent": root, "sub_agent": sub, "max_depth": 1,

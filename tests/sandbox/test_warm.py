@@ -5,14 +5,19 @@ reply, and (confined) the seal; then it says it is warm."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sandbox_support import EchoHost, leftovers
 
 from rlmnb._sandbox.confinement import policy as confinement
 from rlmnb._sandbox.kernel.sandbox import KernelSandbox
-from rlmnb._sandbox.kernel.warm import pool
+from rlmnb._ground.errors import SandboxError
+from rlmnb._sandbox.kernel.environment import scrubbed_env
+from rlmnb._sandbox.kernel.process import KernelProcess
+from rlmnb._sandbox.kernel.warm import WarmPool, pool
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +68,62 @@ async def test_a_cold_kernel_does_not_claim_to_be_warm() -> None:
         assert result.stdout.startswith("False False")
     finally:
         await sandbox.close()
+
+
+async def test_a_cancelled_refill_reaches_its_caller_and_keeps_no_spare() -> None:
+    spares = WarmPool()
+    started = asyncio.Event()
+
+    async def spawn() -> Any:
+        started.set()
+        await asyncio.Event().wait()  # a launch still going when the run that started it ends
+
+    task = asyncio.ensure_future(spares.refill("key", spawn, lambda kernel: None))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not spares.has_spare and spares.wait_idle(0)
+
+
+async def test_a_sandbox_closed_while_its_spare_launches_stops_its_own_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    launching = asyncio.Event()
+    refill = pool.refill
+
+    async def slow_spawn() -> Any:
+        launching.set()
+        await asyncio.Event().wait()
+
+    async def refill_slowly(key: Any, spawn: Any, kill: Any) -> None:
+        await refill(key, slow_spawn, kill)
+
+    monkeypatch.setattr(pool, "refill", refill_slowly)
+    sandbox = KernelSandbox(confinement="off")
+    await sandbox.start(EchoHost(asyncio.get_running_loop()))
+    binding = asyncio.ensure_future(sandbox.bind([]))
+    await asyncio.wait_for(launching.wait(), 60)  # the run's own kernel is up; the spare is launching
+    await sandbox.close()
+    binding.cancel()
+    with contextlib.suppress(BaseException):
+        await binding
+    # no_leftovers: the run's kernel was stopped, not left running behind a swallowed cancellation
+
+
+async def test_a_kernel_killed_from_another_thread_as_it_launches_is_not_left_running(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+    kernel = KernelProcess(scrubbed_env(()), None)
+    launch = LocalProvisioner.launch_kernel
+
+    async def killed_meanwhile(self: Any, cmd: list[str], **kw: Any) -> Any:
+        info = await launch(self, cmd, **kw)
+        process, self.process = self.process, None
+        kernel.kill()  # another thread's kill, landing while the new process is not yet visible to it
+        self.process = process
+        return info
+
+    monkeypatch.setattr(LocalProvisioner, "launch_kernel", killed_meanwhile)
+    with pytest.raises(SandboxError, match="stopped while it started"):
+        await kernel.spawn(warm=False)
+    # no_leftovers: the process launched behind the kill's back was stopped too

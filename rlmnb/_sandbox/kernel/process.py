@@ -161,8 +161,12 @@ class KernelProcess:
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
             if self.killed:
                 raise SandboxError("the kernel was stopped while it started")
-        except BaseException:
+        except BaseException as exc:
+            stopped = self.killed
             self.kill()
+            _stop_manager(km, self.marker)  # a kill from another thread may have come before the process existed
+            if stopped and isinstance(exc, Exception) and not isinstance(exc, SandboxError):
+                raise SandboxError("the kernel was stopped while it started") from exc  # its files went with it
             raise
 
     async def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
@@ -267,17 +271,7 @@ class KernelProcess:
             km, self.km = self.km, None
         self.disconnect()
         if km is not None:
-            process = getattr(km.provisioner, "process", None) if km.provisioner is not None else None
-            if process is not None:
-                kill_tree(process.pid, self.marker)
-                with contextlib.suppress(Exception):
-                    process.wait(timeout=5)
-            with contextlib.suppress(Exception):
-                km.cleanup_connection_file()
-                km.cleanup_ipc_files()
-                km._close_control_socket()
-            with contextlib.suppress(Exception):
-                km.context.destroy(linger=0)
+            _stop_manager(km, self.marker)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
         home, self.home = self.home, None
         if home is not None:
@@ -351,6 +345,21 @@ class KernelProcess:
 
     def __repr__(self) -> str:
         return f"KernelProcess(pid={self.pid}, alive={self.alive()})"
+
+
+def _stop_manager(km: Any, marker: str) -> None:
+    """Kill the process tree a kernel manager launched (if it launched one) and remove its files. Idempotent."""
+    process = getattr(km.provisioner, "process", None) if km.provisioner is not None else None
+    if process is not None:
+        kill_tree(process.pid, marker)  # also when the kernel is gone: what it started may not be
+        with contextlib.suppress(Exception):
+            process.wait(timeout=5)
+    with contextlib.suppress(Exception):
+        km.cleanup_connection_file()
+        km.cleanup_ipc_files()
+        km._close_control_socket()
+    with contextlib.suppress(Exception):
+        km.context.destroy(linger=0)
 
 
 def reply_payload(content: Any) -> Any:

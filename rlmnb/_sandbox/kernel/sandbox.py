@@ -168,7 +168,8 @@ class KernelSandbox(KernelSupply):
             if task.get_loop() is asyncio.get_running_loop():
                 task.cancel()
                 with contextlib.suppress(BaseException):
-                    await task
+                    # a kernel the task still returned (it finished before the cancel landed) is stopped below
+                    self._kernel = self._kernel or await task
             elif not task.get_loop().is_closed():
                 task.get_loop().call_soon_threadsafe(task.cancel)
         elif task is not None and not task.cancelled() and task.exception() is None:

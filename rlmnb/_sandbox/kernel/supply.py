@@ -111,7 +111,14 @@ class KernelSupply:
             kernel.kill()
             raise SandboxError("the kernel sandbox was closed while its kernel started")
         if self.warm:
-            await pool.refill(key, self._spawner(), _kill_kernel)
+            try:
+                await pool.refill(key, self._spawner(), _kill_kernel)
+            except BaseException:  # cancelled while the spare launched (the run ended): this kernel is ours to stop
+                kernel.kill()
+                raise
+            if self._closed:
+                kernel.kill()
+                raise SandboxError("the kernel sandbox was closed while its kernel started")
         return kernel
 
     def _spawner(self) -> Any:

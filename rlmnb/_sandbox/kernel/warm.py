@@ -57,7 +57,10 @@ class WarmPool:
         return kernel
 
     async def refill(self, key: Hashable, spawn: Callable[[], Awaitable[Any]], kill: Callable[[Any], None]) -> None:
-        """Launch a spare for `key` unless one exists or is being launched; failures just mean no spare."""
+        """Launch a spare for `key` unless one exists or is being launched; failures just mean no spare.
+
+        A cancellation (the run that launches the spare ended) stops the launch and reaches the caller.
+        """
         if not self.enabled:
             return
         with self._lock:
@@ -73,7 +76,7 @@ class WarmPool:
         kernel = None
         try:
             kernel = await spawn()
-        except BaseException:  # noqa: BLE001 - no spare this time: the next run starts cold
+        except Exception:  # noqa: BLE001 - no spare this time: the next run starts cold
             kernel = None
         finally:
             with self._lock:
