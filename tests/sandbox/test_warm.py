@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sandbox_support import EchoHost, leftovers
 
-from rlmnb._sandbox.confinement import policy as confinement
-from rlmnb._sandbox.kernel.sandbox import KernelSandbox
 from rlmnb._ground.errors import SandboxError
+from rlmnb._sandbox.confinement import policy as confinement
 from rlmnb._sandbox.kernel.environment import scrubbed_env
 from rlmnb._sandbox.kernel.process import KernelProcess
+from rlmnb._sandbox.kernel.sandbox import KernelSandbox
 from rlmnb._sandbox.kernel.warm import WarmPool, pool
 
 pytestmark = pytest.mark.integration
