@@ -267,7 +267,8 @@ class RunFinished(Event):
 @dataclass(frozen=True, kw_only=True)
 class RunResumed(Event):
     """A resumed run (api.RLM.resume) sent its first live request here; what came before was served from
-    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers."""
+    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers.
+    A resumed run that never sent a live request emits it as its first round ends, with `live` False."""
 
     kind: ClassVar[str] = "run_resumed"
     source: str
@@ -275,6 +276,7 @@ class RunResumed(Event):
     sub_answers: int = 0
     served_root: int = 0  # served from the journal before this point
     served_sub: int = 0
+    live: bool = True  # False: every request of the run was served from the journal
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
