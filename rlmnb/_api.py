@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rlmnb._engine.budget import Budget
 from rlmnb._engine.resources import RunSpec, TreeResources
@@ -77,9 +77,10 @@ class RunResult:
                 "reason": self.reason, "error": self.error, "verified": self.verified,
                 "trajectory": self.trajectory.to_dict()}
 
-    def to_frame(self) -> Any:
-        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
-        return self.trajectory.to_frame()
+    def to_frame(self, calls: Literal["sub", "root", "all"] = "sub") -> Any:
+        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts);
+        `calls="root"` lists the root model's replies instead, `"all"` both (Trajectory.to_frame)."""
+        return self.trajectory.to_frame(calls)
 
     def workspace(self, *, live: bool = False, sub_model: Any = None, **values: Any) -> Workspace:
         """The run's inputs and primitives (`inputs`, `sql`, `llm_query`, ...) in the notebook, so code of
