@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from rlmnb.events import Event, Trajectory
@@ -195,6 +196,7 @@ class RunWidget:
         self._turns: dict[tuple[str, int], _TurnPanel] = {}
         self._groups: dict[str, _GroupPanel] = {}
         self._mark: Any = None  # a resumed run's mark (one HTML row), placed where RunTree.resumed_view says
+        self._hint: Any = None  # "resuming from ..." above the turns of a resumed run until its mark comes
         self._push_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -247,6 +249,16 @@ class RunWidget:
         bundle = {"text/plain": summary_line(tree), "text/html": render_html(tree)}
         return display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
+    def resuming(self, source: str | Path) -> None:
+        """Say above the turns that this run resumes the journal `source`: its first turns come from the
+        journal at no cost until the run goes live, where the run's mark (RunResumed) replaces this line."""
+        name = Path(source).name
+        self._hint = self._html(f'<div style="{FONT};{MUTED};font-size:12px">⟳ Resuming from {html.escape(name)}: '
+                                f'what it answered is served from the journal at no cost until the run goes live'
+                                f'</div>')
+        with self._push_lock:
+            self.body.children = [self._hint, *self.body.children]
+
     def start(self) -> None:
         """Start the throttled pusher thread (idempotent)."""
         if self._thread is None:
@@ -291,8 +303,9 @@ class RunWidget:
             for widget in (panel.header, panel.body, panel.answer, panel.box):
                 widget.close()
         self.trace.close()
-        if self._mark is not None:
-            self._mark.close()
+        for row in (self._mark, self._hint):
+            if row is not None:
+                row.close()
         for widget in (self.header, self.body, self.answer, self.meters, self.box, *self._shared):
             widget.close()
 
@@ -379,6 +392,8 @@ class RunWidget:
             children.append(self._turn_panel(run_id, n).box)
         if mark is not None and mark["turn"] is None:
             children.append(self._mark_widget(mark))  # nothing went live
+        if mark is None and self._hint is not None and panel is self._root_panel:
+            children.insert(0, self._hint)
         if tuple(children) != tuple(panel.body.children):
             panel.turns = numbers
             panel.body.children = children

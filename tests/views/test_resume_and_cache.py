@@ -125,13 +125,24 @@ def test_the_live_widget_places_the_mark_as_the_run_goes_on(killed: Path) -> Non
     """Fed the resumed run's events live (its pusher drawing as they come), the widget ends with the same
     tree as the static view: the mark inside turn 2, after its code, before its batch."""
     view = RunWidget(interval=0.05)
+    view.resuming(killed)
     view.start()
+    seen: list[str] = []
+
+    def on_event(event: Any) -> None:
+        view.on_event(event)
+        if event.kind == "code_executed" and event.turn == 1:  # replaying: the hint heads the turns
+            view.push()
+            first = view.body.children[0]
+            seen.append(first.value if first is view._hint else "")
+
     try:
-        resume(killed, [LOOK, FAN_OUT, SUBMIT], on_event=view.on_event)
+        resume(killed, [LOOK, FAN_OUT, SUBMIT], on_event=on_event)
     finally:
         view.finish()
+    assert len(seen) == 1 and f"Resuming from {killed.name}: what it answered is served from the journal" in seen[0]
     root = view._panel(view.tree.root_id or "")
-    assert len(root.body.children) == 3  # three turn boxes, no mark between them
+    assert len(root.body.children) == 3  # three turn boxes, no mark between them, and the hint is gone
     turn2 = view._turns[(view.tree.root_id or "", 2)]
     children = list(turn2.box.children)
     assert children[0] is turn2.html and children[1] is view._mark and len(children) == 3  # then the batch
