@@ -116,6 +116,8 @@ class Usage:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def __repr__(self) -> str:
+        cache = (f", cached_input_tokens={self.cached_input_tokens}, saved=${self.saved_usd:.4f}"
+                 if self.cached_input_tokens else "")  # only where a prompt cache was read
         return (f"Usage(root_calls={self.root_calls}, sub_calls={self.sub_calls}, "
-                f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
+                f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}{cache}, "
                 f"cost={self.cost_text()})")

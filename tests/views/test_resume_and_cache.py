@@ -20,6 +20,7 @@ from rlmnb._notebook.widget import RunWidget
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html, render_text
 from rlmnb.views._text import summary_line
+from rlmnb.views._trace import call_tags
 
 WORDS = [f"w{i}" for i in range(20)]
 LOOK = code("print(inputs['words'][:3])")
@@ -89,6 +90,7 @@ def test_a_run_resumed_mid_batch_is_one_tree_marked_where_it_went_live(killed: P
     assert batch is not None and "· 12 from the journal" in batch.group(0) and " cached" not in batch.group(0)
     calls = tree.call_views(next(k for kind, k in tree.turn_items(tree.root_id or "", 2) if kind == "group"))
     assert [c["journal"] for c in calls] == [True] * 12 + [False] * 8
+    assert call_tags(calls[0], None) == ["from the journal"] and call_tags(calls[19], None) == []  # the trace list
 
     text = render_text(result.trajectory)
     lines = text.splitlines()
@@ -190,6 +192,7 @@ def test_prompt_cached_tokens_and_savings_show_in_every_view(cached_run: tuple[A
     usage = result.usage
     assert cached > 0 and usage.cached_input_tokens == cached
     assert usage.saved_usd == pytest.approx(cached * 9e-7)  # 0.9 µ$ a token below the full input rate
+    assert f"cached_input_tokens={cached}, saved=${usage.saved_usd:.4f}, cost=" in repr(usage)
     meters = RunTree.from_trajectory(result.trajectory).meters_view()
     assert (meters["cached_input_tokens"], meters["saved"]) == (cached, pytest.approx(usage.saved_usd))
 
@@ -230,4 +233,4 @@ def test_a_run_without_prompt_caching_reads_as_before(tmp_path: Path) -> None:
     result = RLM(*models([LOOK, FAN_OUT, SUBMIT]), sandbox="local", journal=False).run("Shout", words=WORDS)
     page, text = render_html(result.trajectory), render_text(result.trajectory)
     assert " cached" not in page and "saved" not in page and " cached" not in text and "saved" not in text
-    assert set(result.to_frame()["cached_input_tokens"]) == {0}
+    assert set(result.to_frame()["cached_input_tokens"]) == {0} and "cached" not in repr(result.usage)
