@@ -8,10 +8,11 @@ still returns the partial result with status "interrupted". `arun` is the same f
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rlmnb._engine.budget import Budget
 from rlmnb._engine.resources import RunSpec, TreeResources
@@ -76,9 +77,10 @@ class RunResult:
                 "reason": self.reason, "error": self.error, "verified": self.verified,
                 "trajectory": self.trajectory.to_dict()}
 
-    def to_frame(self) -> Any:
-        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts)."""
-        return self.trajectory.to_frame()
+    def to_frame(self, calls: Literal["sub", "root", "all"] = "sub") -> Any:
+        """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts);
+        `calls="root"` lists the root model's replies instead, `"all"` both (Trajectory.to_frame)."""
+        return self.trajectory.to_frame(calls)
 
     def workspace(self, *, live: bool = False, sub_model: Any = None, **values: Any) -> Workspace:
         """The run's inputs and primitives (`inputs`, `sql`, `llm_query`, ...) in the notebook, so code of
@@ -303,8 +305,10 @@ class RLM:
                 else:
                     tree.root_run_id = spec.run_id
                     writer = self._open_journal(bus, prep, spec.run_id)
-                    self._mark_resume(bus, spec.run_id)
+                    mark_resume = self._mark_resume(bus, spec.run_id)
                 record = await execute_run(tree, spec)
+                if round_no == 1:
+                    mark_resume(False)  # a resumed run that never went live is marked where it ended
                 if record.status not in ("submitted", "fallback"):
                     break
                 earlier.append(record.answer)
@@ -356,21 +360,27 @@ class RLM:
         bus.subscribe(writer)
         return writer
 
-    def _mark_resume(self, bus: EventBus, run_id: str) -> None:
-        """A resumed run marks, with a RunResumed event, the moment its first request goes live."""
+    def _mark_resume(self, bus: EventBus, run_id: str) -> Callable[[bool], None]:
+        """A resumed run marks, with one RunResumed event, the moment its first request goes live; the
+        function returned marks it with `live=False` if no request has gone live yet (it does nothing for
+        a run that is not resumed, or is marked already)."""
         record = self._resume_record
         if record is None:
-            return
+            return lambda live: None
         from rlmnb.events import RunResumed, RunScope
 
         scope = RunScope(run_id=run_id, root_run_id=run_id)
         source = str(self._resumed_from)
+        marked = threading.Lock()
 
-        def mark() -> None:
-            bus.emit(RunResumed, scope, source=source, root_answers=record.root_answers,
-                     sub_answers=record.sub_answers, served_root=record.served_root, served_sub=record.served_sub)
+        def mark(live: bool = True) -> None:
+            if marked.acquire(blocking=False):
+                bus.emit(RunResumed, scope, source=source, root_answers=record.root_answers,
+                         sub_answers=record.sub_answers, served_root=record.served_root,
+                         served_sub=record.served_sub, live=live)
 
         record.on_live = mark
+        return mark
 
     def _next_round(self, prep: _Prepared, spec: RunSpec, earlier: list[Any], last: Outcome | None,
                     round_no: int) -> RunSpec:

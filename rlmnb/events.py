@@ -267,7 +267,8 @@ class RunFinished(Event):
 @dataclass(frozen=True, kw_only=True)
 class RunResumed(Event):
     """A resumed run (api.RLM.resume) sent its first live request here; what came before was served from
-    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers."""
+    the journal `source`, which held `root_answers` root replies and `sub_answers` sub-call answers.
+    A resumed run that never sent a live request emits it as its first round ends, with `live` False."""
 
     kind: ClassVar[str] = "run_resumed"
     source: str
@@ -275,6 +276,7 @@ class RunResumed(Event):
     sub_answers: int = 0
     served_root: int = 0  # served from the journal before this point
     served_sub: int = 0
+    live: bool = True  # False: every request of the run was served from the journal
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -340,7 +342,12 @@ class Trajectory:
         return done[-1] if done else None
 
     def sub_calls(self) -> list[dict[str, Any]]:
-        """One dict per sub-call, start and finish joined (the shape of `to_frame()`)."""
+        """One dict per sub-call, start and finish joined (the shape of `to_frame()`).
+
+        `cached_input_tokens` / `saved_usd`: input tokens the provider read from its prompt cache and
+        what that saved; `cached`: answered by rlmnb's response cache (or, with `journal`, by the
+        journal of a resumed run), so nothing was sent.
+        """
         finished = {e.call_id: e for e in self.of(SubCallFinished)}
         rows = []
         for s in self.of(SubCallStarted):
@@ -351,17 +358,43 @@ class Trajectory:
                 "call_id": s.call_id, "model": s.model, "prompt": s.prompt, "prompt_chars": s.prompt_chars,
                 "reply": f.reply if f else None, "error": f.error if f else None,
                 "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
-                "cost_usd": usage.get("cost_usd"), "cached": f.cached if f else False,
+                "cached_input_tokens": usage.get("cached_input_tokens", 0) if f else None,
+                "cost_usd": usage.get("cost_usd"), "saved_usd": usage.get("saved_usd", 0.0) if f else None,
+                "cached": f.cached if f else False, "journal": bool(f.meta.get("resumed")) if f else False,
                 "latency_s": f.latency_s if f else None,
                 "queued_s": f.queued_s if f else None,
             })
         return rows
 
-    def to_frame(self) -> Any:
-        """A pandas DataFrame with one row per sub-call."""
+    def root_calls(self) -> list[dict[str, Any]]:
+        """One dict per root-model reply (turns, fallbacks, judges; child runs' too), in order: its tokens,
+        the part read from the provider's prompt cache, cost, saving and time."""
+        rows = []
+        for r in self.of(ModelReply):
+            usage = r.usage
+            rows.append({
+                "run_id": r.run_id, "depth": r.depth, "turn": r.turn, "purpose": r.purpose,
+                "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+                "cached_input_tokens": usage.get("cached_input_tokens", 0), "cost_usd": usage.get("cost_usd"),
+                "saved_usd": usage.get("saved_usd", 0.0), "cached": bool(usage.get("cached")),
+                "latency_s": r.latency_s, "finish_reason": r.finish_reason,
+            })
+        return rows
+
+    def to_frame(self, calls: Literal["sub", "root", "all"] = "sub") -> Any:
+        """A pandas DataFrame with one row per sub-call (`calls="sub"`), per root-model reply (`"root"`), or
+        both (`"all"`, with a `call` column saying which: root replies first)."""
         import pandas as pd
 
-        return pd.DataFrame(self.sub_calls())
+        if calls == "sub":
+            return pd.DataFrame(self.sub_calls())
+        if calls == "root":
+            return pd.DataFrame(self.root_calls())
+        if calls == "all":
+            rows = [{"call": "root", **row} for row in self.root_calls()]
+            rows += [{"call": "sub", **row} for row in self.sub_calls()]
+            return pd.DataFrame(rows)
+        raise ValueError(f"to_frame(calls={calls!r}): say 'sub' (one row per sub-call), 'root' or 'all'.")
 
     # ---- serialising -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -28,6 +28,9 @@ export interface Call {
   latency: number | null; // the provider's time (retries included); null: no reply yet, or none (cached)
   queued: number | null; // seconds waiting for a concurrency slot; null in runs saved before it was recorded
   cached: boolean;
+  journal: boolean; // a resumed run served it from its journal
+  cachedInputTokens: number; // input tokens the provider read from its prompt cache
+  saved: number; // what those saved against the full input rate (USD)
   started: number; // event timestamps (seconds): the timeline's bars
   sent: number | null; // when it got its slot (sub_call_sent); null: not (yet) sent, or not recorded
   finished: number | null;
@@ -72,6 +75,7 @@ export interface Turn {
   maxTurns: number | null;
   reply: string;
   replyTokens: [number, number] | null;
+  replyCache: [number, number]; // [input tokens read from the provider's prompt cache, USD saved]
   replyLatency: number | null;
   code: string;
   stdout: string;
@@ -124,8 +128,24 @@ export interface Totals {
   outputTokens: number;
   cost: number;
   unpriced: number;
+  cachedInputTokens: number; // read from the provider's prompt cache
+  saved: number; // what the prompt cache saved (USD)
   rootCalls: number;
   concurrency: number | null;
+}
+
+/** A resumed run's mark (a run_resumed event): the journal, what it served, and where the run went live:
+ * before turn `turn`, inside it after its reply when `within`, after the last turn when `turn` is null. */
+export interface Resumed {
+  source: string;
+  rootAnswers: number;
+  subAnswers: number;
+  servedRoot: number;
+  servedSub: number;
+  live: boolean;
+  runId: string;
+  turn: number | null;
+  within: boolean;
 }
 
 export interface Tree {
@@ -137,6 +157,7 @@ export interface Tree {
   lastTs: number;
   opened: number | null; // when the user's cell started (the live widget's clock), when recorded
   spans: Span[];
+  resumed: Resumed | null;
 }
 
 /** The event list of a payload: a trajectory, a saved RunResult ({..., trajectory}) or a bare list. */
@@ -181,8 +202,11 @@ export interface GroupFigures {
   retried: number;
   rateLimited: number;
   cached: number;
+  journal: number; // of those, served from a resumed run's journal
   inputTokens: number;
   outputTokens: number;
+  cachedInputTokens: number; // read from the provider's prompt cache
+  saved: number; // what the prompt cache saved (USD)
   cost: number;
   unpriced: number; // finished calls without a price
   p50: number | null; // provider time of the calls that had one
@@ -211,8 +235,11 @@ export function groupFigures(g: Group): GroupFigures {
     retried: g.calls.filter(c => c.retries).length,
     rateLimited: g.calls.filter(c => c.retries && c.rateLimited).length,
     cached: g.calls.filter(c => c.cached).length,
+    journal: g.calls.filter(c => c.journal).length,
     inputTokens: g.calls.reduce((s, c) => s + (c.inputTokens ?? 0), 0),
     outputTokens: g.calls.reduce((s, c) => s + (c.outputTokens ?? 0), 0),
+    cachedInputTokens: g.calls.reduce((s, c) => s + c.cachedInputTokens, 0),
+    saved: g.calls.reduce((s, c) => s + c.saved, 0),
     cost: g.calls.reduce((s, c) => s + (c.cost ?? 0), 0),
     unpriced: g.calls.filter(c => c.done && c.cost === null).length,
     p50: percentile(latencies, 50), p95: percentile(latencies, 95),
@@ -236,13 +263,14 @@ export function fold(payload: unknown): Tree {
     runs: new Map(),
     totals: {
       subCalls: 0, subDone: 0, subSent: 0, subSentDone: 0, queueRecorded: false, subErrors: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0,
-      rootCalls: 0, concurrency: null
+      cachedInputTokens: 0, saved: 0, rootCalls: 0, concurrency: null
     },
     events: 0,
     firstTs: Infinity,
     lastTs: 0,
     opened: null,
-    spans: []
+    spans: [],
+    resumed: null
   };
   if (payload && typeof payload === 'object' && !Array.isArray(payload)) {
     tree.opened = num((payload as { [key: string]: unknown }).opened);
@@ -253,6 +281,8 @@ export function fold(payload: unknown): Tree {
   const addUsage = (u: { [key: string]: any }): void => {
     tree.totals.inputTokens += Number(u.input_tokens ?? 0) || 0;
     tree.totals.outputTokens += Number(u.output_tokens ?? 0) || 0;
+    tree.totals.cachedInputTokens += Number(u.cached_input_tokens ?? 0) || 0;
+    tree.totals.saved += Number(u.saved_usd ?? 0) || 0;
     if (u.cost_usd === null) {
       tree.totals.unpriced += 1;
     } else {
@@ -282,7 +312,7 @@ export function fold(payload: unknown): Tree {
     let t = r.turns.get(n);
     if (!t) {
       t = {
-        turn: n, maxTurns: null, reply: '', replyTokens: null, replyLatency: null, code: '', stdout: '',
+        turn: n, maxTurns: null, reply: '', replyTokens: null, replyCache: [0, 0], replyLatency: null, code: '', stdout: '',
         stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
         executed: false, submitted: false, notes: [], groups: [], children: []
       };
@@ -343,6 +373,7 @@ export function fold(payload: unknown): Tree {
         t.reply = e.text ?? '';
         const u = e.usage ?? {};
         t.replyTokens = [Number(u.input_tokens ?? 0), Number(u.output_tokens ?? 0)];
+        t.replyCache = [Number(u.cached_input_tokens ?? 0) || 0, Number(u.saved_usd ?? 0) || 0];
         t.replyLatency = num(e.latency_s);
         if (ts !== null) {
           tree.spans.push({ kind: 'reply', runId: e.run_id, turn: t.turn, start: ts - (t.replyLatency ?? 0), end: ts });
@@ -408,6 +439,7 @@ export function fold(payload: unknown): Tree {
           index: g.calls.length + 1, id: e.call_id, model: e.model ?? '', prompt: e.prompt ?? '',
           promptChars: Number(e.prompt_chars ?? (e.prompt ?? '').length), done: false, reply: null, error: null,
           inputTokens: null, outputTokens: null, cost: null, latency: null, queued: null, cached: false,
+          journal: false, cachedInputTokens: 0, saved: 0,
           started: ts ?? 0, sent: null, finished: null, retries: 0, rateLimited: 0, runId: e.run_id, turn: Number(e.turn ?? 0)
         };
         g.calls.push(c);
@@ -442,6 +474,8 @@ export function fold(payload: unknown): Tree {
           Object.assign(c, {
             done: true, reply: e.reply ?? null, error: e.error ?? null, inputTokens: num(u.input_tokens),
             outputTokens: num(u.output_tokens), cost: num(u.cost_usd), cached: !!e.cached, queued,
+            journal: !!e.meta?.resumed, cachedInputTokens: Number(u.cached_input_tokens ?? 0) || 0,
+            saved: Number(u.saved_usd ?? 0) || 0,
             // never sent (cached, or served by an identical call in flight): no provider time
             latency: queued !== null && e.cached ? null : num(e.latency_s),
             finished: ts, retries: Number(e.meta?.retries ?? 0) || 0, rateLimited: Number(e.meta?.rate_limited ?? 0) || 0
@@ -480,6 +514,19 @@ export function fold(payload: unknown): Tree {
         run(e).notes.push(...quoteNotes(e.details ?? {}));
         break;
       }
+      case 'run_resumed': {
+        // before the turn whose root request went live; inside it (after its reply) when a sub-call did;
+        // after the last turn when nothing went live
+        const r = run(e);
+        const live = e.live !== false;
+        const last = r.turns.size && live ? Math.max(...r.turns.keys()) : null;
+        tree.resumed = {
+          source: String(e.source ?? ''), rootAnswers: Number(e.root_answers ?? 0), subAnswers: Number(e.sub_answers ?? 0),
+          servedRoot: Number(e.served_root ?? 0), servedSub: Number(e.served_sub ?? 0), live, runId: r.id,
+          turn: last, within: last !== null && r.turns.get(last)!.replyTokens !== null
+        };
+        break;
+      }
       case 'run_finished': {
         const r = run(e);
         Object.assign(r, {
@@ -492,6 +539,7 @@ export function fold(payload: unknown): Tree {
           Object.assign(tree.totals, {
             inputTokens: Number(u.input_tokens ?? 0), outputTokens: Number(u.output_tokens ?? 0),
             cost: Number(u.cost_usd ?? 0), unpriced: Number(u.unpriced_calls ?? 0),
+            cachedInputTokens: Number(u.cached_input_tokens ?? 0) || 0, saved: Number(u.saved_usd ?? 0) || 0,
             rootCalls: Number(u.root_calls ?? tree.totals.rootCalls)
           });
         }
@@ -520,7 +568,7 @@ export function quoteNotes(details: { [key: string]: any }): string[] {
     const text = String(q.quote ?? '');
     const shown = text.length > 120 ? text.slice(0, 119) + '…' : text;
     out.push(q.found ? `quote found: "${shown}" (${q.where ?? ''})`
-      : `quote NOT found: "${shown}"${q.checked === false ? ' (not checked)' : ''}`);
+      : `quote NOT found: "${shown}"${q.checked === false ? ' (not checked)' : ''}${q.where ? ` (${q.where})` : ''}`);
   }
   if (details.skipped) {
     out.push(`more quotes not checked: ${details.skipped}`);

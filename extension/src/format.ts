@@ -3,7 +3,7 @@
  * widget, the exported HTML and this extension print the same figures the same way.
  */
 
-import { Json, Run, Turn } from './fold';
+import { Json, Resumed, Run, Turn } from './fold';
 
 export type Child = Node | string | null | undefined | false;
 
@@ -72,6 +72,30 @@ export function fmtSecs(s: number | null | undefined): string {
 
 export function plural(n: number, word: string): string {
   return `${fmtInt(n)} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** "1,024 cached, saved $0.0009": input tokens read from the provider's prompt cache; '' when none. */
+export function promptCacheText(cachedInputTokens: number, saved: number): string {
+  if (!cachedInputTokens) {
+    return '';
+  }
+  return `${fmtCount(cachedInputTokens)} cached${saved ? `, saved $${saved.toFixed(4)}` : ''}`;
+}
+
+/** The words of a resumed run's mark, as rlmnb.views._format.resumed_text says them. */
+export function resumedText(mark: Resumed): string {
+  const name = mark.source.replace(/\\/g, '/').split('/').pop() ?? mark.source;
+  const served = `${plural(mark.servedRoot, 'root turn')} and ${plural(mark.servedSub, 'sub-call')} served from the `
+    + 'journal at no cost';
+  return `Resumed from ${name}: ${served}; ${mark.live ? 'live from here' : 'nothing went live'}`;
+}
+
+/** Whether a turn of a resumed run got its model reply from the journal (it sits before the mark). */
+export function replayedTurn(mark: Resumed | null, runId: string, turn: number): boolean {
+  if (mark === null || mark.runId !== runId) {
+    return false;
+  }
+  return mark.turn === null || turn < mark.turn || (turn === mark.turn && mark.within);
 }
 
 export function percentile(sorted: number[], q: number): number | null {

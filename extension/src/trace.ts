@@ -7,7 +7,7 @@
 
 import { Call, Group, Run, Tree } from './fold';
 import {
-  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, moreLabel, percentile, plural
+  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, moreLabel, percentile, plural, promptCacheText
 } from './format';
 
 export const PAGE_SIZE = 50; // calls listed before a "show more" button
@@ -49,7 +49,9 @@ export function callTags(c: Call, slow: number | null): string[] {
   if (c.retries) {
     tags.push(`retried ×${c.retries}`);
   }
-  if (c.cached) {
+  if (c.journal) {
+    tags.push('from the journal');
+  } else if (c.cached) {
     tags.push(c.done && c.latency === null ? 'cached, no provider time' : 'cached');
   }
   if (slow !== null && c.latency !== null && c.latency > slow && !c.cached) {
@@ -67,7 +69,8 @@ export function callRow(c: Call, slow: number | null = null, where?: string, wai
     bits.push(`queued ${fmtSecs(c.queued)}`);
   }
   if (c.inputTokens !== null) {
-    bits.push(`${fmtCount(c.inputTokens)} → ${fmtCount(c.outputTokens)} tokens`);
+    const cache = promptCacheText(c.cachedInputTokens, c.saved);
+    bits.push(`${fmtCount(c.inputTokens)} → ${fmtCount(c.outputTokens)} tokens${cache ? ` (${cache})` : ''}`);
   }
   if (c.done) {
     bits.push(c.cost === null ? 'unpriced' : fmtCost(c.cost));

@@ -4,10 +4,10 @@
  */
 
 import { Env, answerView } from './answer';
-import { Group, Run, Tree, Turn, groupFigures, outCounts, runElapsed, slotsRecorded } from './fold';
+import { Group, Resumed, Run, Tree, Turn, groupFigures, outCounts, runElapsed, slotsRecorded } from './fold';
 import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, runnableCode,
-  moreLabel, pendingTurnText, plural
+  moreLabel, pendingTurnText, plural, promptCacheText, replayedTurn, resumedText
 } from './format';
 import { PAGE_SIZE, callRow, traceView } from './trace';
 
@@ -126,9 +126,16 @@ function groupSummary(g: Group, ended = false): string {
   }
   parts.push(...queueParts);
   parts.push(`${fmtCount(f.inputTokens)} → ${fmtCount(f.outputTokens)} tokens`);
+  const cache = promptCacheText(f.cachedInputTokens, f.saved);
+  if (cache) {
+    parts.push(`prompt cache: ${cache}`);
+  }
   parts.push(fmtCost(f.cost, f.unpriced));
-  if (f.cached) {
-    parts.push(`${fmtInt(f.cached)} cached`);
+  if (f.cached - f.journal) {
+    parts.push(`${fmtInt(f.cached - f.journal)} cached`);
+  }
+  if (f.journal) {
+    parts.push(`${fmtInt(f.journal)} from the journal`);
   }
   if (g.wall !== null) {
     parts.push(`wall ${fmtSecs(g.wall)}`);
@@ -167,7 +174,8 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     meta.push(`reply ${fmtSecs(t.replyLatency)}`);
   }
   if (t.replyTokens) {
-    meta.push(`${fmtCount(t.replyTokens[0])} → ${fmtCount(t.replyTokens[1])} tokens`);
+    const cache = promptCacheText(t.replyCache[0], t.replyCache[1]);
+    meta.push(`${fmtCount(t.replyTokens[0])} → ${fmtCount(t.replyTokens[1])} tokens${cache ? ` (${cache})` : ''}`);
   }
   if (t.executed) {
     meta.push(`code ${fmtSecs(t.duration)}`);
@@ -179,7 +187,8 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     t.error ? h('span', 'rlmnb-flag rlmnb-flag-error', t.errorType ?? 'error') : null,
     t.timedOut ? h('span', 'rlmnb-flag rlmnb-flag-error', 'timed out') : null,
     t.restarted ? h('span', 'rlmnb-flag rlmnb-flag-warn', 'sandbox restarted') : null,
-    t.submitted ? h('span', 'rlmnb-flag rlmnb-flag-submit', 'submitted') : null);
+    t.submitted ? h('span', 'rlmnb-flag rlmnb-flag-submit', 'submitted') : null,
+    replayedTurn(tree.resumed, run.id, t.turn) ? h('span', 'rlmnb-flag rlmnb-flag-journal', 'from the journal') : null);
   const box = h('div', 'rlmnb-turn', title);
   box.setAttribute('data-turn', String(t.turn));
   const code = t.code || codeOfReply(t.reply);
@@ -210,6 +219,10 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
   for (const [kind, text] of t.notes) {
     box.appendChild(h('div', `rlmnb-note rlmnb-note-${kind}`, text));
   }
+  const mark = markHere(tree.resumed, run, t.turn, true);
+  if (mark) {
+    box.appendChild(mark); // it went live during this turn's sub-calls: after its reply and code
+  }
   for (const g of t.groups) {
     box.appendChild(groupView(g, PAGE_SIZE, run.status !== 'running'));
   }
@@ -230,6 +243,16 @@ function runHeader(tree: Tree, run: Run): HTMLElement {
     run.parentId ? h('b', '', run.label || `child run (depth ${run.depth})`) : h('b', 'rlmnb-brand', 'RLM'), ' ',
     badge(run.status), ' ', h('span', '', models), ' ', h('span', 'rlmnb-muted rlmnb-elapsed', fmtSecs(elapsed)),
     setup >= 0.5 ? h('span', 'rlmnb-muted', `(set-up ${fmtSecs(setup)})`) : null);
+}
+
+/** A resumed run's mark if it sits here: before turn `turn`, inside it (`within`), or after the last (null). */
+function markHere(mark: Resumed | null, run: Run, turn: number | null, within: boolean): HTMLElement | null {
+  if (mark === null || mark.runId !== run.id || mark.turn !== turn || (turn !== null && mark.within !== within)) {
+    return null;
+  }
+  const el = h('div', 'rlmnb-resumed', `⟳ ${resumedText(mark)}`);
+  el.title = mark.source;
+  return el;
 }
 
 /** Why a run ended without an answer, in the same words as the Python views. */
@@ -262,7 +285,15 @@ export function runView(tree: Tree, run: Run, env: Env, above: HTMLElement[] = [
   const turns = [...run.turns.values()].sort((a, b) => a.turn - b.turn);
   const list = h('div', 'rlmnb-turns');
   for (const t of turns) {
+    const mark = markHere(tree.resumed, run, t.turn, false);
+    if (mark) {
+      list.appendChild(mark); // it went live with this turn's root request
+    }
     list.appendChild(turnView(tree, run, t));
+  }
+  const end = markHere(tree.resumed, run, null, false);
+  if (end) {
+    list.appendChild(end); // nothing went live
   }
   box.appendChild(list);
   const placed = new Set(turns.flatMap(t => t.children));
@@ -314,9 +345,10 @@ export function metersView(tree: Tree): HTMLElement {
   return h('div', 'rlmnb-meters',
     meter('turns', `${turns}${limitText(maxTurns, fmtInt)}`, turns, maxTurns),
     meter('sub-calls', calls, t.subDone, maxCalls, ended ? 0 : inFlight + queued),
-    meter('tokens', `${fmtCount(t.inputTokens)} in · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`,
-      tokens, maxTokens),
-    meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`, t.cost, maxCost),
+    meter('tokens', `${fmtCount(t.inputTokens)} in${t.cachedInputTokens ? ` (${fmtCount(t.cachedInputTokens)} cached)` : ''}`
+      + ` · ${fmtCount(t.outputTokens)} out${limitText(maxTokens, fmtCount)}`, tokens, maxTokens),
+    meter('cost', `${fmtCost(t.cost, t.unpriced)}${limitText(maxCost, c => `$${c}`)}`
+      + `${t.saved ? ` · saved $${t.saved.toFixed(4)}` : ''}`, t.cost, maxCost),
     meter('time', `${fmtSecs(elapsed)}${limitText(maxTime, fmtSecs)}`, elapsed, maxTime));
 }
 

@@ -48,6 +48,8 @@ class ResultRow:
     root_input_tokens: int | None = None   # tokens per answer, split (None: the method cannot tell)
     root_output_tokens: int | None = None
     sub_tokens: int | None = None          # every sub-call's input + output
+    cached_input_tokens: int = 0           # input tokens read from the provider's prompt cache
+    saved_usd: float = 0.0                 # what the prompt cache saved against the full input rate
     wall_s: float = 0.0
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

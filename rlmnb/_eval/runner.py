@@ -242,5 +242,6 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, root_input_tokens=split.root_input if split else None,
         root_output_tokens=split.root_output if split else None, sub_tokens=split.sub if split else None,
+        cached_input_tokens=usage.cached_input_tokens, saved_usd=round(usage.saved_usd, 8),
         wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
         finished_at=now())

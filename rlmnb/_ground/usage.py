@@ -14,7 +14,8 @@ class CallUsage:
 
     `cached` marks a reply from rlmnb's response cache (nothing was sent); `cached_input_tokens`
     counts the part of `input_tokens` the provider read from its prompt cache (billed at its
-    cached rate, already in `cost_usd`).
+    cached rate, already in `cost_usd`); `saved_usd` is what those tokens would have cost more at the
+    full input rate (0.0 when nothing was cached or the rates are unknown).
     """
 
     input_tokens: int = 0
@@ -22,18 +23,21 @@ class CallUsage:
     cost_usd: float | None = 0.0
     cached: bool = False
     cached_input_tokens: int = 0
+    saved_usd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:  # explicit: this runs twice per sub-call
         out: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                                "cost_usd": self.cost_usd, "cached": self.cached}
         if self.cached_input_tokens:
             out["cached_input_tokens"] = self.cached_input_tokens
+        if self.saved_usd:
+            out["saved_usd"] = self.saved_usd
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallUsage:
         return cls(**{k: data[k] for k in ("input_tokens", "output_tokens", "cost_usd", "cached",
-                                           "cached_input_tokens") if k in data})
+                                           "cached_input_tokens", "saved_usd") if k in data})
 
     def __add__(self, other: CallUsage) -> CallUsage:
         """The usage of two requests made for one call: unpriced if either is, cached only if both are."""
@@ -48,7 +52,8 @@ class Usage:
     """The bill of a run (and its descendants). `root_calls + sub_calls` is every model request made.
 
     `cost_usd` sums the priced calls; `unpriced_calls` counts calls whose price is unknown, so an
-    unknown cost is never shown as zero.
+    unknown cost is never shown as zero. `cached_input_tokens` and `saved_usd` sum the provider's
+    prompt-cache reads and what they saved (CallUsage).
     """
 
     root_calls: int = 0
@@ -60,6 +65,7 @@ class Usage:
     cached_calls: int = 0
     wall_s: float = 0.0
     cached_input_tokens: int = 0
+    saved_usd: float = 0.0
 
     @property
     def calls(self) -> int:
@@ -80,6 +86,7 @@ class Usage:
             cached_calls=self.cached_calls + (1 if usage.cached else 0),
             wall_s=self.wall_s,
             cached_input_tokens=self.cached_input_tokens + usage.cached_input_tokens,
+            saved_usd=self.saved_usd + usage.saved_usd,
         )
 
     def with_wall(self, wall_s: float) -> Usage:
@@ -92,7 +99,8 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens, cost_usd=self.cost_usd + other.cost_usd,
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
             cached_calls=self.cached_calls + other.cached_calls, wall_s=self.wall_s + other.wall_s,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens)
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            saved_usd=self.saved_usd + other.saved_usd)
 
     def cost_text(self) -> str:
         text = f"${self.cost_usd:.4f}"
@@ -108,6 +116,8 @@ class Usage:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def __repr__(self) -> str:
+        cache = (f", cached_input_tokens={self.cached_input_tokens}, saved=${self.saved_usd:.4f}"
+                 if self.cached_input_tokens else "")  # only where a prompt cache was read
         return (f"Usage(root_calls={self.root_calls}, sub_calls={self.sub_calls}, "
-                f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
+                f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}{cache}, "
                 f"cost={self.cost_text()})")

@@ -359,7 +359,7 @@ class LiteLLM:
                 retries += 1
                 await _backoff(delay)
         return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
-                             cost=self._cost, priced=lane is None)
+                             cost=self._cost, priced=lane is None, saved=self._saved)
 
     def _cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
         if self._lane is not None:
@@ -376,6 +376,19 @@ class LiteLLM:
 
         litellm is loaded by then (`acomplete` loads it before the first request on either transport).
         """
+        rates = self._cost_rates()
+        if rates is None:
+            return None
+        cost_in, cost_out, cost_cached = rates
+        return (input_tokens - cached_tokens) * cost_in + cached_tokens * cost_cached + output_tokens * cost_out
+
+    def _saved(self, cached_tokens: int) -> float:
+        """What `cached_tokens` read from the provider's prompt cache saved against the full input rate."""
+        rates = self._cost_rates() if cached_tokens else None
+        return max(0.0, cached_tokens * (rates[0] - rates[2])) if rates is not None else 0.0
+
+    def _cost_rates(self) -> tuple[float, float, float] | None:
+        """(input, output, cached input) dollars per token from litellm's cost map, or None when unpriced."""
         if self._rates is False:
             table = getattr(_litellm, "model_cost", None) or {}
             entry = next((table[key] for key in (self.name, self.name.split("/", 1)[-1])
@@ -387,10 +400,7 @@ class LiteLLM:
                 cached_rate = entry.get("cache_read_input_token_cost")
                 self._rates = (cost_in, float(entry.get("output_cost_per_token") or 0.0),
                                cost_in if cached_rate is None else float(cached_rate))
-        if not isinstance(self._rates, tuple):
-            return None
-        cost_in, cost_out, cost_cached = self._rates
-        return (input_tokens - cached_tokens) * cost_in + cached_tokens * cost_cached + output_tokens * cost_out
+        return self._rates if isinstance(self._rates, tuple) else None
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -489,12 +499,14 @@ def cached_input_tokens(usage: Any) -> int:
 
 
 def read_response(response: Any, messages: list[Message], *, name: str, retries: int, rate_limited: int,
-                  cost: Callable[[int, int, int], float | None], priced: bool = True) -> Completion:
+                  cost: Callable[[int, int, int], float | None], priced: bool = True,
+                  saved: Callable[[int], float] | None = None) -> Completion:
     """The Completion of one response (a litellm object, or the direct lane's parsed JSON); usage is counted
     when the provider reports none.
 
     `priced`: the response carries its price (litellm's `response_cost`); when False (the direct
-    lane) the price is `cost(input_tokens, output_tokens, cached_input_tokens)`.
+    lane) the price is `cost(input_tokens, output_tokens, cached_input_tokens)`. `saved(cached_input_tokens)`:
+    what the provider's prompt cache saved (CallUsage.saved_usd), for a priced call.
     """
     choices = _field(response, "choices")
     choice = choices[0] if choices else None
@@ -520,7 +532,8 @@ def read_response(response: Any, messages: list[Message], *, name: str, retries:
         price = cost(input_tokens, output_tokens, 0) if price is not None else None
     if not priced:
         price = cost(input_tokens, output_tokens, cached)
+    saving = saved(cached) if saved is not None and cached and price is not None else 0.0
     return Completion(text=text, model=str(_field(response, "model") or name),
                       usage=CallUsage(input_tokens, output_tokens, float(price) if price is not None else None,
-                                      cached_input_tokens=cached),
+                                      cached_input_tokens=cached, saved_usd=saving),
                       meta=meta, finish_reason=finish_reason, reasoning=reasoning_of(message))

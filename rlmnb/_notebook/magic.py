@@ -155,6 +155,8 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             from rlmnb._notebook.commands import journal_for
 
             resume = (journal_for(args.resume), args.force)
+            if view is not None:
+                view.resuming(resume[0])
         else:
             resume = None
         result = self._execute(rlm, question, inputs, previous, view, resume)

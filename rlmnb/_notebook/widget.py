@@ -19,11 +19,12 @@ from __future__ import annotations
 import html
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from rlmnb.events import Event, Trajectory
 from rlmnb.views._fold import RunTree
-from rlmnb.views._format import more_label
+from rlmnb.views._format import more_label, replayed_turn
 from rlmnb.views._html import (
     FONT,
     MATH_SAFE,
@@ -35,6 +36,7 @@ from rlmnb.views._html import (
     header_html,
     meters_html,
     render_html,
+    resumed_html,
     turn_html,
 )
 from rlmnb.views._mime import compact_trajectory
@@ -76,6 +78,7 @@ class _TurnPanel:
         self.html = owner._html()
         self.box = owner._vbox([self.html], owner._turn_layout)
         self.items: list[tuple[str, str]] = []
+        self.marked = False  # the resumed run's mark is drawn in this turn
 
 
 class _GroupPanel:
@@ -192,6 +195,8 @@ class RunWidget:
         self._runs: dict[str, _RunPanel] = {}
         self._turns: dict[tuple[str, int], _TurnPanel] = {}
         self._groups: dict[str, _GroupPanel] = {}
+        self._mark: Any = None  # a resumed run's mark (one HTML row), placed where RunTree.resumed_view says
+        self._hint: Any = None  # "resuming from ..." above the turns of a resumed run until its mark comes
         self._push_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -244,6 +249,16 @@ class RunWidget:
         bundle = {"text/plain": summary_line(tree), "text/html": render_html(tree)}
         return display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
+    def resuming(self, source: str | Path) -> None:
+        """Say above the turns that this run resumes the journal `source`: its first turns come from the
+        journal at no cost until the run goes live, where the run's mark (RunResumed) replaces this line."""
+        name = Path(source).name
+        self._hint = self._html(f'<div style="{FONT};{MUTED};font-size:12px">⟳ Resuming from {html.escape(name)}: '
+                                f'what it answered is served from the journal at no cost until the run goes live'
+                                f'</div>')
+        with self._push_lock:
+            self.body.children = [self._hint, *self.body.children]
+
     def start(self) -> None:
         """Start the throttled pusher thread (idempotent)."""
         if self._thread is None:
@@ -288,6 +303,9 @@ class RunWidget:
             for widget in (panel.header, panel.body, panel.answer, panel.box):
                 widget.close()
         self.trace.close()
+        for row in (self._mark, self._hint):
+            if row is not None:
+                row.close()
         for widget in (self.header, self.body, self.answer, self.meters, self.box, *self._shared):
             widget.close()
 
@@ -357,25 +375,46 @@ class RunWidget:
             self._turns[key] = panel
         return panel
 
+    def _mark_widget(self, mark: dict[str, Any]) -> Any:
+        if self._mark is None:
+            self._mark = self._html()
+        self._mark.value = resumed_html(mark)
+        return self._mark
+
     def _draw_turn_list(self, run_id: str) -> None:
         panel = self._panel(run_id)
         numbers = self.tree.turn_numbers(run_id)
-        if numbers != panel.turns:
+        mark = self.tree.resumed_view(run_id)
+        children = []
+        for n in numbers:
+            if mark is not None and mark["turn"] == n and not mark["within"]:
+                children.append(self._mark_widget(mark))  # it went live with this turn's root request
+            children.append(self._turn_panel(run_id, n).box)
+        if mark is not None and mark["turn"] is None:
+            children.append(self._mark_widget(mark))  # nothing went live
+        if mark is None and self._hint is not None and panel is self._root_panel:
+            children.insert(0, self._hint)
+        if tuple(children) != tuple(panel.body.children):
             panel.turns = numbers
-            panel.body.children = [self._turn_panel(run_id, n).box for n in numbers]
+            panel.body.children = children
 
     def _draw_turn(self, run_id: str, turn: int) -> None:
         status = self.tree.run_view(run_id)["status"]
+        replayed = replayed_turn(self.tree.resumed_view(run_id), turn)
         self._turn_panel(run_id, turn).html.value = turn_html(self.tree.turn_view(run_id, turn), status=status,
-                                                              actions=True)
+                                                              actions=True, replayed=replayed)
 
     def _draw_items(self, run_id: str, turn: int) -> None:
         panel = self._turn_panel(run_id, turn)
         items = self.tree.turn_items(run_id, turn)
-        if items == panel.items:
+        mark = self.tree.resumed_view(run_id)
+        marked = mark is not None and mark["turn"] == turn and bool(mark["within"])
+        if items == panel.items and marked == panel.marked:
             return
-        panel.items = items
+        panel.items, panel.marked = items, marked
         boxes = [panel.html]
+        if mark is not None and marked:  # it went live during this turn's sub-calls: after its reply and code
+            boxes.append(self._mark_widget(mark))
         for kind, key in items:
             if kind == "group":
                 boxes.append(self._group_panel(key).box)

@@ -68,6 +68,9 @@ class GroupNode:
     cost: float = 0.0
     unpriced: int = 0
     cached: int = 0
+    journal: int = 0  # calls a resumed run served from its journal (of `cached`)
+    cached_input_tokens: int = 0  # input tokens read from the provider's prompt cache
+    saved: float = 0.0  # what those saved against the full input rate
     latencies: list[float] = field(default_factory=list)  # provider (running) time of each call that had one
     queued_times: list[float] = field(default_factory=list)  # time each call waited for its slot (when recorded)
     sent: int = 0  # calls that got a concurrency slot (SubCallSent)
@@ -126,10 +129,14 @@ class Totals:
     output_tokens: int = 0
     cost: float = 0.0
     unpriced: int = 0
+    cached_input_tokens: int = 0  # read from the provider's prompt cache
+    saved: float = 0.0  # what the prompt cache saved
 
     def add_usage(self, usage: dict[str, Any]) -> None:
         self.input_tokens += int(usage.get("input_tokens") or 0)
         self.output_tokens += int(usage.get("output_tokens") or 0)
+        self.cached_input_tokens += int(usage.get("cached_input_tokens") or 0)
+        self.saved += float(usage.get("saved_usd") or 0.0)
         cost = usage.get("cost_usd", 0.0)
         if cost is None:
             self.unpriced += 1
@@ -159,6 +166,8 @@ class RunTree:
         self.opened: float | None = None
         # the root and sub model's names, known before the run's first event (the live header shows them)
         self.expected_models: tuple[str, str] = ("", "")
+        # a resumed run's mark (RunResumed): where it went live, and what the journal served (resumed_view)
+        self.resumed: dict[str, Any] | None = None
         self._changes: set[tuple[Any, ...]] = set()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "run_started": self._run_started, "turn_started": self._turn_started,
@@ -170,6 +179,7 @@ class RunTree:
             "turns_trimmed": self._trimmed, "fallback": self._fallback,
             "attempt_verified": self._verified, "run_finished": self._run_finished,
             "map_started": self._map_started, "map_finished": self._map_finished,
+            "run_resumed": self._run_resumed,
         }
         for event in events:
             self.add(event)
@@ -357,6 +367,12 @@ class RunTree:
         group.output_tokens += tokens_out
         totals.input_tokens += tokens_in
         totals.output_tokens += tokens_out
+        if "cached_input_tokens" in usage:  # a prompt-cache read (its saving is recorded only then)
+            prompt_cached, saved = usage["cached_input_tokens"] or 0, usage.get("saved_usd") or 0.0
+            group.cached_input_tokens += prompt_cached
+            totals.cached_input_tokens += prompt_cached
+            group.saved += saved
+            totals.saved += saved
         cost = usage.get("cost_usd", 0.0)
         if cost is None:
             group.unpriced += 1
@@ -367,6 +383,8 @@ class RunTree:
         if e.cached:
             group.cached += 1
         meta = e.meta
+        if meta and meta.get("resumed"):
+            group.journal += 1
         if meta and meta.get("retries"):
             group.retried += 1
             if meta.get("rate_limited"):
@@ -410,6 +428,20 @@ class RunTree:
         run.notes.extend(quote_notes(getattr(e, "details", None) or {}))
         self._changes.add(("run", e.run_id))
 
+    def _run_resumed(self, e: Any) -> None:
+        """The mark sits before the turn whose root request went live, inside it (after its reply, before its
+        sub-calls) when one of its sub-calls did, and after the last turn when nothing went live."""
+        run = self._run(e.run_id, e.ts)
+        turn = max(run.turns) if run.turns and getattr(e, "live", True) else None
+        within = turn is not None and run.turns[turn].reply is not None
+        self.resumed = {"source": e.source, "root_answers": e.root_answers, "sub_answers": e.sub_answers,
+                        "served_root": e.served_root, "served_sub": e.served_sub, "live": getattr(e, "live", True),
+                        "run_id": e.run_id, "turn": turn, "within": within}
+        self._changes.update((("turns", e.run_id), ("run", e.run_id), ("meters",)))
+        self._changes.update(("turn", e.run_id, n) for n in run.turns)  # turns before it read "from the journal"
+        if turn is not None:
+            self._changes.add(("items", e.run_id, turn))
+
     def _run_finished(self, e: Any) -> None:
         run = self._run(e.run_id, e.ts)
         run.status, run.answer, run.reason, run.error = e.status, e.answer, e.reason, e.error
@@ -419,6 +451,8 @@ class RunTree:
             t = self.totals
             t.input_tokens, t.output_tokens = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
             t.cost, t.unpriced = float(u.get("cost_usd", 0.0)), int(u.get("unpriced_calls", 0))
+            t.cached_input_tokens = int(u.get("cached_input_tokens") or 0)
+            t.saved = float(u.get("saved_usd") or 0.0)
             t.root_calls = int(u.get("root_calls", t.root_calls))
         self._changes.update((("run", e.run_id), ("meters",)))
 
@@ -473,9 +507,20 @@ class RunTree:
                     "max_llm_calls": limits.get("max_llm_calls"), "root_calls": t.root_calls,
                     "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
                     "max_tokens": limits.get("max_tokens"), "cost": t.cost, "unpriced": t.unpriced,
+                    "cached_input_tokens": t.cached_input_tokens, "saved": t.saved,
                     "max_cost": limits.get("max_cost"), "elapsed": elapsed,
                     "max_time": limits.get("max_time"),
                     "ended": root is not None and root.status != "running"}
+
+    def resumed_view(self, run_id: str | None = None) -> dict[str, Any] | None:
+        """A resumed run's mark, when `run_id` (default: the root run) has one: `source` (the journal),
+        `served_root` / `served_sub` (what it served before the mark), `live` (False: nothing went live),
+        and where it sits: before turn `turn`, inside it when `within`, after the last turn when `turn` is None."""
+        with self.lock:
+            mark = self.resumed
+            if mark is None or mark["run_id"] != (run_id or self.root_id):
+                return None
+            return dict(mark)
 
     def turn_numbers(self, run_id: str | None = None) -> list[int]:
         with self.lock:
@@ -505,7 +550,8 @@ class RunTree:
                     "key": g.key, "kind": g.kind, "run_id": g.run_id, "turn": g.turn, "size": g.size,
                     "model": g.model, "started": len(g.call_ids), "finished": g.finished, "errors": g.errors,
                     "input_tokens": g.input_tokens, "output_tokens": g.output_tokens, "cost": g.cost,
-                    "unpriced": g.unpriced, "cached": g.cached, "done": g.done, "wall": g.wall,
+                    "unpriced": g.unpriced, "cached": g.cached, "journal": g.journal,
+                    "cached_input_tokens": g.cached_input_tokens, "saved": g.saved, "done": g.done, "wall": g.wall,
                     "refused": g.refused, "map": dict(g.map_info) if g.map_info is not None else None,
                     "retried": g.retried, "rate_limited": g.rate_limited,
                     "rate": None, "eta": None}
@@ -542,12 +588,15 @@ class RunTree:
                         "reply": f.reply if f is not None else None, "error": f.error if f is not None else None,
                         "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
                         "cost": usage.get("cost_usd"),
+                        "cached_input_tokens": int(usage.get("cached_input_tokens") or 0),
+                        "saved": float(usage.get("saved_usd") or 0.0),
                         # latency: the provider's time (None: it had none, or no reply yet); queued: the wait
                         # for a slot (None: not recorded, in runs saved before it was)
                         "latency": running_time(f.latency_s, queued, bool(f.cached)) if f is not None else None,
                         "queued": queued, "sent": sent is not None,
                         "waiting": recorded and f is None and sent is None,  # queued for a slot right now
                         "cached": bool(f.cached) if f is not None else False,
+                        "journal": bool((f.meta or {}).get("resumed")) if f is not None else False,
                         "retries": int((f.meta or {}).get("retries") or 0) if f is not None else 0,
                         "rate_limited": int((f.meta or {}).get("rate_limited") or 0) if f is not None else 0,
                         "started": s.ts, "finished": f.ts if f is not None else None,

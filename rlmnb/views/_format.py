@@ -13,8 +13,8 @@ from typing import Any
 from rlmnb._ground.text import clip as clip_text
 
 __all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
-           "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "queue_text",
-           "quote_notes", "running_time"]
+           "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "prompt_cache_text",
+           "queue_text", "quote_notes", "replayed_turn", "resumed_text", "running_time"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
@@ -41,6 +41,38 @@ def fmt_cost(cost: float | None, unpriced: int = 0) -> str:
     if unpriced:
         text += f" + {unpriced:,} unpriced"
     return text
+
+
+def prompt_cache_text(cached_input_tokens: int | float | None, saved: float | None = None) -> str:
+    """"1,024 cached" (input tokens the provider read from its prompt cache), with ", saved $0.0009" when that
+    saved money; "" when nothing was cached, so views of runs without prompt caching read as before."""
+    if not cached_input_tokens:
+        return ""
+    return f"{fmt_count(cached_input_tokens)} cached" + (f", saved ${saved:.4f}" if saved else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def resumed_text(mark: dict[str, Any], *, full_path: bool = False) -> str:
+    """The words of a resumed run's mark (RunTree.resumed_view), the same in every view (format.ts has the
+    twin): the journal it resumed from and what that served at no cost."""
+    source = str(mark.get("source") or "")
+    name = source if full_path else source.replace("\\", "/").rsplit("/", 1)[-1]
+    served = (f"{_plural(int(mark.get('served_root') or 0), 'root turn')} and "
+              f"{_plural(int(mark.get('served_sub') or 0), 'sub-call')} served from the journal at no cost")
+    if mark.get("live", True):
+        return f"Resumed from {name}: {served}; live from here"
+    return f"Resumed from {name}: {served}; nothing went live"
+
+
+def replayed_turn(mark: dict[str, Any] | None, turn: int) -> bool:
+    """Whether a turn of a resumed run got its model reply from the journal (it sits before the mark)."""
+    if mark is None:
+        return False
+    where = mark.get("turn")
+    return where is None or turn < where or (turn == where and bool(mark.get("within")))
 
 
 def fmt_rate(per_second: float) -> str:

@@ -25,11 +25,15 @@ from rlmnb.views._format import (
     images_note,
     map_figures,
     pending_turn_text,
+    prompt_cache_text,
     queue_text,
+    replayed_turn,
+    resumed_text,
 )
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "html_page", "meters_html", "render_html", "sub_calls_text", "turn_html"]
+           "highlight_python", "html_page", "mark_html", "meters_html", "render_html", "resumed_html", "sub_calls_text",
+           "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
@@ -191,10 +195,12 @@ def meters_html(m: dict[str, Any]) -> str:
     parts = [
         _meter("turns", f"{m['turns']:,}" + (f" / {int(max_turns):,}" if max_turns else ""), m["turns"], max_turns),
         _meter("sub-calls", sub_calls_text(m), done, max_calls, 0 if m.get("ended") else sent - done),
-        _meter("tokens", f"{fmt_count(m['input_tokens'])} in · {fmt_count(m['output_tokens'])} out"
+        _meter("tokens", f"{fmt_count(m['input_tokens'])} in"
+               + (f" ({fmt_count(m['cached_input_tokens'])} cached)" if m.get("cached_input_tokens") else "")
+               + f" · {fmt_count(m['output_tokens'])} out"
                + (f" / {fmt_count(max_tokens)}" if max_tokens else ""), tokens, max_tokens),
-        _meter("cost", fmt_cost(m["cost"], m["unpriced"]) + (f" / ${max_cost:g}" if max_cost else ""),
-               m["cost"], max_cost),
+        _meter("cost", fmt_cost(m["cost"], m["unpriced"]) + (f" / ${max_cost:g}" if max_cost else "")
+               + (f" · saved ${m['saved']:.4f}" if m.get("saved") else ""), m["cost"], max_cost),
         _meter("time", fmt_secs(m["elapsed"]) + (f" / {fmt_secs(max_time)}" if max_time else ""), m["elapsed"],
                max_time),
     ]
@@ -202,16 +208,19 @@ def meters_html(m: dict[str, Any]) -> str:
 
 
 def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = TEXT_CHARS,
-              actions: bool = False) -> str:
+              actions: bool = False, replayed: bool = False) -> str:
     """One turn: title line, the reply (collapsed), the code, the output, notes (the caller draws the box).
     `status` is the run's: a turn that never ran its code reads differently once the run has ended.
-    `actions` (the live widget): the code gets its "copy" and "copy code to a new cell" buttons."""
+    `actions` (the live widget): the code gets its "copy" and "copy code to a new cell" buttons.
+    `replayed`: a resumed run's turn whose reply came from the journal (format.replayed_turn)."""
     usage = t["reply_usage"]
     bits = []
     if t["reply_latency"] is not None:
         bits.append(f"reply {fmt_secs(t['reply_latency'])}")
     if usage:
-        bits.append(f"{fmt_count(usage.get('input_tokens'))} → {fmt_count(usage.get('output_tokens'))} tokens")
+        cache = prompt_cache_text(usage.get("cached_input_tokens"), usage.get("saved_usd"))
+        bits.append(f"{fmt_count(usage.get('input_tokens'))} → {fmt_count(usage.get('output_tokens'))} tokens"
+                    + (f" ({cache})" if cache else ""))
     if t["duration"] is not None:
         bits.append(f"code {fmt_secs(t['duration'])}")
     chips = ""
@@ -226,6 +235,8 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
         chips += _chip("sandbox restarted", ORANGE)
     if t["submitted"]:
         chips += _chip("submitted", GREEN)
+    if replayed:
+        chips += _chip("from the journal", GREY)
     limit = f"/{t['max_turns']}" if t["max_turns"] else ""
     out = [f'<div style="{FONT}"><div><b>Turn {t["turn"]}{limit}</b> '
            f'<span style="{MUTED}">{" · ".join(bits)}</span>{chips}</div>']
@@ -289,9 +300,15 @@ def group_summary_html(g: dict[str, Any]) -> str:
     if queue:
         parts.append(queue)
     parts.append(f'{fmt_count(g["input_tokens"])} → {fmt_count(g["output_tokens"])} tokens')
+    cache = prompt_cache_text(g.get("cached_input_tokens"), g.get("saved"))
+    if cache:
+        parts.append(f"prompt cache: {cache}")
     parts.append(fmt_cost(g["cost"], g["unpriced"]))
-    if g["cached"]:
-        parts.append(f'{g["cached"]:,} cached')
+    journal = g.get("journal") or 0
+    if g["cached"] - journal:
+        parts.append(f'{g["cached"] - journal:,} cached')
+    if journal:
+        parts.append(f"{journal:,} from the journal")
     if g["wall"] is not None:
         parts.append(f'wall {fmt_secs(g["wall"])}')
     refused = f'<div style="color:{RED};font-size:12px">{_esc(g["refused"])}</div>' if g["refused"] else ""
@@ -324,10 +341,14 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
                          if str(i.get("thumb", "")).startswith("data:image/png;base64,"))
         bits.append(thumbs + _esc(images_note(c["images"])))
     if c["input_tokens"] is not None:
-        bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens")
+        cache = prompt_cache_text(c.get("cached_input_tokens"), c.get("saved"))
+        bits.append(f"{fmt_count(c['input_tokens'])} → {fmt_count(c['output_tokens'])} tokens"
+                    + (f" ({cache})" if cache else ""))
     if c["done"]:
         bits.append("unpriced" if c["cost"] is None else fmt_cost(c["cost"]))
-    if c["cached"]:
+    if c.get("journal"):
+        bits.append("from the journal")
+    elif c["cached"]:
         bits.append("cached")
     if c.get("rate_limited"):
         bits.append(f'<span style="color:{ORANGE}">rate-limited ×{c["rate_limited"]}</span>')
@@ -352,6 +373,14 @@ def call_html(c: dict[str, Any], *, text_chars: int = CALL_TEXT_CHARS, actions: 
     key = f' data-rlmnb-key="{_esc(str(c["call_id"]))}"' if actions else ""  # the extension keeps it open
     return (f'<details{key} style="{FONT};margin-left:8px"><summary style="{SUMMARY}">{" · ".join(bits)} '
             f'<span style="{MUTED}">{_esc(preview)}</span></summary>{body}</details>')
+
+
+def resumed_html(mark: dict[str, Any]) -> str:
+    """A resumed run's mark, a divider between what its journal served and what went live (the caller places
+    it: RunTree.resumed_view says where)."""
+    return (f'<div class="rlmnb-resumed" title="{_esc(str(mark.get("source") or ""))}" style="{FONT};'
+            f'border-top:2px dashed {BLUE};color:{BLUE};font-size:12px;margin:8px 0 4px;padding-top:3px">'
+            f'⟳ {_esc(resumed_text(mark))}</div>')
 
 
 def answer_html(run: dict[str, Any]) -> str:
@@ -414,13 +443,24 @@ def html_page(body: str, title: str) -> str:
 def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
     parts = []
     status = tree.run_view(run_id)["status"]
+    mark = tree.resumed_view(run_id)
     for number in tree.turn_numbers(run_id):
-        parts.append(f'<div style="{TURN_BOX}">{turn_html(tree.turn_view(run_id, number), status=status)}')
+        turn = turn_html(tree.turn_view(run_id, number), status=status, replayed=replayed_turn(mark, number))
+        parts.append(f'{mark_html(mark, number, False)}<div style="{TURN_BOX}">{turn}{mark_html(mark, number, True)}')
         for kind, key in tree.turn_items(run_id, number):
             parts.append(_group_static_html(tree, key, calls_shown) if kind == "group"
                          else _child_static_html(tree, key, calls_shown))
         parts.append("</div>")
+    parts.append(mark_html(mark, None, False))
     return "".join(parts)
+
+
+def mark_html(mark: dict[str, Any] | None, turn: int | None, within: bool) -> str:
+    """The resumed run's mark if it sits here: before turn `turn` (`within` False), inside it after its
+    reply (`within` True), or after the last turn (`turn` None); else ""."""
+    if mark is None or mark["turn"] != turn or (turn is not None and bool(mark["within"]) != within):
+        return ""
+    return resumed_html(mark)
 
 
 def _group_static_html(tree: RunTree, key: str, calls_shown: int) -> str:

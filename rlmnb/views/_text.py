@@ -20,7 +20,10 @@ from rlmnb.views._format import (
     fmt_secs,
     images_note,
     map_figures,
+    prompt_cache_text,
     queue_text,
+    replayed_turn,
+    resumed_text,
 )
 
 __all__ = ["render_text", "summary_line"]
@@ -36,6 +39,10 @@ def summary_line(trajectory: Trajectory | RunTree) -> str:
     text = (f"RLM run · {STATUS_LABELS.get(run['status'], run['status'])} · {m['turns']} turn(s) · "
             f"{m['sub_calls']:,} sub-call(s) · {m['input_tokens']:,} → {m['output_tokens']:,} tokens · "
             f"{fmt_cost(m['cost'], m['unpriced'])}")
+    mark = tree.resumed_view()
+    if mark is not None:
+        text += (f" · resumed: {mark['served_root']:,} root turn(s) and {mark['served_sub']:,} sub-call(s) "
+                 f"from the journal")
     if run["has_answer"] and run["answer"] is not None:
         answer = answer_text(run["answer"]).replace("\n", " ")
         text += f" · answer: {answer[:200] + '…' if len(answer) > 200 else answer}"
@@ -71,7 +78,9 @@ def render_text(trajectory: Trajectory | RunTree, *, width: int = 100, calls_sho
               f"{limit(m['max_llm_calls'])}")
     if m["sub_errors"]:
         budget += f" ({m['sub_errors']:,} failed)"
-    budget += (f" · tokens {fmt_count(m['input_tokens'])} in / {fmt_count(m['output_tokens'])} out"
+    cache = prompt_cache_text(m["cached_input_tokens"], m["saved"])
+    budget += (f" · tokens {fmt_count(m['input_tokens'])} in" + (f" ({cache})" if cache else "")
+               + f" / {fmt_count(m['output_tokens'])} out"
                f" · cost {fmt_cost(m['cost'], m['unpriced'])}"
                + (f" of ${m['max_cost']:g}" if m["max_cost"] else "")
                + f" · time {fmt_secs(m['elapsed'])}" + (f" of {fmt_secs(m['max_time'])}" if m["max_time"] else ""))
@@ -86,13 +95,23 @@ def _indent(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.rstrip("\n").split("\n")]
 
 
+def _mark_lines(mark: dict[str, Any] | None, turn: int | None, within: bool, pad: str) -> list[str]:
+    """The resumed run's mark if it sits here (see _html.mark_html for the places)."""
+    if mark is None or mark["turn"] != turn or (turn is not None and bool(mark["within"]) != within):
+        return []
+    return [f"{pad}⟳ {resumed_text(mark, full_path=True)}"]
+
+
 def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int, calls_shown: int,
               text_chars: int) -> None:
+    mark = tree.resumed_view(run_id)
     for number in tree.turn_numbers(run_id):
         t = tree.turn_view(run_id, number)
+        lines.extend(_mark_lines(mark, number, False, pad))
         title = f"── Turn {number}" + (f"/{t['max_turns']}" if t["max_turns"] else "") + " "
         flags = [f for f, on in (("error", bool(t["error"])), ("timed out", t["timed_out"]),
-                                 ("submitted", t["submitted"])) if on]
+                                 ("submitted", t["submitted"]), ("from the journal", replayed_turn(mark, number)))
+                 if on]
         if flags:
             title += "(" + ", ".join(flags) + ") "
         lines.append(pad + title + "─" * max(0, width - len(pad) - len(title)))
@@ -114,6 +133,7 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
                 lines.extend(_indent(clip(output, text_chars), pad + "    "))
         for _kind, note in t["notes"]:
             lines.append(pad + "  note: " + note.replace("\n", " "))
+        lines.extend(_mark_lines(mark, number, True, pad + "  "))
         for kind, key in tree.turn_items(run_id, number):
             if kind == "group":
                 g = tree.group_view(key)
@@ -131,6 +151,7 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
                              f"[{STATUS_LABELS.get(child['status'], child['status'])}]")
                 _run_text(tree, key, lines, pad + "    ", width, calls_shown, text_chars)
                 lines.extend(_answer_text(child, pad + "    "))
+    lines.extend(_mark_lines(mark, None, False, pad))
 
 
 def _group_text(g: dict[str, Any]) -> str:
@@ -147,7 +168,11 @@ def _group_text(g: dict[str, Any]) -> str:
     if queue:
         text += f", {queue}"
     text += f", {fmt_count(g['input_tokens'])} in / {fmt_count(g['output_tokens'])} out tokens"
+    cache = prompt_cache_text(g.get("cached_input_tokens"), g.get("saved"))
+    text += f" (prompt cache: {cache})" if cache else ""
     text += f", {fmt_cost(g['cost'], g['unpriced'])}"
+    if g.get("journal"):
+        text += f", {g['journal']:,} from the journal"
     if g["refused"]:
         text += f" (refused: {g['refused']})"
     return text

@@ -57,7 +57,9 @@ def call_tags(c: Call, slow: float | None) -> list[str]:
         tags.append(f"rate-limited ×{c['rate_limited']}")
     if c["retries"]:
         tags.append(f"retried ×{c['retries']}")
-    if c["cached"]:
+    if c.get("journal"):
+        tags.append("from the journal")
+    elif c["cached"]:
         tags.append("cached, no provider time" if c["done"] and c["latency"] is None else "cached")
     if _slow(c, slow):
         tags.append("slow")

@@ -65,7 +65,7 @@ def test_resume_after_a_kill_pays_only_for_the_unanswered(tmp_path: Path) -> Non
     answered = {row["prompt"] for row in read_journal(first.journal).trajectory.sub_calls() if row["reply"]}
     assert len(answered) == 12 and answered.isdisjoint(str(r[0]["content"]) for r in sub.requests)
     marks = [e for e in again.trajectory if e.kind == "run_resumed"]
-    assert len(marks) == 1 and marks[0].served_sub == 12 and marks[0].served_root == 2
+    assert len(marks) == 1 and marks[0].served_sub == 12 and marks[0].served_root == 2 and marks[0].live
     assert again.journal is not None and read_journal(again.journal).header["resumed_from"] == str(first.journal)
 
 
@@ -85,6 +85,9 @@ def test_a_finished_run_resumes_entirely_from_its_journal(tmp_path: Path) -> Non
     again = RLM(root, sub, sandbox="local").resume(first.journal, words=WORDS)
     assert again.answer == EXPECTED and root.requests == [] and sub.requests == []
     assert again.usage.cost_usd == 0.0
+    marks = [e for e in again.trajectory if e.kind == "run_resumed"]  # marked where it ended: nothing went live
+    assert len(marks) == 1 and not marks[0].live and (marks[0].served_root, marks[0].served_sub) == (3, 20)
+    assert again.trajectory.events[-1] is marks[0]
 
 
 def test_changed_inputs_are_refused_unless_forced(tmp_path: Path) -> None:

@@ -67,10 +67,38 @@ def test_eval_through_the_fake_server(fake_server_factory: Callable[..., Any], t
     stats = server.stats()
     assert stats["replies"] == sum(r.calls for r in rows)  # every call went over HTTP, none from a cache
     assert "| task" in out and "100.0%" in out
+    assert "cached in" not in out and all(r.cached_input_tokens == 0 for r in rows)  # no prompt cache: as before
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert len(summary) == 4 and (tmp_path / "summary.md").is_file()
     if (tmp_path / "plot.png").exists():
         assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_eval_table_shows_prompt_cached_tokens_and_what_they_saved(
+        fake_server_factory: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlmnb._models.litellm import load_litellm
+
+    rates = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "cache_read_input_token_cost": 1e-7,
+             "litellm_provider": "openai", "mode": "chat"}
+    load_litellm().register_model({"openai/eval-cache-root": rates, "openai/eval-cache-sub": rates})
+    server = fake_server_factory(responder=OracleModel(), prompt_cache=True)
+    args = _args(server.url, tmp_path, "--methods", "rlm", "-n", "1")
+    args[args.index("openai/eval-cli-root")] = "openai/eval-cache-root"
+    args[args.index("openai/eval-cli-sub")] = "openai/eval-cache-sub"
+    assert main(args) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    rows = list(read_rows(tmp_path / "results.jsonl"))
+    cached = server.stats()["cached_tokens"]
+    assert cached > 0 and sum(r.cached_input_tokens for r in rows) == cached  # every cached token, per answer
+    assert sum(r.saved_usd for r in rows) == pytest.approx(cached * 9e-7)  # at the cached rate: 0.9 µ$ a token less
+    head, _rule, *lines = [line for line in out.splitlines() if line.startswith("|")]
+    cells = [c.strip() for c in head.strip("|").split("|")]
+    assert cells[cells.index("sub tokens") + 1: cells.index("sub tokens") + 3] == ["cached in", "saved/query"]
+    for row in (r for r in rows if r.task == "niah"):
+        line = next(line for line in lines if line.startswith("| niah"))
+        values = [c.strip() for c in line.strip("|").split("|")]
+        assert values[cells.index("cached in")] == f"{row.cached_input_tokens:,}"
+        assert values[cells.index("saved/query")] == f"${row.saved_usd:.4f}"
 
 
 def test_eval_resumes_after_an_interruption(fake_server_factory: Callable[..., Any], tmp_path: Path,

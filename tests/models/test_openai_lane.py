@@ -142,3 +142,5 @@ def test_cached_prompt_tokens_are_recorded_and_priced_at_the_cached_rate(transpo
     assert usage.cached_input_tokens < usage.input_tokens
     assert usage.cost_usd == pytest.approx((usage.input_tokens - usage.cached_input_tokens) * 1e-6
                                            + usage.cached_input_tokens * 1e-7)
+    assert first.usage.saved_usd == 0.0 and usage.saved_usd == pytest.approx(usage.cached_input_tokens * 9e-7)
+    assert usage.to_dict()["saved_usd"] == usage.saved_usd and "saved_usd" not in first.usage.to_dict()

@@ -3,16 +3,20 @@
 
 Trajectories: the tutorial notebooks' saved runs, a run with a failing batch, single calls and a child
 run, a run whose calls queue for two slots, a 10,000-call run, that run cut off mid-batch (a kernel that
-died), a run interrupted with calls in flight and queued, and the same runs in the old format (no `sub_call_sent` events, no `queued_s`). Figures compared:
-the meters (counts, in flight and queued, tokens, cost, unpriced, root calls), every run (status, label,
-depth, parent, reason, notes, wall time), every turn (flags, timings, notes, the pending text) and every
-sub-call group and call (counts, tokens, cost, cached, retried, latency and queue percentiles, wall, refusal).
+died), a run interrupted with calls in flight and queued, the same runs in the old format (no `sub_call_sent`
+events, no `queued_s`), runs whose calls read the provider's prompt cache, and resumed runs (live from a batch's
+sub-call, from a root request, and never live). Figures compared:
+the meters (counts, in flight and queued, tokens, prompt-cache tokens and saving, cost, unpriced, root calls),
+every run (status, label, depth, parent, reason, notes, wall time), every turn (flags, timings, notes, the
+pending text, from the journal or not) and every sub-call group and call (counts, tokens, cost, cached, from
+the journal, retried, latency and queue percentiles, wall, refusal), and a resumed run's mark (where it sits).
 """
 
 from __future__ import annotations
 
 import _thread
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -25,10 +29,12 @@ import pytest
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._ground.usage import CallUsage
+from rlmnb._models.base import Completion
 from rlmnb.events import Trajectory
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, compact_trajectory
-from rlmnb.views._format import pending_turn_text
+from rlmnb.views._format import pending_turn_text, replayed_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "extension"
@@ -118,6 +124,63 @@ def _interrupted_run() -> dict[str, Any]:
     return result.trajectory.to_dict()
 
 
+class _PromptCachedLM(ScriptedLM):
+    """A scripted model whose calls read `cached(messages)` input tokens from a prompt cache, billed at a tenth."""
+
+    def __init__(self, replies: Any, cached: Any, name: str) -> None:
+        super().__init__(replies, name=name)
+        self.cached = cached
+
+    def complete(self, messages: list[Any], **params: Any) -> Completion:
+        done = super().complete(messages, **params)
+        tokens, hits = done.usage.input_tokens, self.cached(messages)
+        usage = CallUsage(tokens, done.usage.output_tokens, (tokens - hits) * 1e-6 + hits * 1e-7,
+                          cached_input_tokens=hits, saved_usd=hits * 9e-7)
+        return dataclasses.replace(done, usage=usage)
+
+
+def _prompt_cached_run() -> dict[str, Any]:
+    """Root replies and sub-calls that read the provider's prompt cache (tokens and the money saved)."""
+    root = _PromptCachedLM([code("r = llm_query_batched([f'q{i}' for i in range(6)])\nprint(r[0])"),
+                            code("submit(len(r))")], lambda ms: 896 if len(ms) > 2 else 0, "root")
+    sub = _PromptCachedLM(lambda ms: "ok", lambda ms: 256 if ms[-1]["content"] in ("q1", "q4") else 0, "sub")
+    return RLM(root, sub, sandbox="local", cache=False).run("q", text="t").trajectory.to_dict()
+
+
+FAN_OUT = code("answers = llm_query_batched([f'item {i}: ' + inputs['words'][i] for i in range(20)])\n"
+               "print(len(answers))")
+RESUME_SCRIPT = [code("print(inputs['words'][:3])"), FAN_OUT, "no code yet", code("submit('|'.join(answers))")]
+
+
+def _resumed_runs(folder: Path) -> dict[str, dict[str, Any]]:
+    """A run resumed from its journal cut mid-batch (live from a sub-call), one resumed after its turns ran out
+    (live from a root request), and one resumed from a whole journal (never live)."""
+    words = [f"w{i}" for i in range(20)]
+
+    def models(script: list[str]) -> tuple[ScriptedLM, ScriptedLM]:
+        root = ScriptedLM(lambda ms: script[sum(1 for m in ms if m.get("role") == "assistant")], name="root")
+        return root, ScriptedLM(lambda ms: str(ms[-1]["content"]).split(": ", 1)[1].upper(), name="sub")
+
+    script = [RESUME_SCRIPT[0], RESUME_SCRIPT[1], RESUME_SCRIPT[3]]
+    whole = RLM(*models(script), sandbox="local", journal=str(folder)).run("Shout", words=words)
+    cut = RLM(*models(script), sandbox="local", journal=str(folder)).run("Shout", words=words)
+    assert whole.journal is not None and cut.journal is not None
+    lines = cut.journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    finished = [i for i, line in enumerate(lines) if '"kind": "sub_call_finished"' in line]
+    cut.journal.write_text("".join(lines[:finished[11] + 1]), encoding="utf-8")  # killed after 12 answers
+    short = RLM(*models(RESUME_SCRIPT), sandbox="local", journal=str(folder), max_iterations=3).run(
+        "Shout", words=words)
+    assert short.status == "fallback" and short.journal is not None
+    out = {}
+    for name, journal, turns in (("resumed-batch", cut.journal, 20), ("resumed-root", short.journal, 4),
+                                 ("resumed-whole", whole.journal, 20)):
+        result = RLM(*models(script if turns == 20 else RESUME_SCRIPT), sandbox="local", journal=False,
+                     max_iterations=turns).resume(journal, words=words)
+        assert result.status == "submitted", (name, result.error)
+        out[name] = result.trajectory.to_dict()
+    return out
+
+
 def _cut(data: dict[str, Any], fraction: float) -> dict[str, Any]:
     """The run as saved when its kernel died: events up to `fraction` of the way through its sub-calls."""
     events = data["events"]
@@ -141,7 +204,7 @@ def _interleaved(data: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def trajectories() -> dict[str, dict[str, Any]]:
+def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     mixed, queued, big, interrupted = _mixed_run(), _queued_run(40, 2), _queued_run(CALLS, 64), _interrupted_run()
     runs = dict(_notebook_runs())
     runs.update({
@@ -150,6 +213,7 @@ def trajectories() -> dict[str, dict[str, Any]]:
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
+        "prompt-cached": _prompt_cached_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -161,7 +225,8 @@ def _group(tree: RunTree, key: str) -> dict[str, Any]:
     calls = [{"id": c["call_id"], "done": c["done"], "error": c["error"], "input_tokens": c["input_tokens"],
               "output_tokens": c["output_tokens"], "cost": c["cost"], "latency": c["latency"],
               "queued": c["queued"], "sent": c["sent"], "cached": c["cached"], "retries": c["retries"],
-              "rate_limited": c["rate_limited"], "prompt_chars": c["prompt_chars"]} for c in tree.call_views(key)]
+              "rate_limited": c["rate_limited"], "prompt_chars": c["prompt_chars"], "journal": c["journal"],
+              "cached_input_tokens": c["cached_input_tokens"], "saved": c["saved"]} for c in tree.call_views(key)]
     shown = ("operator", "items", "packs", "reasks", "failures", "stopped")
     return {"kind": g["kind"], "size": g["size"], "model": g["model"], "errors": g["errors"], "wall": g["wall"],
             "refused": g["refused"], "map": {k: g["map"][k] for k in shown} if g["map"] else None,
@@ -169,7 +234,8 @@ def _group(tree: RunTree, key: str) -> dict[str, Any]:
             "retried": g["retried"], "rate_limited": g["rate_limited"], "cached": g["cached"],
             "input_tokens": g["input_tokens"], "output_tokens": g["output_tokens"], "cost": g["cost"],
             "unpriced": g["unpriced"], "p50": g["p50"], "p95": g["p95"], "queued_p50": g["queued_p50"],
-            "queued_p95": g["queued_p95"], "calls": calls}
+            "queued_p95": g["queued_p95"], "journal": g["journal"], "cached_input_tokens": g["cached_input_tokens"],
+            "saved": g["saved"], "calls": calls}
 
 
 def python_figures(payload: dict[str, Any]) -> dict[str, Any]:
@@ -191,6 +257,8 @@ def python_figures(payload: dict[str, Any]) -> dict[str, Any]:
                 "reply_latency": t["reply_latency"],
                 "reply_tokens": [tokens.get("input_tokens", 0), tokens.get("output_tokens", 0)]
                 if t["reply"] is not None else None,
+                "reply_cache": [tokens.get("cached_input_tokens", 0), tokens.get("saved_usd", 0.0)],
+                "replayed": replayed_turn(tree.resumed_view(run_id), n),
                 "notes": [list(note) for note in t["notes"]],
                 "pending": pending_turn_text(t["executed"], t["reply"] is not None, run["status"]),
                 "groups": [_group(tree, key) for key in dict.fromkeys(keys)]})
@@ -201,12 +269,15 @@ def python_figures(payload: dict[str, Any]) -> dict[str, Any]:
             "sub_model": run["sub_model"], "reason": run["reason"], "error": run["error"],
             "elapsed": run["elapsed"] if node.finished is not None else None,
             "notes": [note.strip() for note in run["notes"]], "turns": turns}
-    return {"root": tree.root_id,
+    mark = tree.resumed_view()
+    shown = ("source", "root_answers", "sub_answers", "served_root", "served_sub", "live", "run_id", "turn", "within")
+    return {"root": tree.root_id, "resumed": {k: mark[k] for k in shown} if mark is not None else None,
             "meters": {"turns": m["turns"], "sub_calls": m["sub_calls"], "sub_calls_done": m["sub_calls_done"],
                        "sub_errors": m["sub_errors"], "in_flight": m["sub_calls_in_flight"],
                        "queued": m["sub_calls_queued"], "input_tokens": m["input_tokens"],
                        "output_tokens": m["output_tokens"], "cost": m["cost"], "unpriced": m["unpriced"],
-                       "root_calls": m["root_calls"]},
+                       "root_calls": m["root_calls"], "cached_input_tokens": m["cached_input_tokens"],
+                       "saved": m["saved"]},
             "runs": runs}
 
 
@@ -266,3 +337,12 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert "run_finished" not in kinds["10k-cut"] and "run_started" in kinds["10k-cut"]
     old = [e for e in trajectories["10k-cut-old"]["events"] if e["kind"] == "sub_call_finished"]
     assert old and not any("queued_s" in e for e in old)
+    cached = [e["usage"] for e in trajectories["prompt-cached"]["events"] if e["kind"] == "sub_call_finished"]
+    assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
+    marks = {name: [e for e in trajectories[name]["events"] if e["kind"] == "run_resumed"]
+             for name in ("resumed-batch", "resumed-root", "resumed-whole")}
+    assert [len(m) for m in marks.values()] == [1, 1, 1]
+    batch, root, whole = (python_figures(trajectories[name])["resumed"] for name in marks)
+    assert (batch["turn"], batch["within"], batch["served_sub"]) == (2, True, 12)
+    assert (root["turn"], root["within"], root["served_root"]) == (4, False, 3)
+    assert (whole["turn"], whole["live"]) == (None, False)
