@@ -59,7 +59,7 @@ def test_each_format_is_summarised_with_pages_words_metadata_and_outline(folder:
     assert "PDF, 12 pages, title 'Lease', author 'rlmnb tests'; no text layer on page 3 (scanned" in text
     assert "DOCX, 4 sections, ~" in text and "    Termination" in text
     assert "PPTX, 3 slides, title 'Deck'" in text
-    assert "XLSX, 2 sheets" in text and "    Totals" in text
+    assert "XLSX, 2 sheets" in text and "    book_totals: sheet 'Totals', 2 rows x 2 columns: region, total" in text
     assert 'inputs["page"]: text_file' in text and 'inputs["notes"]: text_file' in text  # a lone HTML or Markdown file is text
     assert "EML, 1 message, title 'Quarterly report', author 'sender0@example.com'" in text
     assert "MBOX, 3 messages" in text
