@@ -8,7 +8,8 @@ the next run costs a JSON read. A `DocumentFolder` is a mapping of relative path
 made on first access.
 
 Formats and what a page is:
-    PDF (pypdfium2)        one page per PDF page; `.image(dpi)` renders it to PNG
+    PDF (pypdfium2)        one page per PDF page; `.image(dpi)` renders it to PNG, `.ocr()` reads a scan
+                           with tesseract (opt-in: the `ocr` extra and the tesseract program)
     PPTX (python-pptx)     one page per slide (title, text frames, tables)
     XLSX (python-calamine) one page per sheet, as tab-separated rows; each sheet is also a table
                            (`.table(sheet)`, and a sql() relation named in `.sheets`: see `sheets`)
@@ -43,6 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
+from rlmnb._ground import images
 from rlmnb._ground.errors import InputError
 from rlmnb.inputs._families import sheets as sheets_
 
@@ -60,7 +62,7 @@ CACHE_VERSION = 1
 INSTALL = "pip install 'rlmnb[documents]'"
 
 _Item = TypeVar("_Item")
-extractions = {"count": 0}  # documents parsed in this process (the disk cache spares the rest); for tests
+extractions = {"count": 0, "ocr": 0}  # documents parsed, pages OCRed in this process (not from the disk cache)
 
 
 def format_of(path: str) -> str | None:
@@ -105,6 +107,14 @@ class Page(str):
         if self._doc is None or self._doc.format != "PDF":
             raise InputError("Only PDF pages render to images; this page is not from a PDF.")
         return self._doc._render(self.number - 1, dpi)
+
+    def ocr(self, lang: str = "eng", dpi: int = 300) -> str:
+        """The text tesseract reads on this PDF page rendered at `dpi` (a scan's text), cached on disk like
+        the document's. Opt-in: needs pytesseract and the tesseract program; an InputError says how to
+        install them when they are missing."""
+        if self._doc is None or self._doc.format != "PDF":
+            raise InputError("Only PDF pages are read with OCR; an image of a folder input has its own .ocr().")
+        return self._doc._ocr(self.number - 1, lang, dpi)
 
     def __repr__(self) -> str:
         where = f"{self.source} " if self.source else ""
@@ -211,7 +221,8 @@ class Document(Sequence[Page]):
         return f"<Document {self.shown} ({self.format}, {len(self._pages):,} {PAGE_WORD[self.format]}s)>"
 
     # -- extraction ----------------------------------------------------------------------------------------
-    def _load(self) -> None:
+    def _cache_key(self, what: str = "") -> str:
+        """The disk cache's key of this file as it is now (path, mtime, size), and of `what` in it."""
         try:
             st = os.stat(self.path)
         except OSError as e:
@@ -219,8 +230,11 @@ class Document(Sequence[Page]):
         if st.st_size > MAX_BYTES:
             raise InputError(f"{self.shown} is {st.st_size:,} bytes, over the {MAX_BYTES:,}-byte limit for one "
                              "document; split it.")
-        key = hashlib.sha256(f"{CACHE_VERSION}\0{os.path.abspath(self.path)}\0{st.st_mtime_ns}\0{st.st_size}"
-                             .encode()).hexdigest()
+        return hashlib.sha256(f"{CACHE_VERSION}\0{os.path.abspath(self.path)}\0{st.st_mtime_ns}\0{st.st_size}"
+                              f"{what}".encode()).hexdigest()
+
+    def _load(self) -> None:
+        key = self._cache_key()
         cached = _cache_read(key)
         if cached is None:
             extractions["count"] += 1
@@ -234,6 +248,20 @@ class Document(Sequence[Page]):
         meta = {k: v for k, v in cached["meta"].items() if v not in (None, "")}
         meta.update(format=self.format, pages=len(self._pages))
         self._meta = MappingProxyType(meta)
+
+    def _ocr(self, index: int, lang: str, dpi: int) -> str:
+        key = self._cache_key(f"\0ocr\0{index}\0{lang}\0{dpi}")
+        cached = _cache_read(key)
+        if cached is not None:
+            return str(cached["text"])
+        png = self._render(index, dpi)
+        try:
+            text = images.ocr(png, f"{self.shown} page {index + 1}", lang)
+        except images.ImageError as e:
+            raise InputError(str(e)) from None
+        extractions["ocr"] += 1
+        _cache_write(key, {"text": text})
+        return text
 
     def _render(self, index: int, dpi: int) -> bytes:
         pdfium = _need("pypdfium2")

@@ -176,7 +176,8 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     if p.textless:
         nums = ", ".join(str(n) for n in p.textless[:20]) + (", ..." if len(p.textless) > 20 else "")
         text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums} (scanned: send "
-                 f".pages[i].image() to a vision sub-call)")
+                 f".pages[i].image() to a vision sub-call, or read it with .pages[i].ocr() where tesseract is "
+                 f"installed)")
     if p.words is not None:
         tokens = round(p.words * 1.35)
     elif p.format in ("PDF", "PPTX") and p.pages is not None:
