@@ -160,6 +160,14 @@ def test_a_sheet_bomb_is_one_sentence_at_bind_or_when_read(tmp_path: Path) -> No
         assert sheets.sheet_extent(z, member) == (sheets.Extent(1, 1, 2, 2), True)  # walked cell by cell
 
 
+def test_a_binary_workbook_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100)
+    with pytest.raises(InputError, match=r"^old.xls is an Excel workbook in a binary format whose sheets cannot be "
+                                         r"bounded before they are read; save it as .xlsx \(File > Save As\) and "
+                                         r"bind that\.$"):
+        _bind(x=tmp_path / "old.xls")
+
+
 def test_styled_empty_cells_far_away_do_not_count_as_a_bomb(tmp_path: Path) -> None:
     member = "xl/worksheets/sheet1.xml"
     book = _rewrite(make.xlsx(tmp_path / "styled.xlsx", {"S": [["a"], [1]]}), member,

@@ -187,6 +187,7 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     return text, tokens
 
 
+OLD_WORKBOOKS = (".xls", ".xlsb")  # refused in one sentence: no bounded reading of their sheets (docs/decisions)
 TEXT_FORMATS = ("Markdown", "HTML")  # plain text files: one alone binds as text, in a folder of documents as one
 
 
@@ -194,6 +195,9 @@ def for_file(name: str, where: str, size: int, source: Any) -> Field | None:
     """A document Field for a document file, or None for another file (a lone Markdown or HTML file
     included: it binds as text, a `str` the model's code slices directly). An XLSX workbook is kind
     "workbook": a Document whose sheets are also sql() relations, named in the summary."""
+    if os.path.splitext(where)[1].lower() in OLD_WORKBOOKS:
+        raise InputError(f"{os.path.basename(where)} is an Excel workbook in a binary format whose sheets cannot be "
+                         "bounded before they are read; save it as .xlsx (File > Save As) and bind that.")
     if docread.format_of(where) in (None, *TEXT_FORMATS):
         return None
     p = probe(where, size, os.path.basename(where))
@@ -274,5 +278,5 @@ FAMILY = Family("documents", ("document", "documents", "workbook", "workbooks"),
                 relations=lambda value: value.relations())
 
 
-__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
+__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OLD_WORKBOOKS", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
            "TOKENS_PER_SLIDE", "Probe", "for_file", "for_folder", "probe"]
