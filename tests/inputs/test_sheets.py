@@ -90,6 +90,9 @@ def test_sql_reads_each_sheet_with_its_header_and_types_only_when_named(tmp_path
     assert sql("SELECT coalesce(code, '-') FROM book_mixed").values.tolist() == [["7"], ["A7"], ["-"], ["2024-05-06"]]
     assert doc.table("Plain").shape == (2, 2) and doc.table(0)["Units"].tolist() == [3, 5, 7]
     assert "book_mixed" in sql.tables()
+    clash = {**fields, "book_plain": _bind(book_plain=make.xlsx(tmp_path / "other.xlsx"))[0]["book_plain"]}
+    got = _sql(clash)("SELECT relation, file FROM book_plain")  # the input of that name, not book's sheet
+    assert got.values.tolist() == [["book_plain_totals", "other.xlsx"], ["book_plain_items", "other.xlsx"]]
     with pytest.raises(InputError, match=r"^book.xlsx has no sheet 'Nope'; its sheets: Sales 2024, Plain, Mixed\.$"):
         doc.table("Nope")
 

@@ -7,8 +7,9 @@ and registered objects apart and may run in different threads. DuckDB is importe
 `SQLEngine` is one sandbox namespace's sql(): one cursor; before each query it registers the table
 inputs it has not registered yet (the family's `sql` hook says what DuckDB scans: a pandas frame or an
 Arrow table zero-copy, a relation over files lazily), and the relations an input offers beside its own
-name (a workbook's sheets: the family's `relations` hook) that the query names, each made once; a relation of another DuckDB database (the user's
-own connection) cannot be scanned from ours and is copied once as Arrow. Results come back as a pandas
+name (a workbook's sheets: the family's `relations` hook) that the query names, each made once (an
+input of the same name wins); a relation of another DuckDB database (the user's own connection) cannot
+be scanned from ours and is copied once as Arrow. Results come back as a pandas
 DataFrame of at most `max_rows` rows; a longer result is cut and a note printed with its full row
 count, so the model learns to aggregate in SQL instead of pulling tables into Python.
 """
@@ -154,7 +155,7 @@ class SQLEngine:
             del self._relations[name]
         for _name, field, hook in hooks:
             for rel, make in hook(field.load()).items():
-                if self._relations.get(rel) == id(field) or not _names(query, rel):
+                if self._relations.get(rel) == id(field) or rel in self._registered or not _names(query, rel):
                     continue
                 cur.register(rel, make())
                 self._relations[rel] = id(field)
