@@ -419,7 +419,7 @@ def _column(values: list[Any]) -> Any:
 
     vals = [None if isinstance(v, str) and v == "" else v for v in values]
     kinds = {type(v) for v in vals if v is not None}
-    if not kinds:
+    if kinds <= {str}:
         return pa.array(vals, pa.string())
     if kinds <= {int, float}:
         if all(v is None or (float(v).is_integer() and abs(v) < 2**53) for v in vals):
