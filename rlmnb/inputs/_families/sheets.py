@@ -43,6 +43,8 @@ _NS = r"(?:[A-Za-z_][\w.-]*:)?"
 _ANY_REF = re.compile(rb" r=\"([A-Z]{1,3})(\d{1,7})\"")  # a cell's reference (a row's has no letters)
 _CELL_FULL = re.compile(rb" r=\"([A-Z]{1,3})(\d{1,7})\"[^>]*(?<!/)>")
 _CELL_OPEN = re.compile(rb"<" + _NS.encode() + rb"c[\s>/]")
+_DIMENSION = re.compile(rb"<" + _NS.encode() + rb"dimension\b[^>]*\bref=\"([A-Z]{1,3})(\d{1,7})"
+                        rb"(?::([A-Z]{1,3})(\d{1,7}))?\"")
 _TAG = re.compile(rb"<" + _NS.encode() + rb"(row|c)\b([^>]*)>")
 _REF_ATTR = re.compile(rb"\br=\"([A-Z]{0,3})(\d*)\"")
 
@@ -231,13 +233,12 @@ def probe_workbook(z: zipfile.ZipFile, shown: str) -> WorkbookFacts:
         except KeyError:
             raise InputError(f"{shown}: sheet {name!r} is listed but its part {member} is missing; the workbook "
                              "is damaged.") from None
-        dim = re.search(rb"<" + _NS.encode() + rb"dimension\b[^>]*\bref=\"([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?\"",
-                        head)
+        dim = _DIMENSION.search(head)
         extent: Extent | None
         known = True
         if dim and dim.group(3) is not None and (dim.group(1), dim.group(2)) != (dim.group(3), dim.group(4)):
-            last_col, last_row = (dim.group(3), dim.group(4)) if dim.group(3) else (dim.group(1), dim.group(2))
-            extent = Extent(int(dim.group(2)), column_number(dim.group(1)), int(last_row), column_number(last_col))
+            extent = Extent(int(dim.group(2)), column_number(dim.group(1)), int(dim.group(4)),
+                            column_number(dim.group(3)))
         else:  # no dimension, or one cell (what writers put for an empty sheet, or whatever the size): measure
             extent, known = sheet_extent(z, member, SCAN_BYTES)
         check_extent(extent, shown, name)
@@ -381,9 +382,7 @@ def catalogue(entries: Sequence[Mapping[str, Any]]) -> Any:
 # ---- the sandbox: a sheet as rows, then as Arrow ----------------------------------------------------------
 def read_rows(path: str, shown: str, sheet: str, workbook: Any = None) -> tuple[list[list[Any]], Extent | None]:
     """The sheet's used rectangle as rows of Python values ("" for an empty cell), after the extent check."""
-    import zipfile as zf
-
-    with zf.ZipFile(path) as z:
+    with zipfile.ZipFile(path) as z:
         members = dict(sheet_members(z))
         if sheet not in members:
             raise InputError(f"{shown} has no sheet {sheet!r}; its sheets: {', '.join(members) or 'none'}.")
