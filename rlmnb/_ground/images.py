@@ -7,6 +7,9 @@ bytes, a path (str or os.PathLike), a PIL image, an `ImageFile` of a folder inpu
 so the host never decodes an image: it reads sizes from the file header alone (`header`), in pure Python,
 and refuses anything that is not one of the four formats, over `MAX_BYTES`, or claims over `MAX_PIXELS`.
 
+`ocr(data)` reads the text of an image with tesseract (sandbox side, opt-in: the `ocr` extra and the
+tesseract program, imported and run only when called).
+
 Host side, `Image.part()` is the OpenAI-style content part litellm passes to every vision provider,
 and `image_tokens` is OpenAI's high-detail estimate (85 + 170 per 512-px tile after fitting the image
 in 2048 px and its short side in 768 px), used for the budget before a call is sent.
@@ -161,6 +164,10 @@ class ImageFile:
         with open(self.path, "rb") as f:
             return f.read(MAX_BYTES + 1)
 
+    def ocr(self, lang: str = "eng") -> str:
+        """The text tesseract reads in this image (see `ocr`)."""
+        return ocr(self.data, self.key, lang)
+
     def __repr__(self) -> str:
         return f"<ImageFile {self.key} {self.width}x{self.height}, {self.size:,} bytes>"
 
@@ -237,6 +244,35 @@ def _pil() -> Any:
     return PILImage
 
 
+OCR_PROGRAM = ("install the tesseract program (Debian/Ubuntu: apt-get install tesseract-ocr; macOS: brew install "
+               "tesseract)")
+
+
+def ocr(data: bytes, what: str = "the image", lang: str = "eng") -> str:
+    """The text tesseract reads in an image (PNG, JPEG, GIF or WebP bytes), through pytesseract.
+
+    Optional: pytesseract (the `ocr` extra) is imported and the `tesseract` program run only here. Raises
+    ImageError for an image `from_wire` refuses, and with the install command when either is missing or
+    `lang`'s language data is not installed.
+    """
+    image = from_wire(data, what)
+    try:
+        import pytesseract
+    except ImportError:
+        raise ImageError(f"OCR needs pytesseract, which is not installed; run pip install 'rlmnb[ocr]' and "
+                         f"{OCR_PROGRAM}.") from None
+    with _pil().open(io.BytesIO(image.data)) as opened:
+        try:
+            return str(pytesseract.image_to_string(opened, lang=lang))
+        except pytesseract.TesseractNotFoundError:
+            raise ImageError(f"OCR needs the tesseract program, which is not installed here; {OCR_PROGRAM}."
+                             ) from None
+        except pytesseract.TesseractError as e:
+            raise ImageError(f"tesseract cannot read {what} with lang={lang!r} ({str(e.message).strip()}); "
+                             f"install that language's data (Debian: apt-get install tesseract-ocr-{lang}) or "
+                             "pass another lang.") from None
+
+
 def _shrink(pil_image: Any, what: str) -> Image:
     w, h = pil_image.size
     if w * h > MAX_PIXELS:
@@ -251,5 +287,5 @@ def _shrink(pil_image: Any, what: str) -> Image:
     return from_wire(out.getvalue(), what, _thumb(pil_image))
 
 
-__all__ = ["FORMATS", "MAX_SIDE", "Image", "ImageError", "ImageFile", "from_wire", "header", "image_tokens",
-           "prepare", "prepare_all", "read_header"]
+__all__ = ["FORMATS", "MAX_SIDE", "OCR_PROGRAM", "Image", "ImageError", "ImageFile", "from_wire", "header",
+           "image_tokens", "ocr", "prepare", "prepare_all", "read_header"]

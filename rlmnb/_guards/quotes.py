@@ -21,7 +21,7 @@ in SQL. Each quote's first hit is kept; quotes the deadline leaves unsearched ar
 `time_limit` seconds, and anything left unchecked fails the attempt with a request to quote less; the
 per-quote findings (found where / not found / not checked) go into the attempt's event for the views.
 
-Document inputs (kinds "document", "documents") are not searched here: their text comes from C parsers
+Document inputs (kinds "document", "documents", "workbook", "workbooks") are not searched here: their text comes from C parsers
 that never see a hostile file in the host process, so `check_documents` looks the quotes up page by
 page in a confined helper (rlmnb._guards.quote_pages), and a finding names the document and page. A
 citation must be on that page of that document, or the attempt fails saying where the text is.
@@ -390,7 +390,7 @@ def _pandas_batches(frame: Any) -> Iterator[Any]:
             pa.RecordBatch.from_pydict({})
 
 
-DOCUMENT_KINDS = ("document", "documents")  # searched page by page by check_documents, not here
+DOCUMENT_KINDS = ("document", "documents", "workbook", "workbooks")  # searched page by page by check_documents, not here
 
 
 def search_inputs(quotes: list[str], fields: Iterable[Any], *, time_limit: float) -> Search:
@@ -454,7 +454,7 @@ def document_inputs(fields: Sequence[Any]) -> list[tuple[str, str, str]]:
         kind, root = getattr(info, "kind", None), getattr(info, "path", None)
         if not root or kind not in DOCUMENT_KINDS:
             continue
-        if kind == "document":
+        if kind in ("document", "workbook"):
             found.append((f.name, os.path.basename(str(root)), str(root)))
             continue
         for rel in (getattr(f, "plan", None) or {}).get("files", ()):

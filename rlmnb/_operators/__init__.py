@@ -53,7 +53,10 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
             quiet: bool = False, images: Any = None) -> Any:
     """The body of the three operators: open a map on the host, drive it, close it, shape the result.
 
-    `images` (one image, a list of images or None per item) sends each item alone with its images.
+    `images` (one image, a list of images or None per item) sends each item alone with its images: a
+    packed prompt cannot tie images to the items it numbers, and one item's images stay within what a
+    provider takes per request (MAX_IMAGES, checked when the pack is sent). The images go with the
+    item's re-asks too; they are counted in tokens and priced like llm_query's.
     """
     spec = output_spec(output)
     source = open_source(items)
@@ -136,25 +139,31 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
 
     def llm_classify(items: Any, labels: Sequence[str], instruction: str = "", *, model: str | None = None,
                      pack_tokens: int | None = None, pack_items: int | None = None,
-                     retries: int | None = None) -> Any:
-        """Give every item exactly one of `labels`; `instruction` says how to choose (optional)."""
+                     retries: int | None = None, images: Any = None) -> Any:
+        """Give every item exactly one of `labels`; `instruction` says how to choose (optional).
+
+        images: one entry per item, as for llm_map (each item then goes alone with its images).
+        """
         if isinstance(labels, str) or not isinstance(labels, Sequence):
             raise TypeError("llm_classify() takes labels as a list of str, e.g. ['bug', 'billing', 'other'].")
         spec = output_spec(list(labels))  # a LabelSpec: checks the labels are distinct, non-empty strings
         text = _check_text(instruction, "instruction", "llm_classify").strip()
         text = (text + "\n\n" if text else "") + "Classify each item into exactly one of the labels."
         return run_map(bridge, items, text, spec, operator="llm_classify", model=model, pack_tokens=pack_tokens,
-                       pack_items=pack_items, retries=retries)
+                       pack_items=pack_items, retries=retries, images=images)
 
     def llm_filter(items: Any, condition: str, *, model: str | None = None, pack_tokens: int | None = None,
-                   pack_items: int | None = None, retries: int | None = None) -> Any:
-        """True for every item that meets `condition`, False otherwise (None where it failed)."""
+                   pack_items: int | None = None, retries: int | None = None, images: Any = None) -> Any:
+        """True for every item that meets `condition`, False otherwise (None where it failed).
+
+        images: one entry per item, as for llm_map (each item then goes alone with its images).
+        """
         text = _check_text(condition, "condition", "llm_filter").strip()
         if not text:
             raise ValueError("llm_filter() needs a condition, e.g. 'the ticket mentions a refund'.")
         instruction = f"Decide for each item whether this condition holds: {text}\nAnswer true or false."
         return run_map(bridge, items, instruction, bool, operator="llm_filter", model=model,
-                       pack_tokens=pack_tokens, pack_items=pack_items, retries=retries)
+                       pack_tokens=pack_tokens, pack_items=pack_items, retries=retries, images=images)
 
     return {"llm_map": llm_map, "llm_classify": llm_classify, "llm_filter": llm_filter}
 

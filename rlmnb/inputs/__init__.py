@@ -24,6 +24,8 @@ line in `_registry.FAMILY_MODULES`. A family says:
     view        (name, shipped data) -> the kernel's read-only view of data that was shipped
     tables/sql  the kinds sql() registers as DuckDB tables, and how a loaded value becomes something
                 DuckDB scans (a relation, an Arrow table, a pandas frame)
+    relations   more relations than the one under the input's name (a workbook's sheets), each made
+                when a query names it
 
     export      (source) -> one pyarrow Table to ship when the input cannot be reopened
 
@@ -43,7 +45,8 @@ renderings and token estimates), `_readonly` (read-only proxies), `_filesystem` 
 folder walk); `_tables/`: `duck` (the process's DuckDB database and sql()), `lazytable` (FieldInfo of
 a lazy table), `filetables` (tables in files), `parquet` (Parquet footers); `_families/`: `files`,
 `text`, `frames` (pandas), `arrow`, `datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays`
-(numpy), `containers`, `polars_frames`, `dask_frames`. The lazy families use DuckDB, not narwhals:
+(numpy), `containers`, `polars_frames`, `dask_frames`, `documents` (with `pdfscan` on the host, `docread`
+in the sandbox and `sheets`, a workbook's sheets as tables), `image_folders`. The lazy families use DuckDB, not narwhals:
 docs/decisions/narwhals.md.
 
 What the sandbox sees (`Field.load()`) never lets model code change the user's objects and never

@@ -52,6 +52,9 @@ class Family:
                transfer module writes itself (a relation over in-memory tables, an in-memory dataset).
     tables:    the kinds of this family that sql() registers as tables.
     sql:       (loaded value) -> something DuckDB can scan (a relation, Arrow, pandas) for those kinds.
+    relations: (loaded value) -> more relations than the one under the input's name, name -> a function
+               giving what DuckDB scans; sql() makes and registers one only when a query names it (the
+               sheets of a workbook).
     """
 
     name: str
@@ -65,6 +68,7 @@ class Family:
     export: Callable[[Any], Any] | None = None
     tables: tuple[str, ...] = ()
     sql: Callable[[Any], Any] | None = None
+    relations: Callable[[Any], Mapping[str, Callable[[], Any]]] | None = None
 
 
 _lock = threading.Lock()

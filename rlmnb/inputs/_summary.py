@@ -133,7 +133,8 @@ def _intro(infos: Sequence[FieldInfo], previews: bool) -> str:
 
 
 def _sql_sentence(infos: Sequence[FieldInfo]) -> str:
-    """Which inputs sql() sees (model-facing text in prompts/sql_summary.md); "" when none."""
+    """Which inputs sql() sees (model-facing text in prompts/sql_summary.md, and sql_sheets.md when a
+    workbook offers its sheets); "" when none."""
     kinds = sql_kinds()
     names = [i.name for i in infos if i.kind in kinds]
     if not names:
@@ -146,7 +147,10 @@ def _sql_sentence(infos: Sequence[FieldInfo]) -> str:
             break
         shown.append(clip(n, NAME_CHARS))
         used += len(n) + 2
-    return " " + render("sql_summary", tables=", ".join(shown))
+    text = " " + render("sql_summary", tables=", ".join(shown))
+    if any(i.kind in ("workbook", "workbooks") for i in infos):
+        text += " " + render("sql_sheets")
+    return text
 
 
 def _table_like(info: FieldInfo) -> bool:
@@ -186,9 +190,11 @@ def _header(info: FieldInfo) -> str:
     elif kind == "images":
         what = f"read-only mapping of relative path -> ImageFile (.width, .height, .data); from {_shown_path(info)}"
         sizes = [size or "", f"~{human_count(info.est_tokens)} tokens if all sent as images"]
-    elif kind in ("document", "documents"):
+    elif kind in ("document", "documents", "workbook", "workbooks"):
         what = (f"{info.python_type}: .text, .pages, .meta, len(), slicing; read from {_shown_path(info)}"
                 if kind == "document" else
+                f"{info.python_type}: .pages (one per sheet), .table(sheet), .sheets; read from {_shown_path(info)}"
+                if kind == "workbook" else
                 f"read-only mapping of relative path -> Document; from {_shown_path(info)}")
         sizes = [size or "", f"~{human_count(info.est_tokens)} tokens if all read"]
     elif kind in ("table", "arrow"):
@@ -245,7 +251,7 @@ def _preview_lines(info: FieldInfo, scale: float) -> list[str]:
             return [f"  head: {clip(lines[0], cap_of(lines[0]))}",
                     f"  tail: {clip(lines[1], cap_of(lines[1]), keep='tail')}"]
         return [f"  value: {clip(lines[0], cap_of(lines[0]), keep='both')}"]
-    if info.kind in ("directory", "documents", "images"):
+    if info.kind in ("directory", "documents", "workbooks", "images"):
         keep = lines[: max(1, math.ceil(len(lines) * scale))]
         more = ", ..." if len(keep) < (info.rows or 0) else ""
         return ["  files: " + ", ".join(keep) + more]

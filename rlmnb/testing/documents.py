@@ -60,6 +60,37 @@ def pdf(path: str | Path, pages: int = 3, *, title: str = "Sample", author: str 
     return _stamp(path)
 
 
+def scanned_pdf(path: str | Path, lines: Sequence[str], *, dpi: int = 200) -> Path:
+    """A one-page PDF whose only content is a picture of `lines` (a scan: no text layer).
+
+    The lines are typeset by reportlab, rendered to pixels by pypdfium2 at `dpi`, and that picture is the
+    page of a new PDF, so only OCR (or a vision model) reads them.
+    """
+    import io
+
+    import pypdfium2
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    typeset = io.BytesIO()
+    c = canvas.Canvas(typeset, pagesize=A4, invariant=True)
+    c.setFont("Helvetica", 16)
+    for k, line in enumerate(lines):
+        c.drawString(72, 760 - 28 * k, line)
+    c.showPage()
+    c.save()
+    doc = pypdfium2.PdfDocument(typeset.getvalue())
+    picture = doc[0].render(scale=dpi / 72).to_pil().convert("L")
+    doc.close()
+    path = Path(path)
+    c = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    c.drawImage(ImageReader(picture), 0, 0, width=A4[0], height=A4[1])
+    c.showPage()
+    c.save()
+    return _stamp(path)
+
+
 def encrypted_pdf(path: str | Path, password: str = "secret") -> Path:
     """A one-page PDF that opens only with `password`."""
     from pypdf import PdfReader, PdfWriter
@@ -226,4 +257,4 @@ def contracts_folder(root: str | Path) -> dict[str, object]:
 
 
 __all__ = ["NOTICE_CLAUSE", "contracts_folder", "docx", "encrypted_pdf", "eml", "html", "invoice_image", "markdown",
-           "mbox", "pdf", "pptx", "xlsx"]
+           "mbox", "pdf", "pptx", "scanned_pdf", "xlsx"]

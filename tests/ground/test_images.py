@@ -215,3 +215,71 @@ def test_llm_map_sends_each_item_alone_with_its_images(kind: str, scans: Path) -
     (m,) = result.trajectory.of(MapFinished)
     assert (m.items, m.packs, m.calls) == (3, 3, 3) and stats["images"] == 3
     assert [len(e.images) for e in result.trajectory.of(SubCallStarted)] == [1, 1, 1]
+
+
+@pytest.fixture(scope="module")
+def statements(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three statement scans; each 'shows' (to the scripted vision model) its stamp: paid or overdue."""
+    d = tmp_path_factory.mktemp("statements")
+    for i, stamp in enumerate(["paid", "overdue", "paid"]):
+        invoice(d / f"statement-{i + 1}.png", stamp, (640 + 64 * i, 480))
+    return d
+
+
+@pytest.mark.parametrize("kind", ["local", "kernel"])
+def test_llm_classify_and_llm_filter_send_each_item_alone_with_its_images(kind: str, statements: Path) -> None:
+    from rlmnb.events import MapFinished, MapStarted
+
+    snippet = ("files = sorted(inputs['scans'])\n"
+               "pictures = [inputs['scans'][f] for f in files]\n"
+               "stamps = llm_classify(files, ['paid', 'overdue'], 'Read the stamp on this statement.', "
+               "images=pictures)\n"
+               "paid = llm_filter(files, 'the statement is stamped paid', images=[[p] for p in pictures])\n"
+               "print(list(stamps), list(paid))\n"
+               "for call in ('llm_classify(files, [\"a\", \"b\"], images=pictures, pack_items=3)',\n"
+               "             'llm_filter(files, \"x\", images=pictures[:2])', 'llm_filter(files, \"x\", images=b\"png\")'):\n"
+               "    try:\n        eval(call)\n    except (TypeError, ValueError) as e:\n        print(e)")
+
+    def stamp_or_truth(messages: list[dict[str, Any]]) -> str:  # llm_filter asks true/false of the same scans
+        shows = image_text_responder(messages)
+        text = str(messages[-1]["content"][0]["text"])
+        return ("true" if shows == "paid" else "false") if "condition holds" in text else shows
+
+    with FakeServer(responder=stamp_or_truth) as server:
+        root = ScriptedLM([code(snippet), code("submit(list(stamps))")], name="root")
+        result = RLM(root, server.lm("gpt-4o-mini"), sandbox=kind).run("Which are paid?", scans=statements)
+        stats = server.stats()
+    assert result.answer == ["paid", "overdue", "paid"], result.reason
+    seen = observations(root)[0]
+    assert "['paid', 'overdue', 'paid'] [True, False, True]" in seen
+    assert "llm_classify() with images sends one item per call; leave pack_items out." in seen
+    assert "llm_filter(): 3 items but 2 image entries." in seen
+    assert "llm_filter() takes images as a list with one entry per item" in seen
+    assert [m.operator for m in result.trajectory.of(MapStarted)] == ["llm_classify", "llm_filter"]
+    maps = result.trajectory.of(MapFinished)
+    assert [(m.items, m.packs, m.calls) for m in maps] == [(3, 3, 3), (3, 3, 3)]
+    assert stats["requests"] == 6 and stats["images"] == 6  # the same images, other prompts: not cached
+    started = result.trajectory.of(SubCallStarted)
+    assert [len(e.images) for e in started] == [1] * 6
+    assert [e.images[0]["width"] for e in started] == [640, 704, 768] * 2
+    finished = result.trajectory.of(SubCallFinished)
+    for event in finished:  # counted and priced with their images (gpt-4o-mini has a price)
+        (width,) = [e.images[0]["width"] for e in started if e.call_id == event.call_id]
+        assert event.usage["input_tokens"] >= image_tokens(width, 480) and event.usage["cost_usd"] > 0
+    assert result.usage.sub_calls == 6 and result.usage.unpriced_calls == 0
+    assert result.usage.input_tokens >= 2 * sum(image_tokens(w, 480) for w in (640, 704, 768))
+
+
+@pytest.mark.parametrize("kind", ["local", "kernel"])
+def test_llm_classify_and_llm_filter_with_images_refuse_a_model_that_does_not_read_them(
+        kind: str, statements: Path) -> None:
+    snippet = ("pictures = [inputs['scans'][f] for f in sorted(inputs['scans'])]\n"
+               "for call in (lambda: llm_classify(['a', 'b', 'c'], ['paid', 'overdue'], images=pictures),\n"
+               "             lambda: llm_filter(['a', 'b', 'c'], 'paid', images=pictures)):\n"
+               "    try:\n        print('result', call())\n    except Exception as e:\n"
+               "        print(type(e).__name__, e)")
+    _, stats, root = vision_run(kind, statements, snippet, "submit('done')", sub="gpt-3.5-turbo")
+    seen = observations(root)[0]
+    assert seen.count("ImagesRefused openai/gpt-3.5-turbo cannot be sent images (litellm's model info says it "
+                      "does not read images); nothing was sent.") == 2, seen
+    assert "result" not in seen and stats["requests"] == 0

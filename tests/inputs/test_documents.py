@@ -7,6 +7,8 @@ host; the content is extracted in the sandbox on first use and cached on disk by
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import zipfile
 from pathlib import Path
 
@@ -59,7 +61,7 @@ def test_each_format_is_summarised_with_pages_words_metadata_and_outline(folder:
     assert "PDF, 12 pages, title 'Lease', author 'rlmnb tests'; no text layer on page 3 (scanned" in text
     assert "DOCX, 4 sections, ~" in text and "    Termination" in text
     assert "PPTX, 3 slides, title 'Deck'" in text
-    assert "XLSX, 2 sheets" in text and "    Totals" in text
+    assert "XLSX, 2 sheets" in text and "    book_totals: sheet 'Totals', 2 rows x 2 columns: region, total" in text
     assert 'inputs["page"]: text_file' in text and 'inputs["notes"]: text_file' in text  # a lone HTML or Markdown file is text
     assert "EML, 1 message, title 'Quarterly report', author 'sender0@example.com'" in text
     assert "MBOX, 3 messages" in text
@@ -190,3 +192,58 @@ def test_confinement_needs_cover_document_files_folders_and_globs(folder: Path) 
     fields, _ = _bind(one=folder / "lease.pdf", docs=folder, some=Path(str(folder / "*.md")))
     paths, _ = needs(list(fields.values()))  # type: ignore[arg-type]
     assert set(paths) == {str(folder / "lease.pdf"), str(folder), str(folder / "notes.md")}
+
+
+# ---- OCR (opt-in: pytesseract and the tesseract program) ---------------------------------------------------
+needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="the tesseract program is not "
+                                     "installed (.ci/run installs it: apt-get install tesseract-ocr)")
+SCAN_LINES = ["INVOICE No. 4711", "TOTAL DUE: 1,250.00 EUR"]
+
+
+def test_ocr_says_how_to_install_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = docread.Document(str(make.scanned_pdf(tmp_path / "scan.pdf", SCAN_LINES)))[0]
+    assert not page.has_text
+    monkeypatch.setitem(sys.modules, "pytesseract", None)  # not installed
+    with pytest.raises(InputError, match=r"^OCR needs pytesseract, which is not installed; run pip install "
+                                         r"'rlmnb\[ocr\]' and install the tesseract program \(Debian/Ubuntu: "
+                                         r"apt-get install tesseract-ocr; macOS: brew install tesseract\)\.$"):
+        page.ocr()
+    monkeypatch.undo()
+    import pytesseract
+
+    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", str(tmp_path / "no-such-tesseract"))
+    with pytest.raises(InputError, match=r"^OCR needs the tesseract program, which is not installed here; install "
+                                         r"the tesseract program \(Debian/Ubuntu: apt-get install tesseract-ocr"):
+        page.ocr()
+    with pytest.raises(InputError, match=r"^Only PDF pages are read with OCR"):
+        docread.Document(str(make.markdown(tmp_path / "notes.md")))[0].ocr()
+
+
+@needs_tesseract
+def test_ocr_reads_a_scan_once_then_from_the_disk_cache_and_reads_images(tmp_path: Path) -> None:
+    scan = make.scanned_pdf(tmp_path / "scan.pdf", SCAN_LINES)
+    start = docread.extractions["ocr"]
+    assert docread.Document(str(scan))[0].ocr() == "INVOICE No. 4711\nTOTAL DUE: 1,250.00 EUR\n"
+    assert docread.Document(str(scan))[0].ocr() == "INVOICE No. 4711\nTOTAL DUE: 1,250.00 EUR\n"
+    assert docread.extractions["ocr"] == start + 1  # the second from the disk cache
+    with pytest.raises(InputError, match=r"^tesseract cannot read scan.pdf page 1 with lang='xyz' .*install that "
+                                         r"language's data \(Debian: apt-get install tesseract-ocr-xyz\)"):
+        docread.Document(str(scan))[0].ocr(lang="xyz")
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    (pictures / "scan.png").write_bytes(docread.Document(str(scan))[0].image(dpi=200))
+    fields, _ = _bind(pictures=pictures)
+    assert "TOTAL DUE: 1,250.00 EUR" in fields["pictures"].load()["scan.png"].ocr()  # type: ignore[attr-defined]
+
+
+@needs_tesseract
+def test_ocr_of_a_scanned_page_in_both_sandboxes_and_the_confined_kernel(kind: str, tmp_path: Path) -> None:
+    scan = make.scanned_pdf(tmp_path / "scan.pdf", SCAN_LINES)
+    root = ScriptedLM([code("page = inputs['scan'][0]\nprint(page.has_text, repr(page.ocr()))"),
+                       code("submit(inputs['scan'][0].ocr().splitlines()[1])")])
+    confinement = "required" if kind == "kernel" else "auto"
+    result = RLM(root, sandbox=kind, confinement=confinement).run("What is due?", scan=scan)
+    assert result.answer == "TOTAL DUE: 1,250.00 EUR", result.reason
+    assert "False 'INVOICE No. 4711\\nTOTAL DUE: 1,250.00 EUR\\n'" in observations(root)[0]
+    assert "no text layer on page 1 (scanned: send .pages[i].image() to a vision sub-call, or read it with " \
+           ".pages[i].ocr() where tesseract is installed)" in str(root.requests[0])

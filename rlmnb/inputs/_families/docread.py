@@ -8,9 +8,11 @@ the next run costs a JSON read. A `DocumentFolder` is a mapping of relative path
 made on first access.
 
 Formats and what a page is:
-    PDF (pypdfium2)        one page per PDF page; `.image(dpi)` renders it to PNG
+    PDF (pypdfium2)        one page per PDF page; `.image(dpi)` renders it to PNG, `.ocr()` reads a scan
+                           with tesseract (opt-in: the `ocr` extra and the tesseract program)
     PPTX (python-pptx)     one page per slide (title, text frames, tables)
-    XLSX (python-calamine) one page per sheet, as tab-separated rows
+    XLSX (python-calamine) one page per sheet, as tab-separated rows; each sheet is also a table
+                           (`.table(sheet)`, and a sql() relation named in `.sheets`: see `sheets`)
     DOCX (python-docx), HTML (html.parser), Markdown
                            one section per heading (text before the first heading is a section too)
     EML, MBOX (email, mailbox)
@@ -26,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import email
 import email.policy
+import functools
 import hashlib
 import html
 import html.parser
@@ -37,11 +40,13 @@ import re
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
+from rlmnb._ground import images
 from rlmnb._ground.errors import InputError
+from rlmnb.inputs._families import sheets as sheets_
 
 FORMATS = {".pdf": "PDF", ".docx": "DOCX", ".pptx": "PPTX", ".xlsx": "XLSX", ".xlsm": "XLSX", ".html": "HTML",
            ".htm": "HTML", ".md": "Markdown", ".markdown": "Markdown", ".eml": "EML", ".mbox": "MBOX"}
@@ -57,7 +62,7 @@ CACHE_VERSION = 1
 INSTALL = "pip install 'rlmnb[documents]'"
 
 _Item = TypeVar("_Item")
-extractions = {"count": 0}  # documents parsed in this process (the disk cache spares the rest); for tests
+extractions = {"count": 0, "ocr": 0}  # documents parsed, pages OCRed in this process (not from the disk cache)
 
 
 def format_of(path: str) -> str | None:
@@ -103,6 +108,14 @@ class Page(str):
             raise InputError("Only PDF pages render to images; this page is not from a PDF.")
         return self._doc._render(self.number - 1, dpi)
 
+    def ocr(self, lang: str = "eng", dpi: int = 300) -> str:
+        """The text tesseract reads on this PDF page rendered at `dpi` (a scan's text), cached on disk like
+        the document's. Opt-in: needs pytesseract and the tesseract program; an InputError says how to
+        install them when they are missing."""
+        if self._doc is None or self._doc.format != "PDF":
+            raise InputError("Only PDF pages are read with OCR; an image of a folder input has its own .ocr().")
+        return self._doc._ocr(self.number - 1, lang, dpi)
+
     def __repr__(self) -> str:
         where = f"{self.source} " if self.source else ""
         label = f" {self.label!r}" if self.label else ""
@@ -115,7 +128,7 @@ class Document(Sequence[Page]):
     `.find(s)` gives the pages containing `s`. Extraction happens on first use (see the module docstring).
     """
 
-    def __init__(self, path: str, name: str = "", shown: str = "") -> None:
+    def __init__(self, path: str, name: str = "", shown: str = "", sheets: Sequence[Mapping[str, Any]] = ()) -> None:
         fmt = format_of(path)
         if fmt is None:
             raise InputError(f"{os.path.basename(path)} is not a document this sandbox reads "
@@ -125,6 +138,8 @@ class Document(Sequence[Page]):
         self._lock = threading.Lock()
         self._pages: tuple[Page, ...] | None = None
         self._meta: Mapping[str, Any] | None = None
+        self.sheets = tuple(MappingProxyType(dict(e)) for e in sheets)
+        self._tables: dict[str, Any] = {}
 
     # -- content -----------------------------------------------------------------------------------------
     @property
@@ -158,6 +173,35 @@ class Document(Sequence[Page]):
     def find(self, needle: str) -> list[Page]:
         return [p for p in self.pages if needle in p]
 
+    # -- a workbook's sheets as tables ----------------------------------------------------------------------
+    def table(self, sheet: str | int = 0) -> Any:
+        """One sheet of an XLSX workbook as a pandas DataFrame, with the header and types sql() gives it."""
+        return self.sheet_table(sheet).to_pandas()
+
+    def sheet_table(self, sheet: str | int = 0) -> Any:
+        """One sheet of an XLSX workbook (by name or position) as a pyarrow Table, read on first use and kept.
+
+        Raises InputError for another format, an unknown sheet, or a sheet over `sheets.MAX_SHEET_CELLS`.
+        """
+        if self.format != "XLSX":
+            raise InputError(f"{self.shown} is a {self.format} document, not a workbook; only XLSX sheets are tables.")
+        with self._lock:
+            if isinstance(sheet, int):
+                with check_zip(self.path, self.shown) as z:
+                    names = [n for n, _ in sheets_.sheet_members(z)]
+                if not -len(names) <= sheet < len(names):
+                    raise InputError(f"{self.shown} has {len(names)} sheet(s); there is no sheet {sheet}.")
+                sheet = names[sheet]
+            if sheet not in self._tables:
+                _office(self.path, self.shown, "python_calamine")  # the archive's bounds first
+                rows, extent = sheets_.read_rows(self.path, self.shown, sheet)
+                self._tables[sheet] = sheets_.to_arrow(rows, extent.first_col if extent else 1)
+            return self._tables[sheet]
+
+    def relations(self) -> dict[str, Callable[[], Any]]:
+        """The workbook's sql() relations: name -> how its sheet's Arrow table is made."""
+        return {e["relation"]: functools.partial(self.sheet_table, e["sheet"]) for e in self.sheets}
+
     def __len__(self) -> int:
         return len(self.pages)
 
@@ -177,7 +221,8 @@ class Document(Sequence[Page]):
         return f"<Document {self.shown} ({self.format}, {len(self._pages):,} {PAGE_WORD[self.format]}s)>"
 
     # -- extraction ----------------------------------------------------------------------------------------
-    def _load(self) -> None:
+    def _cache_key(self, what: str = "") -> str:
+        """The disk cache's key of this file as it is now (path, mtime, size), and of `what` in it."""
         try:
             st = os.stat(self.path)
         except OSError as e:
@@ -185,8 +230,11 @@ class Document(Sequence[Page]):
         if st.st_size > MAX_BYTES:
             raise InputError(f"{self.shown} is {st.st_size:,} bytes, over the {MAX_BYTES:,}-byte limit for one "
                              "document; split it.")
-        key = hashlib.sha256(f"{CACHE_VERSION}\0{os.path.abspath(self.path)}\0{st.st_mtime_ns}\0{st.st_size}"
-                             .encode()).hexdigest()
+        return hashlib.sha256(f"{CACHE_VERSION}\0{os.path.abspath(self.path)}\0{st.st_mtime_ns}\0{st.st_size}"
+                              f"{what}".encode()).hexdigest()
+
+    def _load(self) -> None:
+        key = self._cache_key()
         cached = _cache_read(key)
         if cached is None:
             extractions["count"] += 1
@@ -200,6 +248,20 @@ class Document(Sequence[Page]):
         meta = {k: v for k, v in cached["meta"].items() if v not in (None, "")}
         meta.update(format=self.format, pages=len(self._pages))
         self._meta = MappingProxyType(meta)
+
+    def _ocr(self, index: int, lang: str, dpi: int) -> str:
+        key = self._cache_key(f"\0ocr\0{index}\0{lang}\0{dpi}")
+        cached = _cache_read(key)
+        if cached is not None:
+            return str(cached["text"])
+        png = self._render(index, dpi)
+        try:
+            text = images.ocr(png, f"{self.shown} page {index + 1}", lang)
+        except images.ImageError as e:
+            raise InputError(str(e)) from None
+        extractions["ocr"] += 1
+        _cache_write(key, {"text": text})
+        return text
 
     def _render(self, index: int, dpi: int) -> bytes:
         pdfium = _need("pypdfium2")
@@ -248,10 +310,23 @@ class LazyFolder(Mapping[str, _Item]):
 
 
 class DocumentFolder(LazyFolder[Document]):
-    """Relative path -> `Document`, each made (and read) on first access; read-only."""
+    """Relative path -> `Document`, each made (and read) on first access; read-only.
+
+    `sheets` are the sql() relations of the folder's workbooks (one entry per sheet, with its file).
+    """
+
+    def __init__(self, root: str, files: Sequence[str], name: str = "",
+                 sheets: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(root, files, name)
+        self.sheets = tuple(MappingProxyType(dict(e)) for e in sheets)
 
     def _make(self, path: str, key: str) -> Document:
-        return Document(path, self.name, key)
+        return Document(path, self.name, key, [e for e in self.sheets if e["file"] == key])
+
+    def relations(self) -> dict[str, Callable[[], Any]]:
+        """The workbooks' sql() relations: name -> how its sheet's Arrow table is made (on first query)."""
+        return {e["relation"]: functools.partial(lambda f, sh: self[f].sheet_table(sh), e["file"], e["sheet"])
+                for e in self.sheets}
 
     def __repr__(self) -> str:
         return f"<DocumentFolder {os.path.basename(self.root.rstrip('/')) or self.root}: {len(self):,} documents>"
@@ -421,17 +496,19 @@ def _pptx(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
 
 def _xlsx(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
     meta, calamine = _office(path, shown, "python_calamine")
+    with check_zip(path, shown) as z:
+        names = [n for n, _ in sheets_.sheet_members(z)]
     wb = calamine.CalamineWorkbook.from_path(path)
-    sheets: Pages = []
+    pages: Pages = []
     cells = 0
-    for name in wb.sheet_names:
-        rows = wb.get_sheet_by_name(name).to_python()
+    for name in names:
+        rows, _ = sheets_.read_rows(path, shown, name, wb)
         cells += sum(len(r) for r in rows)
         if cells > MAX_CELLS:
             raise InputError(f"{shown} has over {MAX_CELLS:,} cells; export the sheets you need as CSV.")
         text = "\n".join("\t".join("" if v is None else str(v) for v in row) for row in rows)
-        sheets.append({"text": text, "label": name})
-    return sheets, meta
+        pages.append({"text": text, "label": name})
+    return pages, meta
 
 
 class _HTMLText(html.parser.HTMLParser):

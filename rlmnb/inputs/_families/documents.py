@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._ground.errors import InputError
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
-from rlmnb.inputs._families import docread, pdfscan
+from rlmnb.inputs._families import docread, pdfscan, sheets
 from rlmnb.inputs._previews import human_count
 from rlmnb.inputs._records import Field, FieldInfo
 from rlmnb.inputs._registry import Family
@@ -50,6 +50,7 @@ class Probe:
     meta: dict[str, str] = field(default_factory=dict)
     outline: tuple[str, ...] = ()
     textless: tuple[int, ...] = ()
+    workbook: sheets.WorkbookFacts | None = None
 
 
 def probe(path: str, size: int, shown: str) -> Probe:
@@ -89,17 +90,19 @@ def _office(path: str, fmt: str, shown: str) -> Probe:
         pages: int | None = None
         words: int | None = None
         outline: tuple[str, ...] = ()
+        workbook = None
         if fmt == "PPTX":
             pages = sum(1 for n in names if re.fullmatch(r"ppt/slides/slide\d+\.xml", n))
         elif fmt == "XLSX":
-            outline = tuple(re.findall(r'<sheet\b[^>]*\bname="([^"]*)"', _small(z, "xl/workbook.xml")))
+            workbook = sheets.probe_workbook(z, shown)
+            outline = tuple(s.name for s in workbook.sheets)
             pages = len(outline)
         else:
             xml = _small(z, "word/document.xml", DOCX_XML_BYTES)
             outline, lead = _docx_headings(xml)
             words = len(re.sub(r"<[^>]+>", " ", xml).split()) if xml else None
             pages = len(outline) + (1 if lead or not outline else 0)
-    return Probe(fmt, pages, words, {k: str(v) for k, v in meta.items()}, tuple(outline))
+    return Probe(fmt, pages, words, {k: str(v) for k, v in meta.items()}, tuple(outline), workbook=workbook)
 
 
 def _small(z: Any, name: str, limit: int = 2**20) -> str:
@@ -173,7 +176,8 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     if p.textless:
         nums = ", ".join(str(n) for n in p.textless[:20]) + (", ..." if len(p.textless) > 20 else "")
         text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums} (scanned: send "
-                 f".pages[i].image() to a vision sub-call)")
+                 f".pages[i].image() to a vision sub-call, or read it with .pages[i].ocr() where tesseract is "
+                 f"installed)")
     if p.words is not None:
         tokens = round(p.words * 1.35)
     elif p.format in ("PDF", "PPTX") and p.pages is not None:
@@ -183,16 +187,27 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     return text, tokens
 
 
+OLD_WORKBOOKS = (".xls", ".xlsb")  # refused in one sentence: no bounded reading of their sheets (docs/decisions)
 TEXT_FORMATS = ("Markdown", "HTML")  # plain text files: one alone binds as text, in a folder of documents as one
 
 
 def for_file(name: str, where: str, size: int, source: Any) -> Field | None:
     """A document Field for a document file, or None for another file (a lone Markdown or HTML file
-    included: it binds as text, a `str` the model's code slices directly)."""
+    included: it binds as text, a `str` the model's code slices directly). An XLSX workbook is kind
+    "workbook": a Document whose sheets are also sql() relations, named in the summary."""
+    if os.path.splitext(where)[1].lower() in OLD_WORKBOOKS:
+        raise InputError(f"{os.path.basename(where)} is an Excel workbook in a binary format whose sheets cannot be "
+                         "bounded before they are read; save it as .xlsx (File > Save As) and bind that.")
     if docread.format_of(where) in (None, *TEXT_FORMATS):
         return None
     p = probe(where, size, os.path.basename(where))
     detail, tokens = _detail(p, size)
+    if p.workbook is not None:
+        entries = sheets.plan_entries(name, [(os.path.basename(where), p.workbook)], folder=False)
+        info = FieldInfo(name, "workbook", "Document", size_bytes=size, rows=p.pages, est_tokens=tokens,
+                         path=where, detail=detail + "\n  " + sheets.describe_entries(entries, name, folder=False))
+        return Field(name, source, info, lambda: docread.Document(where, name, sheets=entries), read_paths=(where,),
+                     plan={"sheets": entries})
     hidden = len(p.outline) - OUTLINE_SHOWN
     more = [f"... {hidden:,} more (doc.outline lists them after reading)"] if hidden > 0 else []
     info = FieldInfo(name, "document", "Document", size_bytes=size, rows=p.pages, est_tokens=tokens,
@@ -205,7 +220,9 @@ def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: A
                read_paths: tuple[str, ...] = (), truncated: bool = False) -> Field | None:
     """A folder (or glob) whose files are all documents, as one lazy mapping; None otherwise.
 
-    `files` are (path relative to `root`, size) pairs; `read_paths` default to the root folder.
+    `files` are (path relative to `root`, size) pairs; `read_paths` default to the root folder. A folder
+    of XLSX workbooks only is kind "workbooks": their sheets (of the first MAX_PROBED_WORKBOOKS) are
+    sql() relations, each workbook probed at bind time (sheet names and shapes).
     """
     if not files or any(docread.format_of(rel) is None for rel, _ in files):
         return None
@@ -219,11 +236,25 @@ def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: A
                                                             sorted(by_format.items(), key=lambda kv: -kv[1]))
     detail += "; each is read on first access"
     keys = [rel for rel, _ in files]
-    info = FieldInfo(name, "documents", "DocumentFolder", size_bytes=total, rows=len(files),
+    entries: list[dict[str, Any]] = []
+    kind = "documents"
+    if set(by_format) == {"XLSX"}:
+        kind = "workbooks"
+        probed = files[:sheets.MAX_PROBED_WORKBOOKS]
+        books = [(rel, probe(os.path.join(root, *rel.split("/")), size, rel).workbook) for rel, size in probed]
+        entries = sheets.plan_entries(name, [(rel, b) for rel, b in books if b is not None], folder=True)
+        detail += "\n  " + sheets.describe_entries(entries, name, folder=True)
+        if len(files) > len(probed):
+            detail += (f"\n  the sheets of the first {len(probed):,} workbooks are relations; read the others "
+                       f"with inputs[{name!r}][path].table(sheet)")
+    elif "XLSX" in by_format:
+        detail += ("\n  its XLSX files are documents here (sheets as pages, or .table(sheet)); bind them alone "
+                   "(a glob of *.xlsx) to query their sheets with sql()")
+    info = FieldInfo(name, kind, "DocumentFolder", size_bytes=total, rows=len(files),
                      est_tokens=round(total / CHARS_PER_TOKEN), preview="\n".join(keys[:FOLDER_SHOWN]),
                      truncated=truncated, path=root, detail=detail)
-    return Field(name, source, info, lambda: docread.DocumentFolder(root, keys, name),
-                 read_paths=read_paths or (root,), plan={"files": keys})
+    return Field(name, source, info, lambda: docread.DocumentFolder(root, keys, name, entries),
+                 read_paths=read_paths or (root,), plan={"files": keys, "sheets": entries})
 
 
 # ---- the family -----------------------------------------------------------------------------------------
@@ -236,13 +267,16 @@ def _crossing(field: Field) -> dict[str, Any] | None:
 
 
 def _reopen(name: str, spec: Mapping[str, Any]) -> Any:
-    if spec["kind"] == "document":
-        return docread.Document(spec["path"], name)
-    return docread.DocumentFolder(spec["path"], list((spec.get("plan") or {})["files"]), name)
+    plan = spec.get("plan") or {}
+    if spec["kind"] in ("document", "workbook"):
+        return docread.Document(spec["path"], name, sheets=plan.get("sheets", ()))
+    return docread.DocumentFolder(spec["path"], list(plan["files"]), name, plan.get("sheets", ()))
 
 
-FAMILY = Family("documents", ("document", "documents"), _describe, crossing=_crossing, reopen=_reopen)
+FAMILY = Family("documents", ("document", "documents", "workbook", "workbooks"), _describe, crossing=_crossing,
+                reopen=_reopen, tables=("workbook", "workbooks"), sql=lambda value: sheets.catalogue(value.sheets),
+                relations=lambda value: value.relations())
 
 
-__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
+__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OLD_WORKBOOKS", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
            "TOKENS_PER_SLIDE", "Probe", "for_file", "for_folder", "probe"]

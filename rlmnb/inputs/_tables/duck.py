@@ -6,14 +6,17 @@ and registered objects apart and may run in different threads. DuckDB is importe
 
 `SQLEngine` is one sandbox namespace's sql(): one cursor; before each query it registers the table
 inputs it has not registered yet (the family's `sql` hook says what DuckDB scans: a pandas frame or an
-Arrow table zero-copy, a relation over files lazily); a relation of another DuckDB database (the user's
-own connection) cannot be scanned from ours and is copied once as Arrow. Results come back as a pandas
+Arrow table zero-copy, a relation over files lazily), and the relations an input offers beside its own
+name (a workbook's sheets: the family's `relations` hook) that the query names, each made once (an
+input of the same name wins); a relation of another DuckDB database (the user's own connection) cannot
+be scanned from ours and is copied once as Arrow. Results come back as a pandas
 DataFrame of at most `max_rows` rows; a longer result is cut and a note printed with its full row
 count, so the model learns to aggregate in SQL instead of pulling tables into Python.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -91,6 +94,7 @@ class SQLEngine:
         self._ns = namespace
         self._cur: Any = None
         self._registered: dict[str, tuple[int, Any]] = {}
+        self._relations: dict[str, int] = {}  # offered relation -> id of the Field offering it
         self._lock = threading.Lock()
 
     def __call__(self, query: str, max_rows: int = DEFAULT_MAX_ROWS) -> Any:
@@ -102,6 +106,7 @@ class SQLEngine:
         with self._lock:
             cur = self._cursor()
             self._sync(cur)
+            self._sync_relations(cur, query)
             try:
                 rel = cur.sql(query)
                 if rel is None:  # a statement (CREATE VIEW, SET...) ran; nothing to return
@@ -125,8 +130,35 @@ class SQLEngine:
         return damaged_error(exc, query, table_paths(field for _name, field in self._fields()))
 
     def tables(self) -> list[str]:
-        """The names sql() can query."""
-        return [name for name, _field in self._fields()]
+        """The names sql() can query (the inputs', then the relations they offer, such as workbook sheets)."""
+        names = [name for name, _field in self._fields()]
+        for _name, field, hook in self._relation_hooks():
+            names.extend(hook(field.load()))
+        return names
+
+    def _relation_hooks(self) -> list[tuple[str, Any, Callable[[Any], Mapping[str, Callable[[], Any]]]]]:
+        from rlmnb.inputs._registry import family_of_kind
+
+        out = []
+        for name, field in self._fields():
+            fam = family_of_kind(field.info.kind)
+            if fam is not None and fam.relations is not None:
+                out.append((name, field, fam.relations))
+        return out
+
+    def _sync_relations(self, cur: Any, query: str) -> None:
+        """Register the offered relations this query names (made now, once), and drop those of gone inputs."""
+        hooks = self._relation_hooks()
+        alive = {id(field) for _name, field, _hook in hooks}
+        for name in [n for n, owner in self._relations.items() if owner not in alive]:
+            cur.unregister(name)
+            del self._relations[name]
+        for _name, field, hook in hooks:
+            for rel, make in hook(field.load()).items():
+                if self._relations.get(rel) == id(field) or rel in self._registered or not _names(query, rel):
+                    continue
+                cur.register(rel, make())
+                self._relations[rel] = id(field)
 
     def _cursor(self) -> Any:
         if self._cur is None:
@@ -166,6 +198,11 @@ class SQLEngine:
                 target = target.to_arrow_table()  # a relation of another DuckDB database: copied once
                 cur.register(name, target)
             self._registered[name] = (id(field), target)
+
+
+def _names(query: str, name: str) -> bool:
+    """Whether `query` mentions `name` as a whole word (quoted or not, any case)."""
+    return re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", query, re.IGNORECASE) is not None
 
 
 def _fetch(rel: Any, max_rows: int) -> Any:
