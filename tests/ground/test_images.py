@@ -26,11 +26,6 @@ from rlmnb.testing.fake_server import FakeServer
 pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RLMNB_CACHE_DIR", str(tmp_path / "responses"))
-
-
 def invoice(path: Path | None, total: str, size: tuple[int, int] = (600, 800), fmt: str = "PNG") -> bytes:
     """An 'invoice' image; what it shows is written into its PNG text (the scripted vision model reads that)."""
     image = PILImage.new("RGB", size, "white")

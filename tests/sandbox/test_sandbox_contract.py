@@ -176,7 +176,9 @@ def test_sub_call_budget_exhaustion_is_an_error_the_model_sees(kind: str) -> Non
     result, root = run(kind, replies, max_llm_calls=3)
     assert result.status == "submitted" and result.usage.sub_calls == 1
     first = observations(root)[0]
-    assert "BudgetExhausted" in first and "Aggregate" in first
+    # a batch larger than the whole budget is told so (nothing is spent yet), with what to send instead
+    assert "BudgetExhausted" in first and "larger than the whole sub-call budget (3 calls" in first
+    assert "Send at most 3 prompts at once" in first
 
 
 def test_bad_prompt_types_are_clear_errors(kind: str) -> None:
