@@ -147,7 +147,7 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             raise
         finally:
             if shown is not None:  # the report (or the error) is the cell's outcome: the placeholder goes
-                shown.update({"text/plain": ""}, raw=True)
+                shown.update({"text/plain": "", "text/html": ""}, raw=True)  # the same keys as shown: cleared
         if previous is None:
             self._close_session()
         if args.resume:

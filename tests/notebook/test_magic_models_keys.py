@@ -107,7 +107,7 @@ def test_a_dry_run_shows_a_placeholder_at_once_then_clears_it(shell: Interactive
     cell_value = shell.run_cell_magic("rlm", "-m root -i text --dry-run", "q")
     assert seen_during == [1] and "Dry run: building the first root request for root-model" in \
         str(published[0]["data"])
-    assert published[1]["data"] == {"text/plain": ""} and published[1].get("update") is True
+    assert published[1]["data"] == {"text/plain": "", "text/html": ""} and published[1].get("update") is True
     assert type(cell_value).__name__ == "DryRunReport"
 
 
