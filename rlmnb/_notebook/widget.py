@@ -35,6 +35,7 @@ from rlmnb.views._html import (
     header_html,
     meters_html,
     render_html,
+    running_batch,
     turn_html,
 )
 from rlmnb.views._mime import compact_trajectory
@@ -309,7 +310,7 @@ class RunWidget:
             root = self.tree.run_view(now=now)
             self.header.value = header_html(root) + confinement_html(root)
             meters = self.tree.meters_view(now=now)
-            self.meters.value = meters_html(meters)
+            self.meters.value = meters_html(meters, running_batch(self.tree, now))
             self.trace.show(meters["sub_calls"])
             # creation order matters: runs, then their turn lists, then turn bodies, items and groups
             for change in sorted(changes, key=_change_order):

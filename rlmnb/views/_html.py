@@ -9,6 +9,7 @@ The meters (turns, sub-calls, tokens, cost, time) draw a bar only against a limi
 from __future__ import annotations
 
 import html
+import time
 from typing import Any
 
 from rlmnb.events import Trajectory
@@ -25,11 +26,14 @@ from rlmnb.views._format import (
     images_note,
     map_figures,
     pending_turn_text,
+    progress_text,
     queue_text,
 )
+from rlmnb.views._frames import frame_html, output_parts
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "html_page", "meters_html", "render_html", "sub_calls_text", "turn_html"]
+           "highlight_python", "html_page", "meters_html", "render_html", "running_batch", "sub_calls_text",
+           "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
 TEXT_CHARS = 20_000       # reply, code and output characters shown per turn
@@ -145,7 +149,7 @@ def _limit(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
-def _meter(label: str, text: str, used: float, limit: float | None, ahead: float = 0.0) -> str:
+def _meter(label: str, text: str, used: float, limit: float | None, ahead: float = 0.0, key: str = "") -> str:
     bar = ""
     if limit:
         done = max(0.0, min(1.0, used / limit))
@@ -156,8 +160,8 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
             share = max(0.0, min(1.0 - done, ahead / limit))
             bar += f'<div style="width:{share * 100:.1f}%;background:rgba(25,118,210,0.35)"></div>'
         bar += "</div>"
-    return (f'<div class="rlmnb-meter" data-meter="{label}" style="display:inline-block;min-width:150px;'
-            f'margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'
+    return (f'<div class="rlmnb-meter" data-meter="{html.escape(key or label)}" '
+            f'style="display:inline-block;min-width:150px;margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'
             f'<div class="rlmnb-meter-text" style="font-variant-numeric:tabular-nums">{html.escape(text)}</div>{bar}'
             f'</div>')
 
@@ -182,13 +186,38 @@ def sub_calls_text(m: dict[str, Any]) -> str:
     return text
 
 
-def meters_html(m: dict[str, Any]) -> str:
-    """Turns, sub-calls, tokens, cost and time of the whole run tree, each against its cap when one is set."""
+def running_batch(tree: RunTree, now: float | None = None) -> dict[str, Any] | None:
+    """The batch (an llm_query_batched or an llm_map) that started last among those still running, as the live
+    header's progress meter reads it: its name and turn, replies in, its size, time spent, rate, calls out.
+    None when no batch is running (the run has ended, or its sub-calls are single llm_query calls)."""
+    for key in reversed(list(tree.groups)):
+        view = tree.group_view(key, now=now)
+        total = max(view["size"], view["started"])
+        if view["kind"] == "single" or view["done"] or view["ended"] or view["finished"] >= total:
+            continue
+        if view["rate"]:
+            elapsed = view["finished"] / view["rate"]
+        else:  # no reply yet: the time since its first call
+            first = tree.call_views(key, 0, 1)
+            elapsed = ((now if now is not None else time.time()) - first[0]["started"]) if first else 0.0
+        name = (view["map"] or {}).get("operator", "llm_map") if view["kind"] == "map" else "llm_query_batched"
+        return {"name": f"{name} · turn {view['turn']}", "done": view["finished"], "total": total,
+                "elapsed": max(0.0, elapsed), "rate": view["rate"], "in_flight": view["in_flight"]}
+    return None
+
+
+def meters_html(m: dict[str, Any], batch: dict[str, Any] | None = None) -> str:
+    """Turns, sub-calls, tokens, cost and time of the whole run tree, each against its cap when one is set.
+    With `batch` (`running_batch`), a meter before them shows the running batch as tqdm does, against its own
+    size: the sub-calls meter stays the tree's count against the call budget."""
     max_turns, max_calls = _limit(m["max_turns"]), _limit(m["max_llm_calls"])
     max_tokens, max_cost, max_time = _limit(m["max_tokens"]), _limit(m["max_cost"]), _limit(m["max_time"])
     done, sent = int(m["sub_calls_done"]), int(m["sub_calls"])
     tokens = m["input_tokens"] + m["output_tokens"]
+    progress = [_meter(batch["name"], progress_text(batch["done"], batch["total"], batch["elapsed"], batch["rate"]),
+                       batch["done"], batch["total"], batch["in_flight"], key="batch")] if batch else []
     parts = [
+        *progress,
         _meter("turns", f"{m['turns']:,}" + (f" / {int(max_turns):,}" if max_turns else ""), m["turns"], max_turns),
         _meter("sub-calls", sub_calls_text(m), done, max_calls, 0 if m.get("ended") else sent - done),
         _meter("tokens", f"{fmt_count(m['input_tokens'])} in · {fmt_count(m['output_tokens'])} out"
@@ -251,8 +280,10 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
             out.append(highlight_python(clip(code, text_chars)))
     if t["executed"]:
         output = t["stdout"]
-        if output:
-            out.append(f'<div style="{MUTED};font-size:11px">output</div>' + _pre(clip(output, text_chars)))
+        if output:  # DataFrames the code printed as tables, the rest as text
+            out.append(f'<div style="{MUTED};font-size:11px">output</div>')
+            out.extend(_pre(clip(part, text_chars)) if kind == "text" else frame_html(part, pre_style=PRE, muted=MUTED)
+                       for kind, part in output_parts(output, t.get("tables") or []))
         errors = "\n".join(s for s in (t["stderr"], t["error"] or "") if s)
         if errors:
             out.append(_pre(clip(errors, text_chars), f"color:{RED}"))
