@@ -25,6 +25,7 @@ from rlmnb.views import mime_bundle
 pytestmark = pytest.mark.integration
 
 TURN = "n = sql('SELECT sum(v) AS s FROM sales')\nr = llm_query('hello')\nprint(n['s'][0], r)\n"
+FRAMES = "t = sql('SELECT v, v * 10 AS w FROM sales')\nprint('the table:')\nprint(t)\nprint('done')\n"
 TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
 
 
@@ -38,6 +39,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterat
     write_run_notebook(root / "run.ipynb", mime_bundle(run.trajectory), cell="%%rlm -m root -o first\nq")
     run.save(root / "run.rlmnb.json")
     write_run_notebook(root / "stopped.ipynb", mime_bundle(_stopped()))
+    framed = RLM(ScriptedLM([f"```python\n{FRAMES}```", "```python\nsubmit('done')\n```"], name="root"), sub,
+                 sandbox="local").run("q", sales=root / "sales.parquet")
+    write_run_notebook(root / "frames.ipynb", mime_bundle(framed.trajectory))
     shutil.copy(TUTORIAL, root / TUTORIAL.name)
     with JupyterLab(root) as server:
         yield server
@@ -80,6 +84,22 @@ def test_inserted_code_binds_the_run_so_it_runs_in_a_fresh_kernel(lab: JupyterLa
         expect(cells).to_have_count(3)
         frame = cells.nth(1).locator(".cm-content").inner_text()
         assert "first = saved_run(" in frame and "first.to_frame()" in frame, frame
+
+
+def test_printed_frames_show_as_tables_with_the_text_the_model_read(lab: JupyterLab) -> None:
+    with chromium_page() as page:
+        view = _view(page, lab, "frames.ipynb")
+        frame = view.locator(".rlmnb-frame")
+        expect(frame).to_have_count(1)
+        assert frame.get_attribute("data-shape") == "3x2"
+        assert frame.locator("thead th").all_inner_texts() == ["", "v", "w"]
+        rows = [[c.strip() for c in r.locator("th, td").all_inner_texts()] for r in frame.locator("tbody tr").all()]
+        assert rows == [["0", "1", "10"], ["1", "2", "20"], ["2", "3", "30"]], rows
+        outputs = [t.strip() for t in view.locator(".rlmnb-turn").first.locator("pre.rlmnb-stdout").all_inner_texts()]
+        assert outputs == ["the table:", "done"], outputs  # the rest of the output stays text, around the table
+        frame.locator("summary").click()  # the text the model read, one click away
+        expect(frame.locator("pre")).to_contain_text("v   w")
+        assert frame.locator("summary").inner_text().startswith("3 rows × 2 columns")
 
 
 def test_the_viewers_insert_buttons_say_what_they_did(lab: JupyterLab) -> None:
