@@ -432,14 +432,45 @@ def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, ca
     return html_page(fragment, f"{title}: {question}")
 
 
-def html_page(body: str, title: str) -> str:
-    """A standalone page around view fragments (light or dark, following the reader's system)."""
+# JupyterLab's theme variables, which every view's colours read, for pages outside JupyterLab: the light theme's
+# values, and the dark theme's when the reader's system is dark (code colours included: no light syntax colours
+# on a dark ground)
+_LIGHT = ("--jp-ui-font-color0:#000;--jp-ui-font-color1:rgba(0,0,0,0.87);--jp-ui-font-color2:rgba(0,0,0,0.54);"
+          "--jp-ui-font-color3:rgba(0,0,0,0.38);--jp-layout-color0:#fff;--jp-layout-color1:#fff;"
+          "--jp-layout-color2:#eee;--jp-layout-color3:#bdbdbd;--jp-border-color1:#bdbdbd;--jp-border-color2:#e0e0e0;"
+          "--jp-brand-color1:#1976d2;--jp-brand-color2:#64b5f6;--jp-brand-color3:#bbdefb;--jp-success-color1:#388e3c;"
+          "--jp-warn-color1:#f57c00;--jp-error-color1:#d32f2f;--jp-cell-editor-background:#f5f5f5;"
+          "--jp-input-background:#fff;--jp-rendermime-table-row-background:#f5f5f5;"
+          "--jp-rendermime-table-row-hover-background:#e1f5fe;--jp-mirror-editor-keyword-color:#008000;"
+          "--jp-mirror-editor-builtin-color:#008000;--jp-mirror-editor-def-color:#0000ff;"
+          "--jp-mirror-editor-string-color:#ba2121;--jp-mirror-editor-number-color:#080;"
+          "--jp-mirror-editor-operator-color:#aa22ff;--jp-mirror-editor-comment-color:#408080")
+_DARK = ("--jp-ui-font-color0:#fff;--jp-ui-font-color1:rgba(255,255,255,0.87);--jp-ui-font-color2:rgba(255,255,255,0.6);"
+         "--jp-ui-font-color3:rgba(255,255,255,0.4);--jp-layout-color0:#111;--jp-layout-color1:#212121;"
+         "--jp-layout-color2:#424242;--jp-layout-color3:#616161;--jp-border-color1:#616161;--jp-border-color2:#424242;"
+         "--jp-brand-color1:#42a5f5;--jp-brand-color2:#1976d2;--jp-brand-color3:#0d47a1;--jp-success-color1:#66bb6a;"
+         "--jp-warn-color1:#ffa726;--jp-error-color1:#ef5350;--jp-cell-editor-background:#2b2b2b;"
+         "--jp-input-background:#2b2b2b;--jp-rendermime-table-row-background:rgba(255,255,255,0.06);"
+         "--jp-rendermime-table-row-hover-background:rgba(66,165,245,0.2);--jp-mirror-editor-keyword-color:#81c784;"
+         "--jp-mirror-editor-builtin-color:#81c784;--jp-mirror-editor-def-color:#64b5f6;"
+         "--jp-mirror-editor-string-color:#ff8a80;--jp-mirror-editor-number-color:#a5d6a7;"
+         "--jp-mirror-editor-operator-color:#ce93d8;--jp-mirror-editor-comment-color:#80cbc4")
+_FONTS = ("--jp-ui-font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
+          "--jp-code-font-family:ui-monospace,Menlo,Consolas,'DejaVu Sans Mono',monospace")
+PAGE_THEME = (f":root{{{_LIGHT};{_FONTS};color-scheme:light dark}}@media (prefers-color-scheme: dark){{:root{{{_DARK}}}}}"
+              "body{background:var(--jp-layout-color0);color:var(--jp-ui-font-color1);"
+              "font-family:var(--jp-ui-font-family)}button,input,select{font-family:inherit}")
+
+
+def html_page(body: str, title: str, *, style: str = "", script: str = "") -> str:
+    """A standalone page around view fragments, light or dark as the reader's system is (`PAGE_THEME`);
+    `style` and `script` go in whole (the exported viewer's, `views._page`)."""
+    run = f"<script>{script}</script>" if script else ""
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{_esc(title)}</title>"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            "<style>body{max-width:1100px;margin:24px auto;padding:0 16px}"
-            "@media (prefers-color-scheme: dark){body{background:#1e1e1e;color:#ddd}}</style>"
-            f"</head><body>{body}</body></html>\n")
+            f"<style>{PAGE_THEME}body{{max-width:1100px;margin:24px auto;padding:0 16px}}{style}</style>"
+            f"</head><body>{body}{run}</body></html>\n")
 
 
 def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:
