@@ -16,6 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from browser_support import COLOUR_HELPERS
 from playwright.sync_api import expect
 
 from rlmnb.testing.lab import JupyterLab, chromium_page, run_cell, wait_cell
@@ -42,12 +43,7 @@ RUN = "%%rlm -m root -s sub -o live_run --sandbox local\nq"
 
 # the effective background of an element (the first ancestor that paints one) and its relative luminance
 LUMINANCE = """root => {
-  const lum = c => { const m = (c.match(/[\\d.]+/g) || ['255', '255', '255']).map(Number);
-                     return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
-  const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
-                                                    const m = c.match(/[\\d.]+/g);
-                                                    if (m && (m.length < 4 || Number(m[3]) > 0.5)) return c; }
-                    return 'rgb(255, 255, 255)'; };
+  """ + COLOUR_HELPERS + """
   const light = [];
   for (const e of [root, ...root.querySelectorAll('button, input, select, pre, details, .widget-html')]) {
     if (e.offsetParent !== null && lum(bg(e)) > 0.5) light.push(`${e.tagName}.${e.className}: ${bg(e)}`);

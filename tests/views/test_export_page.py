@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import COLOUR_HELPERS
 from playwright.sync_api import expect
 from sandbox_support import code
 
@@ -24,12 +25,7 @@ HOSTILE = "</script><script>window.hacked = 1</script>"
 
 # the effective background of each visible element and its text colour, as relative luminance (0 dark, 1 light)
 COLOURS = """root => {
-  const lum = c => { const m = (c.match(/[\\d.]+/g) || ['255', '255', '255']).map(Number);
-                     return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
-  const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
-                                                    const m = c.match(/[\\d.]+/g);
-                                                    if (m && (m.length < 4 || Number(m[3]) > 0.5)) return c; }
-                    return 'rgb(255, 255, 255)'; };
+  """ + COLOUR_HELPERS + """
   const bad = [];
   for (const e of root.querySelectorAll('button, input, select, pre, summary, span, td, th')) {
     if (e.offsetParent === null || !e.textContent.trim()) continue;
