@@ -105,7 +105,7 @@ class TracePanel:
             self.box.children = [self.front, self.toolbar, self.scope, self.picture, self.results]
         self._count = count
         self.search.placeholder = f"search the {count:,} sub-call{'' if count == 1 else 's'}"
-        self.scope.value = (f'<div style="font-size:11px;opacity:0.72">searches the whole prompt, reply and error '
+        self.scope.value = (f'<div style="font-size:11px;line-height:1.45;opacity:0.72;margin:2px 0">searches the whole prompt, reply and error '
                             f'of each of the {count:,} sub-call{"" if count == 1 else "s"} · as a DataFrame: '
                             f'<code>_rlm.to_frame()</code> · <span class="rlmnb-live-wait">{WAIT_REASON}</span>'
                             f'</div>')
@@ -128,7 +128,7 @@ class TracePanel:
         if not self.box.children:
             self.box.children = [self.front, self.toolbar, self.scope, self.picture, self.results]
         self.search.placeholder = f"search the {len(calls):,} sub-call{'' if len(calls) == 1 else 's'}"
-        self.scope.value = (f'<div style="font-size:11px;opacity:0.72">{search_scope(calls)} · as a DataFrame: '
+        self.scope.value = (f'<div style="font-size:11px;line-height:1.45;opacity:0.72;margin:2px 0">{search_scope(calls)} · as a DataFrame: '
                             f'<code>_rlm.to_frame()</code></div>')
         self.picture.value = timeline_svg(self.owner.tree.events) if self.timeline.value else ""
         query, sort, keep = self.search.value, self.sort.value, self.keep.value
