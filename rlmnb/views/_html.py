@@ -190,7 +190,9 @@ def running_batch(tree: RunTree, now: float | None = None) -> dict[str, Any] | N
     """The batch (an llm_query_batched or an llm_map) that started last among those still running, as the live
     header's progress meter reads it: its name and turn, replies in, its size, time spent, rate, calls out.
     None when no batch is running (the run has ended, or its sub-calls are single llm_query calls)."""
-    for key in reversed(list(tree.groups)):
+    for key, group in reversed(list(tree.groups.items())):
+        if group.kind == "single" or group.done or group.finished >= max(group.size, len(group.call_ids)):
+            continue  # cheap checks first: a finished batch of 50,000 calls is not summarised on every redraw
         view = tree.group_view(key, now=now)
         total = max(view["size"], view["started"])
         if view["kind"] == "single" or view["done"] or view["ended"] or view["finished"] >= total:
