@@ -8,7 +8,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
 LABEXT := $(VENV)/share/jupyter/labextensions/rlmnb-jupyterlab
-EXT_SRC := $(wildcard extension/src/*.ts extension/style/*) extension/package.json extension/tsconfig.json
+EXT_SRC := $(wildcard extension/src/*.ts extension/style/*) extension/package.json extension/tsconfig.json \
+           extension/viewer.build.js
 
 .PHONY: demo test bench lint clean extension lock upgrade-check
 

@@ -116,7 +116,8 @@ def _demo(args: argparse.Namespace) -> int:
     from rlmnb._ground.config import RLMConfig
     from rlmnb._sandbox.confinement.policy import check_settings
     from rlmnb.testing.scenarios import needle_scenario
-    from rlmnb.views import render_html, render_text
+    from rlmnb.views import render_text
+    from rlmnb.views._page import page_title, viewer_page
 
     if args.size < 1000:
         raise CLIError("--size must be at least 1000 characters.")
@@ -131,7 +132,8 @@ def _demo(args: argparse.Namespace) -> int:
     result = rlm.run(scenario.question, **scenario.inputs)
     elapsed = time.perf_counter() - started
     print(render_text(result.trajectory))
-    Path(args.html).write_text(render_html(result.trajectory, full_page=True, title="rlmnb demo"), encoding="utf-8")
+    Path(args.html).write_text(viewer_page([(result.trajectory, "rlmnb demo")], page_title(result.trajectory, "rlmnb demo")),
+                               encoding="utf-8")
     verdict = "correct" if result.answer == scenario.expected else f"WRONG (expected {scenario.expected})"
     from rlmnb.views._format import fmt_secs
 
@@ -218,7 +220,7 @@ def _exit_for(status: str) -> int:
 
 def _view(args: argparse.Namespace) -> int:
     from rlmnb.events import Trajectory
-    from rlmnb.views import render_html
+    from rlmnb.views._page import page_title, viewer_page
 
     source = Path(args.path)
     if not source.is_file():
@@ -228,7 +230,7 @@ def _view(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:
         raise CLIError(f"{source} is not an rlmnb trajectory: {exc}") from None
     target = Path(args.output) if args.output else source.with_suffix(".html")
-    target.write_text(render_html(trajectory, full_page=True, title=source.stem), encoding="utf-8")
+    target.write_text(viewer_page([(trajectory, source.stem)], page_title(trajectory, source.stem)), encoding="utf-8")
     print(f"wrote {target}")
     return EXIT_OK
 

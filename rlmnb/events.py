@@ -106,6 +106,9 @@ class CodeExecuted(Event):
     restarted: bool = False
     observation: str = ""
     repeat_of: int | None = None  # the earlier turn whose code (comments aside) and output this repeats
+    # DataFrames and Series the code printed, each with the text it wrote to stdout (the views draw them as
+    # tables where they find that text; the model reads the text): _sandbox/runner.table_record
+    tables: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -70,6 +70,16 @@ export interface Group {
   wall: number | null;
 }
 
+/** A DataFrame or Series the code printed: the text written to stdout and its first rows (runner.table_record). */
+export interface Table {
+  text: string;
+  shape: [number, number];
+  columns: string[];
+  index: string[];
+  rows: string[][];
+  series: boolean;
+}
+
 export interface Turn {
   turn: number;
   maxTurns: number | null;
@@ -87,6 +97,7 @@ export interface Turn {
   restarted: boolean;
   executed: boolean;
   submitted: boolean;
+  tables: Table[]; // DataFrames the code printed (CodeExecuted.tables): drawn as tables where their text is
   notes: [string, string][];
   groups: Group[];
   children: string[];
@@ -178,6 +189,17 @@ export function eventsOf(payload: unknown): Event[] {
 
 function num(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function strings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every(v => typeof v === 'string');
+}
+
+/** A recorded table with the shape the views draw (anything else stays text). */
+function isTable(value: unknown): value is Table {
+  const t = value as Table;
+  return !!t && typeof t === 'object' && typeof t.text === 'string' && strings(t.columns) && strings(t.index)
+    && Array.isArray(t.rows) && t.rows.every(strings) && Array.isArray(t.shape);
 }
 
 /**
@@ -314,7 +336,7 @@ export function fold(payload: unknown): Tree {
       t = {
         turn: n, maxTurns: null, reply: '', replyTokens: null, replyCache: [0, 0], replyLatency: null, code: '', stdout: '',
         stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
-        executed: false, submitted: false, notes: [], groups: [], children: []
+        executed: false, submitted: false, tables: [], notes: [], groups: [], children: []
       };
       r.turns.set(n, t);
     }
@@ -385,7 +407,7 @@ export function fold(payload: unknown): Tree {
         Object.assign(t, {
           code: e.code ?? '', stdout: e.stdout ?? '', stderr: e.stderr ?? '', error: e.error ?? null,
           errorType: e.error_type ?? null, duration: num(e.duration_s), timedOut: !!e.timed_out,
-          restarted: !!e.restarted, executed: true
+          restarted: !!e.restarted, executed: true, tables: Array.isArray(e.tables) ? e.tables.filter(isTable) : []
         });
         if (ts !== null) {
           tree.spans.push({ kind: 'code', runId: e.run_id, turn: t.turn, start: ts - (t.duration ?? 0), end: ts });

@@ -15,6 +15,11 @@
  * A live HTML piece is redrawn whole when the run changes it (ipywidgets sets its innerHTML), which would
  * close a list of calls or a call the user has just opened. So the <details> carrying data-rlmnb-key
  * are remembered when opened, and opened again after each redraw of the piece they sit in.
+ *
+ * The live trace toolbar (rlmnb/_notebook/trace_panel.py, .rlmnb-live-toolbar with data-rlmnb-run) has the
+ * finished view's search, sort, filter and timeline. The calls are in the kernel, busy with the run, so the
+ * list waits for the end; what the user chooses is kept per run (liveChoice) and the finished view, which
+ * takes the widget's place when the run ends, opens with it (trace.ts).
  */
 
 import { copyFrom, requestInsert, runnableCode } from './format';
@@ -51,6 +56,59 @@ export function handleLiveClick(event: MouseEvent): boolean {
     if (code !== null) {
       requestInsert(button, label, fixed === null ? runnableCode(code) : code); // a turn's code: runnable here
     }
+  }
+  return true;
+}
+
+/** What was chosen in a run's live toolbar: the finished view of that run starts from it. */
+export interface Choice {
+  search: string;
+  sort: string;
+  filter: string;
+  timeline: boolean;
+}
+
+export const CHOICE = 'data-rlmnb-choice';
+export const CHOICE_REASON = 'kept: the list shows when the run ends (the kernel is busy with it)';
+// one store for the page, whichever bundle chunk asks (the view and the plugin are two entry points)
+const STORE = Symbol.for('rlmnb.liveChoices');
+function choices(): Map<string, Choice> {
+  const holder = globalThis as unknown as { [STORE]?: Map<string, Choice> };
+  return (holder[STORE] ??= new Map());
+}
+
+/** The choice made in the live toolbar of run `runId`, if any (the finished view applies it once). */
+export function liveChoice(runId: string | null | undefined): Choice | undefined {
+  return runId ? choices().get(runId) : undefined;
+}
+
+/** Keep what the user changed in a live toolbar; say it is kept. True when it was one. */
+export function handleLiveChoice(event: Event): boolean {
+  const control = (event.target as Element | null)?.closest?.(`[${CHOICE}]`) as HTMLElement | null;
+  const toolbar = control?.closest('.rlmnb-live-toolbar');
+  const runId = toolbar?.getAttribute('data-rlmnb-run');
+  if (!control || !toolbar || !runId || !toolbar.closest(LIVE_VIEW)) {
+    return false;
+  }
+  const kind = control.getAttribute(CHOICE);
+  const was = choices().get(runId) ?? { search: '', sort: 'order', filter: 'all', timeline: false };
+  const now = { ...was };
+  if (kind === 'timeline') {
+    if (event.type !== 'click') {
+      return false;
+    }
+    now.timeline = !was.timeline;
+    control.classList.toggle('rlmnb-on', now.timeline);
+  } else if (kind === 'search' || kind === 'sort' || kind === 'filter') {
+    now[kind] = (control as HTMLInputElement | HTMLSelectElement).value;
+  } else {
+    return false;
+  }
+  choices().set(runId, now);
+  const status = toolbar.querySelector('.rlmnb-search-status');
+  if (status) {
+    const chosen = now.search.trim() || now.sort !== 'order' || now.filter !== 'all' || now.timeline;
+    status.textContent = chosen ? CHOICE_REASON : '';
   }
   return true;
 }
@@ -101,4 +159,7 @@ export function installLiveButtons(doc: Document): void {
   marked.setAttribute('data-rlmnb-live-buttons', '');
   doc.addEventListener('click', event => handleLiveClick(event), true);
   doc.addEventListener('toggle', event => handleLiveToggle(event), true); // toggle does not bubble: capture
+  for (const type of ['input', 'change', 'click']) {
+    doc.addEventListener(type, event => handleLiveChoice(event), true);
+  }
 }

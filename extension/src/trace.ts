@@ -6,6 +6,7 @@
  */
 
 import { Call, Group, Run, Tree } from './fold';
+import { liveChoice } from './live';
 import {
   copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, moreLabel, percentile, plural, promptCacheText
 } from './format';
@@ -251,6 +252,16 @@ export function traceView(tree: Tree): HTMLElement | null {
   }
   const toolbar = h('div', 'rlmnb-toolbar', h('span', 'rlmnb-label-inline', counts.join(' · ')), input, sort, filter,
     timelineButton, frame, status);
+  const chosen = liveChoice(tree.rootId); // made in the live widget while the run went on: kept here
+  if (chosen) {
+    input.value = chosen.search;
+    sort.value = chosen.sort in SORTS ? chosen.sort : 'order';
+    filter.value = chosen.filter in FILTERS ? chosen.filter : 'all';
+    update();
+    if (chosen.timeline) {
+      timelineButton.click();
+    }
+  }
   return h('div', 'rlmnb-trace', toolbar, scope, timelineBox, results);
 }
 

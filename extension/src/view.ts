@@ -9,6 +9,7 @@ import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, runnableCode,
   moreLabel, pendingTurnText, plural, promptCacheText, replayedTurn, resumedText
 } from './format';
+import { frameView, outputParts } from './frames';
 import { PAGE_SIZE, callRow, traceView } from './trace';
 
 export { Env } from './answer';
@@ -205,8 +206,9 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     box.appendChild(h('div', 'rlmnb-muted', '(no code in this reply)'));
   }
   if (t.executed) {
-    if (t.stdout) {
-      box.append(h('div', 'rlmnb-label', 'output'), textBlock(t.stdout, 'rlmnb-stdout'));
+    if (t.stdout) { // DataFrames the code printed as tables, the rest as text
+      box.append(h('div', 'rlmnb-label', 'output'), ...outputParts(t.stdout, t.tables).map(part =>
+        typeof part === 'string' ? textBlock(part, 'rlmnb-stdout') : frameView(part, text => textBlock(text, 'rlmnb-stdout'))));
     }
     const errors = [t.stderr, t.error ?? ''].filter(Boolean).join('\n');
     if (errors) {

@@ -252,4 +252,5 @@ def _validated(ctx: RunContext, answer: Any) -> Any:
 def _emit_code(ctx: RunContext, turn: int, code: str, result: ExecResult, obs: str, repeat_of: int | None) -> None:
     ctx.bus.emit(CodeExecuted, ctx.scope, turn=turn, code=code, stdout=result.stdout, stderr=result.stderr,
                  error=result.error, error_type=result.error_type, duration_s=round(result.duration_s, 6),
-                 timed_out=result.timed_out, restarted=result.restarted, observation=obs, repeat_of=repeat_of)
+                 timed_out=result.timed_out, restarted=result.restarted, observation=obs, repeat_of=repeat_of,
+                 tables=result.tables)

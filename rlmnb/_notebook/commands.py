@@ -103,14 +103,14 @@ def export(magics: LineHost, raw: str) -> None:
         else:
             runs[0].save(path)
     else:
-        from rlmnb.views import render_html
-        from rlmnb.views._html import html_page
+        # the extension's viewer, inlined: the page works offline, with no kernel
+        from rlmnb.views._page import page_title, viewer_page
 
         if len(runs) == 1:
-            page = render_html(runs[0].trajectory, full_page=True)
+            page = viewer_page([(runs[0].trajectory, "RLM")], page_title(runs[0].trajectory))
         else:
-            pages = [render_html(r.trajectory, title=f"RLM run {i} of {len(runs)}") for i, r in enumerate(runs, 1)]
-            page = html_page('<hr style="margin:24px 0;opacity:0.3">'.join(pages), f"{len(runs)} RLM runs")
+            page = viewer_page([(r.trajectory, f"RLM run {i} of {len(runs)}") for i, r in enumerate(runs, 1)],
+                               f"{len(runs)} RLM runs")
         path.write_text(page, encoding="utf-8")
     what = {None: "the last run", "--all": f"{len(runs)} run{'' if len(runs) == 1 else 's'}"}.get(target,
                                                                                                 f"the run in {target}")

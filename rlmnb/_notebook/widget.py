@@ -37,6 +37,7 @@ from rlmnb.views._html import (
     meters_html,
     render_html,
     resumed_html,
+    running_batch,
     turn_html,
 )
 from rlmnb.views._mime import compact_trajectory
@@ -183,7 +184,7 @@ class RunWidget:
         # the same pieces, in the same order, as the static HTML and the JupyterLab extension: header and
         # question, meters, the trace panel, turns, answer; so nothing moves when the run ends
         self.header = self._html(header_html(self.tree.run_view()))
-        self.meters = self._html(meters_html(self.tree.meters_view()))
+        self.meters = self._html(_spaced(meters_html(self.tree.meters_view())))
         self.trace = TracePanel(self)
         self.body = self._vbox()
         self.answer = self._html()
@@ -327,7 +328,7 @@ class RunWidget:
             root = self.tree.run_view(now=now)
             self.header.value = header_html(root) + confinement_html(root)
             meters = self.tree.meters_view(now=now)
-            self.meters.value = meters_html(meters)
+            self.meters.value = _spaced(meters_html(meters, running_batch(self.tree, now)))
             self.trace.show(meters["sub_calls"])
             # creation order matters: runs, then their turn lists, then turn bodies, items and groups
             for change in sorted(changes, key=_change_order):
@@ -433,7 +434,7 @@ class RunWidget:
     def _draw_group(self, key: str) -> None:
         group = self._group_panel(key)
         view = self.tree.group_view(key, now=time.time())
-        group.summary.value = group_summary_html(view)
+        group.summary.value = _spaced(group_summary_html(view))
         group.draw(view)
 
     # ---- display --------------------------------------------------------------------------------
@@ -463,6 +464,12 @@ class RunWidget:
         m = self.tree.meters_view()
         status = self.tree.run_view()["status"]
         return f"RunWidget(status={status!r}, turns={m['turns']}, sub_calls={m['sub_calls']})"
+
+
+def _spaced(piece: str) -> str:
+    """A piece in the views' font and line spacing: an ipywidgets HTML widget spaces lines as tall as its controls
+    (28 px), so the same piece would stand taller live than in the finished view."""
+    return f'<div style="{FONT}">{piece}</div>'
 
 
 _ORDER = {"run": 0, "turns": 1, "turn": 2, "items": 3, "group": 4, "meters": 5}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ class ExecResult:
     timed_out: bool = False
     restarted: bool = False
     notice: str | None = None  # e.g. "the kernel died and was restarted; variables were lost"
+    tables: list[dict[str, Any]] = field(default_factory=list)  # DataFrames written (runner.table_record)
 
     @property
     def ok(self) -> bool:

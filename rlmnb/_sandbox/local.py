@@ -262,6 +262,7 @@ class LocalSandbox:
         done: asyncio.Future[Any] = loop.create_future()
         out, err = BoundedBuffer(self.max_output_chars), BoundedBuffer(self.max_output_chars)
         filename = snippet_filename(turn)
+        tables: list[dict[str, Any]] = []
 
         def echo(value: Any) -> None:
             out.write(repr(value) + "\n")
@@ -269,7 +270,7 @@ class LocalSandbox:
         def work() -> None:
             _Capture.bind_thread(out, err)
             try:
-                outcome = run_snippet(code, self._ns, filename, echo)
+                outcome = run_snippet(code, self._ns, filename, echo, tables)
             except BaseException as exc:  # an injected signal landing outside run_snippet
                 outcome = None
                 if not isinstance(exc, SnippetInterrupted):
@@ -306,7 +307,7 @@ class LocalSandbox:
             thread.join(1.0)  # it has reported back and is only unwinding: no snippet thread outlives its turn
         if outcome is None:
             return ExecResult(stdout=out.getvalue(), stderr=err.getvalue(), duration_s=duration,
-                              timed_out=timed_out, notice=notice,
+                              timed_out=timed_out, notice=notice, tables=list(tables),
                               error=None if timed_out else "the snippet was stopped", error_type=None)
         submit = outcome.submit
         return ExecResult(
@@ -314,7 +315,7 @@ class LocalSandbox:
             submitted=submit is not None, answer=submit.value if submit else None,
             submit_error=submit.error if submit else None,
             submit_during_exception=submit.during_exception if submit else None,
-            duration_s=duration, timed_out=timed_out or outcome.interrupted, notice=notice)
+            duration_s=duration, timed_out=timed_out or outcome.interrupted, notice=notice, tables=list(tables))
 
     async def _stop(self, thread: threading.Thread, done: asyncio.Future[Any]) -> Any:
         """Inject SnippetInterrupted into the worker thread and give it a grace period to unwind."""

@@ -2,11 +2,17 @@
 
 Shared by the local sandbox and the kernel side of the kernel sandbox, so both report errors and
 submissions the same way. Standard library only.
+
+Tables: while a snippet runs, `print` (in the namespace's builtins) and the echo of its last expression note
+each pandas DataFrame or Series they write, as a bounded table record beside the exact text written
+(`table_record`). The text goes to stdout as before, for the model; the views show the record as a table
+where they find its text in the output.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import itertools
 import linecache
@@ -77,13 +83,65 @@ class BoundedBuffer:
         return head + render("truncated", omitted=f"{omitted:,}", total=f"{self.total:,}") + tail
 
 
+TABLE_ROWS = 50          # rows of a printed table kept for the views (pandas prints 60 at most by default)
+TABLE_COLUMNS = 30       # columns kept
+TABLE_CELL_CHARS = 200   # characters kept per cell
+TABLE_TEXT_CHARS = 20_000  # a text longer than this is not matched to a table
+TABLES_KEPT = 20         # tables noted per snippet
+
+
+def _cell(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= TABLE_CELL_CHARS else text[:TABLE_CELL_CHARS - 1] + "…"
+
+
+def table_record(value: Any, text: str) -> dict[str, Any] | None:
+    """`value` as a table the views can draw, if it is a pandas DataFrame or Series (recognised by its class,
+    never importing pandas), else None. `text` is what was written for it; the record keeps its first rows and
+    columns as strings, and the whole shape."""
+    cls = type(value)
+    if cls.__module__.split(".", 1)[0] != "pandas" or cls.__name__ not in ("DataFrame", "Series"):
+        return None
+    if len(text) > TABLE_TEXT_CHARS or not text.strip():
+        return None
+    try:
+        frame = value.to_frame() if cls.__name__ == "Series" else value
+        head = frame.iloc[:TABLE_ROWS, :TABLE_COLUMNS]
+        return {"text": text, "shape": [int(frame.shape[0]), int(frame.shape[1])],
+                "columns": [_cell(c) for c in head.columns], "index": [_cell(i) for i in head.index],
+                "rows": [[_cell(v) for v in row] for row in head.itertuples(index=False, name=None)],
+                "series": cls.__name__ == "Series"}
+    except Exception:  # an odd frame (a subclass, a failing __str__): it stays text
+        return None
+
+
+def _noting_print(tables: list[dict[str, Any]]) -> Any:
+    """A `print` that writes as print does and notes each DataFrame or Series it writes."""
+    real = builtins.print
+
+    def print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:  # noqa: A001
+        if file is None and len(tables) < TABLES_KEPT:
+            for value in args:
+                if type(value).__module__.startswith("pandas"):
+                    record = table_record(value, str(value))
+                    if record is not None:
+                        tables.append(record)
+        real(*args, sep=sep, end=end, file=file, flush=flush)
+
+    return print
+
+
 def snippet_filename(turn: int) -> str:
     return f"<turn {turn}.{next(_counter)}>"
 
 
-def run_snippet(code: str, namespace: dict[str, Any], filename: str, echo: Any) -> SnippetOutcome:
-    """Execute `code` in `namespace`; print the value of a trailing expression through `echo`."""
+def run_snippet(code: str, namespace: dict[str, Any], filename: str, echo: Any,
+                tables: list[dict[str, Any]] | None = None) -> SnippetOutcome:
+    """Execute `code` in `namespace`; print the value of a trailing expression through `echo` (which writes
+    its repr). With `tables`, the DataFrames and Series printed or echoed are noted there (`table_record`)."""
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    if tables is not None and isinstance(namespace.get("__builtins__"), dict):
+        namespace["__builtins__"]["print"] = _noting_print(tables)
     try:
         tree = ast.parse(code, filename=filename)
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -93,6 +151,10 @@ def run_snippet(code: str, namespace: dict[str, Any], filename: str, echo: Any) 
             value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)  # noqa: S307
             if value is not None:
                 echo(value)
+                if tables is not None and len(tables) < TABLES_KEPT:
+                    record = table_record(value, repr(value))
+                    if record is not None:
+                        tables.append(record)
         return SnippetOutcome()
     except SubmitSignal as signal:
         return SnippetOutcome(submit=signal)
@@ -114,6 +176,6 @@ def trimmed_traceback(exc: BaseException, filename: str) -> str:
 
 
 __all__ = [
-    "BoundedBuffer", "SnippetInterrupted", "SnippetOutcome", "run_snippet", "snippet_filename",
+    "BoundedBuffer", "SnippetInterrupted", "SnippetOutcome", "run_snippet", "snippet_filename", "table_record",
     "trimmed_traceback",
 ]

@@ -6,7 +6,7 @@ and the JupyterLab extension show the same structure. Nothing here needs a kerne
 library, so the CLI, saved notebooks and exported pages share it.
 
 Modules: `format` (numbers, times, clipping), `fold` (RunTree: its nodes, folding and readings),
-`html` (the HTML pieces and `render_html`), `text` (`summary_line`, `render_text`), `mime`
+`html` (the HTML pieces and `render_html`), `frames` (DataFrames the code printed, as tables), `text` (`summary_line`, `render_text`), `mime`
 (`mime_bundle`, `compact_trajectory`, `TrajectoryView`).
 """
 

@@ -44,12 +44,15 @@ def copy_button(label: str, title: str = "copy to the clipboard") -> str:
             f'style="{BUTTON}" onclick="{html.escape(_COPY_FALLBACK)}">{html.escape(label)}</button>')
 
 
-def insert_button(label: str, title: str, code: str | None = None) -> str:
+def insert_button(label: str, title: str, code: str | None = None, *, cls: str = "") -> str:
     """A button that inserts a code cell below the output: `code` ("{run}" is the run's variable), or the
-    text of the <pre> in its block. Hidden unless rlmnb's JupyterLab extension is there to insert it."""
+    text of the <pre> in its block. Hidden unless rlmnb's JupyterLab extension is there to insert it.
+    `cls`: the extension's own classes instead of the inline look (in a toolbar that must match its view's)."""
     data = "" if code is None else f' data-rlmnb-code="{html.escape(code)}"'
-    return (f'<button type="button" class="rlmnb-live-insert" {ACTION}="insert"{data} title="{html.escape(title)}" '
-            f'style="{BUTTON};display:none">{html.escape(label)}</button>')
+    look = f'class="rlmnb-live-insert {cls}"' if cls else f'class="rlmnb-live-insert" style="{BUTTON};display:none"'
+    hidden = ' style="display:none"' if cls else ""
+    return (f'<button type="button" {look}{hidden} {ACTION}="insert"{data} title="{html.escape(title)}">'
+            f'{html.escape(label)}</button>')
 
 
 def block(label_html: str, pre_html: str) -> str:

@@ -46,6 +46,7 @@ class TurnNode:
     restarted: bool = False
     executed: bool = False
     submitted: bool = False
+    tables: list[dict[str, Any]] = field(default_factory=list)  # DataFrames the code printed (CodeExecuted.tables)
     notes: list[tuple[str, str]] = field(default_factory=list)
     items: list[tuple[str, str]] = field(default_factory=list)  # ("group", key) | ("run", run_id)
 
@@ -264,6 +265,7 @@ class RunTree:
         turn.code, turn.stdout, turn.stderr = e.code, e.stdout, e.stderr
         turn.error, turn.error_type, turn.duration = e.error, e.error_type, e.duration_s
         turn.timed_out, turn.restarted, turn.executed = e.timed_out, e.restarted, True
+        turn.tables = list(getattr(e, "tables", None) or [])
         self._changes.add(("turn", e.run_id, e.turn))
 
     def _group(self, key: str, kind: str, run_id: str, turn_no: int, ts: float) -> GroupNode:
@@ -535,7 +537,7 @@ class RunTree:
                     "code": node.code, "stdout": node.stdout, "stderr": node.stderr, "error": node.error,
                     "error_type": node.error_type, "duration": node.duration, "timed_out": node.timed_out,
                     "restarted": node.restarted, "executed": node.executed, "submitted": node.submitted,
-                    "notes": list(node.notes), "reasoning": node.reasoning}
+                    "notes": list(node.notes), "reasoning": node.reasoning, "tables": list(node.tables)}
 
     def turn_items(self, run_id: str, turn: int) -> list[tuple[str, str]]:
         with self.lock:

@@ -12,9 +12,10 @@ from typing import Any
 
 from rlmnb._ground.text import clip as clip_text
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_cost", "fmt_count", "fmt_rate", "fmt_secs",
-           "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "prompt_cache_text",
-           "queue_text", "quote_notes", "replayed_turn", "resumed_text", "running_time"]
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
+           "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
+           "progress_text", "prompt_cache_text", "queue_text", "quote_notes", "replayed_turn", "resumed_text",
+           "running_time"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
@@ -96,6 +97,22 @@ def pending_turn_text(executed: bool, replied: bool, status: str) -> str | None:
         return "running…" if replied else "waiting for the model…"
     how = _ENDED.get(status, "run ended")
     return f"{how}: this code did not finish" if replied else f"{how} before the model replied"
+
+
+def fmt_clock(s: float | None) -> str:
+    """Seconds as tqdm prints them in its brackets: 00:07, 12:34, 1:02:03; "?" when unknown."""
+    if s is None or s != s or s == float("inf"):
+        return "?"
+    minutes, secs = divmod(max(0, int(s)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def progress_text(done: int, total: int, elapsed: float, rate: float | None) -> str:
+    """tqdm's progress figures: "20/60 [00:01<00:02, 14.0/s]" (replies in, calls in the batch, time spent,
+    time left at the current rate, the rate); before the first reply the time left and rate are "?"."""
+    left = (total - done) / rate if rate else None
+    return f"{done:,}/{total:,} [{fmt_clock(elapsed)}<{fmt_clock(left)}, {fmt_rate(rate) if rate else '?/s'}]"
 
 
 def fmt_secs(s: float | None) -> str:

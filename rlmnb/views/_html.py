@@ -9,6 +9,7 @@ The meters (turns, sub-calls, tokens, cost, time) draw a bar only against a limi
 from __future__ import annotations
 
 import html
+import time
 from typing import Any
 
 from rlmnb.events import Trajectory
@@ -25,14 +26,17 @@ from rlmnb.views._format import (
     images_note,
     map_figures,
     pending_turn_text,
+    progress_text,
     prompt_cache_text,
     queue_text,
     replayed_turn,
     resumed_text,
 )
+from rlmnb.views._frames import frame_html, output_parts
 
 __all__ = ["CALLS_SHOWN", "STATUS_COLORS", "answer_html", "call_html", "group_summary_html", "header_html",
-           "highlight_python", "html_page", "mark_html", "meters_html", "render_html", "resumed_html", "sub_calls_text",
+           "highlight_python", "html_page", "mark_html", "meters_html", "render_html", "resumed_html", "running_batch",
+           "sub_calls_text",
            "turn_html"]
 
 CALLS_SHOWN = 20          # sub-calls listed per group in the static HTML (the JSON part has them all)
@@ -149,7 +153,7 @@ def _limit(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
-def _meter(label: str, text: str, used: float, limit: float | None, ahead: float = 0.0) -> str:
+def _meter(label: str, text: str, used: float, limit: float | None, ahead: float = 0.0, key: str = "") -> str:
     bar = ""
     if limit:
         done = max(0.0, min(1.0, used / limit))
@@ -160,8 +164,8 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
             share = max(0.0, min(1.0 - done, ahead / limit))
             bar += f'<div style="width:{share * 100:.1f}%;background:rgba(25,118,210,0.35)"></div>'
         bar += "</div>"
-    return (f'<div class="rlmnb-meter" data-meter="{label}" style="display:inline-block;min-width:150px;'
-            f'margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'
+    return (f'<div class="rlmnb-meter" data-meter="{html.escape(key or label)}" '
+            f'style="display:inline-block;min-width:150px;margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'
             f'<div class="rlmnb-meter-text" style="font-variant-numeric:tabular-nums">{html.escape(text)}</div>{bar}'
             f'</div>')
 
@@ -186,13 +190,40 @@ def sub_calls_text(m: dict[str, Any]) -> str:
     return text
 
 
-def meters_html(m: dict[str, Any]) -> str:
-    """Turns, sub-calls, tokens, cost and time of the whole run tree, each against its cap when one is set."""
+def running_batch(tree: RunTree, now: float | None = None) -> dict[str, Any] | None:
+    """The batch (an llm_query_batched or an llm_map) that started last among those still running, as the live
+    header's progress meter reads it: its name and turn, replies in, its size, time spent, rate, calls out.
+    None when no batch is running (the run has ended, or its sub-calls are single llm_query calls)."""
+    for key, group in reversed(list(tree.groups.items())):
+        if group.kind == "single" or group.done or group.finished >= max(group.size, len(group.call_ids)):
+            continue  # cheap checks first: a finished batch of 50,000 calls is not summarised on every redraw
+        view = tree.group_view(key, now=now)
+        total = max(view["size"], view["started"])
+        if view["kind"] == "single" or view["done"] or view["ended"] or view["finished"] >= total:
+            continue
+        if view["rate"]:
+            elapsed = view["finished"] / view["rate"]
+        else:  # no reply yet: the time since its first call
+            first = tree.call_views(key, 0, 1)
+            elapsed = ((now if now is not None else time.time()) - first[0]["started"]) if first else 0.0
+        name = (view["map"] or {}).get("operator", "llm_map") if view["kind"] == "map" else "llm_query_batched"
+        return {"name": f"{name} · turn {view['turn']}", "done": view["finished"], "total": total,
+                "elapsed": max(0.0, elapsed), "rate": view["rate"], "in_flight": view["in_flight"]}
+    return None
+
+
+def meters_html(m: dict[str, Any], batch: dict[str, Any] | None = None) -> str:
+    """Turns, sub-calls, tokens, cost and time of the whole run tree, each against its cap when one is set.
+    With `batch` (`running_batch`), a meter before them shows the running batch as tqdm does, against its own
+    size: the sub-calls meter stays the tree's count against the call budget."""
     max_turns, max_calls = _limit(m["max_turns"]), _limit(m["max_llm_calls"])
     max_tokens, max_cost, max_time = _limit(m["max_tokens"]), _limit(m["max_cost"]), _limit(m["max_time"])
     done, sent = int(m["sub_calls_done"]), int(m["sub_calls"])
     tokens = m["input_tokens"] + m["output_tokens"]
+    progress = [_meter(batch["name"], progress_text(batch["done"], batch["total"], batch["elapsed"], batch["rate"]),
+                       batch["done"], batch["total"], batch["in_flight"], key="batch")] if batch else []
     parts = [
+        *progress,
         _meter("turns", f"{m['turns']:,}" + (f" / {int(max_turns):,}" if max_turns else ""), m["turns"], max_turns),
         _meter("sub-calls", sub_calls_text(m), done, max_calls, 0 if m.get("ended") else sent - done),
         _meter("tokens", f"{fmt_count(m['input_tokens'])} in"
@@ -262,8 +293,10 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
             out.append(highlight_python(clip(code, text_chars)))
     if t["executed"]:
         output = t["stdout"]
-        if output:
-            out.append(f'<div style="{MUTED};font-size:11px">output</div>' + _pre(clip(output, text_chars)))
+        if output:  # DataFrames the code printed as tables, the rest as text
+            out.append(f'<div style="{MUTED};font-size:11px">output</div>')
+            out.extend(_pre(clip(part, text_chars)) if kind == "text" else frame_html(part, pre_style=PRE, muted=MUTED)
+                       for kind, part in output_parts(output, t.get("tables") or []))
         errors = "\n".join(s for s in (t["stderr"], t["error"] or "") if s)
         if errors:
             out.append(_pre(clip(errors, text_chars), f"color:{RED}"))
@@ -430,14 +463,45 @@ def render_html(trajectory: Trajectory | RunTree, *, full_page: bool = False, ca
     return html_page(fragment, f"{title}: {question}")
 
 
-def html_page(body: str, title: str) -> str:
-    """A standalone page around view fragments (light or dark, following the reader's system)."""
+# JupyterLab's theme variables, which every view's colours read, for pages outside JupyterLab: the light theme's
+# values, and the dark theme's when the reader's system is dark (code colours included: no light syntax colours
+# on a dark ground)
+_LIGHT = ("--jp-ui-font-color0:#000;--jp-ui-font-color1:rgba(0,0,0,0.87);--jp-ui-font-color2:rgba(0,0,0,0.54);"
+          "--jp-ui-font-color3:rgba(0,0,0,0.38);--jp-layout-color0:#fff;--jp-layout-color1:#fff;"
+          "--jp-layout-color2:#eee;--jp-layout-color3:#bdbdbd;--jp-border-color1:#bdbdbd;--jp-border-color2:#e0e0e0;"
+          "--jp-brand-color1:#1976d2;--jp-brand-color2:#64b5f6;--jp-brand-color3:#bbdefb;--jp-success-color1:#388e3c;"
+          "--jp-warn-color1:#f57c00;--jp-error-color1:#d32f2f;--jp-cell-editor-background:#f5f5f5;"
+          "--jp-input-background:#fff;--jp-rendermime-table-row-background:#f5f5f5;"
+          "--jp-rendermime-table-row-hover-background:#e1f5fe;--jp-mirror-editor-keyword-color:#008000;"
+          "--jp-mirror-editor-builtin-color:#008000;--jp-mirror-editor-def-color:#0000ff;"
+          "--jp-mirror-editor-string-color:#ba2121;--jp-mirror-editor-number-color:#080;"
+          "--jp-mirror-editor-operator-color:#aa22ff;--jp-mirror-editor-comment-color:#408080")
+_DARK = ("--jp-ui-font-color0:#fff;--jp-ui-font-color1:rgba(255,255,255,0.87);--jp-ui-font-color2:rgba(255,255,255,0.6);"
+         "--jp-ui-font-color3:rgba(255,255,255,0.4);--jp-layout-color0:#111;--jp-layout-color1:#212121;"
+         "--jp-layout-color2:#424242;--jp-layout-color3:#616161;--jp-border-color1:#616161;--jp-border-color2:#424242;"
+         "--jp-brand-color1:#42a5f5;--jp-brand-color2:#1976d2;--jp-brand-color3:#0d47a1;--jp-success-color1:#66bb6a;"
+         "--jp-warn-color1:#ffa726;--jp-error-color1:#ef5350;--jp-cell-editor-background:#2b2b2b;"
+         "--jp-input-background:#2b2b2b;--jp-rendermime-table-row-background:rgba(255,255,255,0.06);"
+         "--jp-rendermime-table-row-hover-background:rgba(66,165,245,0.2);--jp-mirror-editor-keyword-color:#81c784;"
+         "--jp-mirror-editor-builtin-color:#81c784;--jp-mirror-editor-def-color:#64b5f6;"
+         "--jp-mirror-editor-string-color:#ff8a80;--jp-mirror-editor-number-color:#a5d6a7;"
+         "--jp-mirror-editor-operator-color:#ce93d8;--jp-mirror-editor-comment-color:#80cbc4")
+_FONTS = ("--jp-ui-font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
+          "--jp-code-font-family:ui-monospace,Menlo,Consolas,'DejaVu Sans Mono',monospace")
+PAGE_THEME = (f":root{{{_LIGHT};{_FONTS};color-scheme:light dark}}@media (prefers-color-scheme: dark){{:root{{{_DARK}}}}}"
+              "body{background:var(--jp-layout-color0);color:var(--jp-ui-font-color1);"
+              "font-family:var(--jp-ui-font-family)}button,input,select{font-family:inherit}")
+
+
+def html_page(body: str, title: str, *, style: str = "", script: str = "") -> str:
+    """A standalone page around view fragments, light or dark as the reader's system is (`PAGE_THEME`);
+    `style` and `script` go in whole (the exported viewer's, `views._page`)."""
+    run = f"<script>{script}</script>" if script else ""
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{_esc(title)}</title>"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            "<style>body{max-width:1100px;margin:24px auto;padding:0 16px}"
-            "@media (prefers-color-scheme: dark){body{background:#1e1e1e;color:#ddd}}</style>"
-            f"</head><body>{body}</body></html>\n")
+            f"<style>{PAGE_THEME}body{{max-width:1100px;margin:24px auto;padding:0 16px}}{style}</style>"
+            f"</head><body>{body}{run}</body></html>\n")
 
 
 def _run_body_html(tree: RunTree, run_id: str, calls_shown: int) -> str:

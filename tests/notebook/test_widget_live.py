@@ -8,6 +8,7 @@ without the extension the copy buttons still copy (the browser's clipboard API) 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from browser_support import COLOUR_HELPERS
 from playwright.sync_api import expect
 
 from rlmnb.testing.lab import JupyterLab, chromium_page, run_cell, wait_cell
@@ -41,12 +43,7 @@ RUN = "%%rlm -m root -s sub -o live_run --sandbox local\nq"
 
 # the effective background of an element (the first ancestor that paints one) and its relative luminance
 LUMINANCE = """root => {
-  const lum = c => { const m = (c.match(/[\\d.]+/g) || ['255', '255', '255']).map(Number);
-                     return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
-  const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
-                                                    const m = c.match(/[\\d.]+/g);
-                                                    if (m && (m.length < 4 || Number(m[3]) > 0.5)) return c; }
-                    return 'rgb(255, 255, 255)'; };
+  """ + COLOUR_HELPERS + """
   const light = [];
   for (const e of [root, ...root.querySelectorAll('button, input, select, pre, details, .widget-html')]) {
     if (e.offsetParent !== null && lum(bg(e)) > 0.5) light.push(`${e.tagName}.${e.className}: ${bg(e)}`);
@@ -78,6 +75,8 @@ def labs(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Itera
 
 def _start_live_run(page: Any, lab: JupyterLab) -> Any:
     """Open the notebook, run the set-up and the %%rlm cell; return the run's output once its batch waits."""
+    for released in lab.root_dir.glob("release-*"):  # an earlier test's: the calls must be held again
+        released.unlink()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url("").split("/?")[0])
     page.goto(lab.url("lab/tree/live.ipynb?reset"))
     page.locator(".jp-Notebook .jp-Cell").nth(1).wait_for(timeout=90_000)
@@ -193,3 +192,43 @@ def test_without_the_extension_copy_still_works_and_no_insert_button_shows(labs:
         assert _running(page)
         _release(lab, page)
         assert page.locator(".jp-Notebook .jp-Cell").count() == 2
+
+
+# where the trace toolbar sits and how big it is, relative to the output: the same live and finished
+TOOLBAR_BOX = """output => { const bar = [...output.querySelectorAll('.rlmnb-toolbar')].find(e => e.offsetParent !== null);
+  const o = output.getBoundingClientRect(), b = bar.getBoundingClientRect();
+  const frame = [...bar.querySelectorAll('button')].find(e => e.textContent === 'open as DataFrame').getBoundingClientRect();
+  return { height: Math.round(b.height), frameHeight: Math.round(frame.height), frameTop: Math.round(frame.top - b.top) }; }"""
+
+
+def test_live_choices_are_kept_by_the_finished_view_and_the_toolbar_keeps_its_size(labs: dict[str, JupyterLab]) -> None:
+    lab = labs["extension"]
+    with chromium_page(width=1400) as page:
+        output = _start_live_run(page, lab)
+        widget = output.locator(".rlmnb-widget")
+        toolbar = widget.locator(".rlmnb-live-toolbar")
+        expect(toolbar).to_be_visible()
+        expect(widget.locator(".rlmnb-kernel-toolbar")).to_be_hidden()  # the kernel's controls give way
+        first = output.evaluate(TOOLBAR_BOX)
+        # one line at 1400 px: "open as DataFrame" does not wrap, and is as tall as the other controls
+        assert first["height"] <= 2 * first["frameHeight"] and first["frameTop"] < first["frameHeight"], first
+
+        toolbar.locator("input").fill("hold")
+        toolbar.locator("select.rlmnb-sort").select_option("latency")
+        toolbar.locator("button.rlmnb-timeline-toggle").click()
+        expect(toolbar.locator(".rlmnb-search-status")).to_have_text(
+            "kept: the list shows when the run ends (the kernel is busy with it)")
+        assert _running(page), "the run ended before the choices were made"
+        live = output.evaluate(TOOLBAR_BOX)  # with the line saying the choice is kept
+
+        _release(lab, page)
+        view = output.locator(".rlmnb-view")
+        expect(view).to_have_count(1, timeout=60_000)  # the finished view took the widget's place
+        trace = view.locator(".rlmnb-trace")
+        assert trace.locator("input.rlmnb-search-input").input_value() == "hold"
+        assert trace.locator("select.rlmnb-sort").input_value() == "latency"
+        assert trace.locator("select.rlmnb-filter").input_value() == "all"
+        expect(trace.locator(".rlmnb-search-status")).to_have_text("2 matching sub-calls")
+        expect(trace.locator(".rlmnb-timeline-wrap")).to_have_count(1)  # the timeline is open
+        expect(trace.locator("button.rlmnb-timeline-toggle")).to_have_class(re.compile("rlmnb-on"))
+        assert output.evaluate(TOOLBAR_BOX) == live  # the same size: nothing jumps at the end

@@ -25,6 +25,7 @@ from rlmnb.views import mime_bundle
 pytestmark = pytest.mark.integration
 
 TURN = "n = sql('SELECT sum(v) AS s FROM sales')\nr = llm_query('hello')\nprint(n['s'][0], r)\n"
+FRAMES = "t = sql('SELECT v, v * 10 AS w FROM sales')\nprint('the table:')\nprint(t)\nprint('done')\n"
 TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
 
 
@@ -38,6 +39,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterat
     write_run_notebook(root / "run.ipynb", mime_bundle(run.trajectory), cell="%%rlm -m root -o first\nq")
     run.save(root / "run.rlmnb.json")
     write_run_notebook(root / "stopped.ipynb", mime_bundle(_stopped()))
+    framed = RLM(ScriptedLM([f"```python\n{FRAMES}```", "```python\nsubmit('done')\n```"], name="root"), sub,
+                 sandbox="local").run("q", sales=root / "sales.parquet")
+    write_run_notebook(root / "frames.ipynb", mime_bundle(framed.trajectory))
     shutil.copy(TUTORIAL, root / TUTORIAL.name)
     with JupyterLab(root) as server:
         yield server
@@ -82,6 +86,22 @@ def test_inserted_code_binds_the_run_so_it_runs_in_a_fresh_kernel(lab: JupyterLa
         assert "first = saved_run(" in frame and "first.to_frame()" in frame, frame
 
 
+def test_printed_frames_show_as_tables_with_the_text_the_model_read(lab: JupyterLab) -> None:
+    with chromium_page() as page:
+        view = _view(page, lab, "frames.ipynb")
+        frame = view.locator(".rlmnb-frame")
+        expect(frame).to_have_count(1)
+        assert frame.get_attribute("data-shape") == "3x2"
+        assert frame.locator("thead th").all_inner_texts() == ["", "v", "w"]
+        rows = [[c.strip() for c in r.locator("th, td").all_inner_texts()] for r in frame.locator("tbody tr").all()]
+        assert rows == [["0", "1", "10"], ["1", "2", "20"], ["2", "3", "30"]], rows
+        outputs = [t.strip() for t in view.locator(".rlmnb-turn").first.locator("pre.rlmnb-stdout").all_inner_texts()]
+        assert outputs == ["the table:", "done"], outputs  # the rest of the output stays text, around the table
+        frame.locator("summary").click()  # the text the model read, one click away
+        expect(frame.locator("pre")).to_contain_text("v   w")
+        assert frame.locator("summary").inner_text().startswith("3 rows × 2 columns")
+
+
 def test_the_viewers_insert_buttons_say_what_they_did(lab: JupyterLab) -> None:
     with chromium_page() as page:
         view = _view(page, lab, "run.rlmnb.json")
@@ -91,12 +111,25 @@ def test_the_viewers_insert_buttons_say_what_they_did(lab: JupyterLab) -> None:
         expect(view.locator("button.rlmnb-insert").first).to_have_text(re.compile("no notebook here: (code copied|copy failed)"))
 
 
+# Samples, every 5 ms from the page's start, whether the notebook's tab is dirty and the kernel's status: JupyterLab
+# marks any notebook dirty for a moment while it loads, so what counts is what happens once the kernel has answered.
+WATCH = """window.__rlmnbLog = []; window.addEventListener('DOMContentLoaded', () => { let last = '';
+  setInterval(() => { const tab = document.querySelector('.lm-TabBar-tab.jp-mod-current');
+    const status = document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus');
+    if (!tab || !status) { return; }
+    const now = (tab.className.includes('jp-mod-dirty') ? 'dirty ' : 'clean ') + status.getAttribute('data-status');
+    if (now !== last) { window.__rlmnbLog.push(now); last = now; } }, 5); });"""
+
+
 def test_a_tutorial_opens_clean(lab: JupyterLab) -> None:
     with chromium_page() as page:
+        page.add_init_script(WATCH)
         page.goto(lab.url(f"lab/tree/{TUTORIAL.name}?reset"))
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-        status = page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first
-        expect(status).to_have_attribute("data-status", "idle", timeout=60_000)  # the kernel answered
+        # the kernel has started and answered (its kernel_info reply sets the notebook's language_info)
+        page.wait_for_function("""() => { const log = window.__rlmnbLog; const busy = log.findIndex(s => s.endsWith(' busy'));
+            return busy >= 0 && log[log.length - 1].endsWith(' idle'); }""", timeout=60_000)
+        log = page.evaluate("window.__rlmnbLog")
+        answered = next(i for i, s in enumerate(log) if s.endswith(" busy"))
+        assert all(s.startswith("clean") for s in log[answered:]), log  # nothing rewritten once the kernel answered
         tab = page.locator(".lm-TabBar-tab.jp-mod-current").first
-        expect(tab).not_to_have_class("jp-mod-dirty")
-        assert "jp-mod-dirty" not in (tab.get_attribute("class") or "")
+        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), log

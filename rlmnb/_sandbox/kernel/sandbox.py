@@ -366,7 +366,8 @@ def _exec_result(data: dict[str, Any], timed_out: bool, duration: float, earlier
         stdout=_bounded(data.get("stdout"), limit), stderr=_bounded(data.get("stderr"), limit), error=error,
         error_type=error_type, submitted=submitted, answer=data.get("answer") if submitted else None,
         submit_error=data.get("submit_error"), submit_during_exception=data.get("submit_during_exception"),
-        duration_s=duration, timed_out=timed_out or interrupted, notice=earlier)
+        duration_s=duration, timed_out=timed_out or interrupted, notice=earlier,
+        tables=[t for t in data.get("tables") or [] if isinstance(t, dict)])
 
 
 def _bounded(value: Any, limit: int) -> str:

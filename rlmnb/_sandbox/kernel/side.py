@@ -316,13 +316,15 @@ class Runtime:
         self.bridge.turn, self.bridge.step = turn, step
         started = time.perf_counter()
         outcome = None
+        tables: list[dict[str, Any]] = []
         try:
-            outcome = run_snippet(code, self.ns, snippet_filename(turn), lambda v: out.write(repr(v) + "\n"))
+            outcome = run_snippet(code, self.ns, snippet_filename(turn), lambda v: out.write(repr(v) + "\n"), tables)
         finally:
             self.out.swap(BoundedBuffer(self.max_output_chars))
             self.err.swap(BoundedBuffer(self.max_output_chars))
             result: dict[str, Any] = {"stdout": out.getvalue(), "stderr": err.getvalue(),
-                                      "duration_s": time.perf_counter() - started, "interrupted": outcome is None}
+                                      "duration_s": time.perf_counter() - started, "interrupted": outcome is None,
+                                      "tables": tables}
             if outcome is not None:
                 signal = outcome.submit
                 result.update(error=outcome.error, error_type=outcome.error_type,
