@@ -124,7 +124,7 @@ def test_a_mixed_folder_says_how_to_query_its_workbooks(tmp_path: Path) -> None:
     make.markdown(folder / "notes.md")
     fields, text = _bind(mixed=folder)
     assert 'inputs["mixed"]: documents' in text
-    assert "its XLSX files are documents here (sheets as pages, or .table(sheet)); bind them alone" in text
+    assert "its workbooks are documents here (sheets as pages, or .table(sheet)); bind them alone" in text
     assert fields["mixed"].load()["book.xlsx"].table("Totals")["total"].tolist() == [120, 80]  # type: ignore[attr-defined]
 
 
@@ -164,11 +164,11 @@ def test_a_sheet_bomb_is_one_sentence_at_bind_or_when_read(tmp_path: Path) -> No
 
 
 def test_a_binary_workbook_is_refused_in_one_sentence(tmp_path: Path) -> None:
-    (tmp_path / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100)
-    with pytest.raises(InputError, match=r"^old.xls is an Excel workbook in a binary format whose sheets cannot be "
+    (tmp_path / "book.xlsb").write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    with pytest.raises(InputError, match=r"^book.xlsb is an Excel binary workbook \(.xlsb\) whose sheets cannot be "
                                          r"bounded before they are read; save it as .xlsx \(File > Save As\) and "
                                          r"bind that\.$"):
-        _bind(x=tmp_path / "old.xls")
+        _bind(x=tmp_path / "book.xlsb")
 
 
 def test_styled_empty_cells_far_away_do_not_count_as_a_bomb(tmp_path: Path) -> None:
