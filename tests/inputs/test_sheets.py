@@ -11,16 +11,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from sandbox_support import code, observations
 
-from rlmnb import RLM
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import InputError
 from rlmnb._sandbox.local import LazyInputs
 from rlmnb.inputs import bind_inputs
 from rlmnb.inputs._families import docread, sheets
 from rlmnb.inputs._tables.duck import SQLEngine
-from rlmnb.testing import ScriptedLM
 from rlmnb.testing import documents as make
 
 pytestmark = pytest.mark.usefixtures("stop_the_spare")
@@ -187,19 +184,4 @@ def test_relation_names_are_predictable() -> None:
     assert sheets.relations("x", [("f.xlsx", "X")], folder=False) == ["x_x"]
 
 
-def test_workbooks_in_both_sandboxes_and_the_confined_kernel_queries_them(kind: str, tmp_path: Path) -> None:
-    make.xlsx(tmp_path / "book.xlsx", {"Sales 2024": SALES})
-    (tmp_path / "books").mkdir()
-    make.xlsx(tmp_path / "books" / "q1.xlsx")
-    root = ScriptedLM([code("print(sql('SELECT Region, sum(Units) AS u FROM book_sales_2024 GROUP BY Region "
-                            "ORDER BY Region').to_string(index=False))\n"
-                            "print(sql('SELECT relation FROM books').relation.tolist(), "
-                            "inputs['books']['q1.xlsx'].table('Items').price.sum())"),
-                       code("submit(int(sql('SELECT sum(total) AS t FROM books_q1_totals').t[0]))")])
-    confinement = "required" if kind == "kernel" else "auto"
-    result = RLM(root, sandbox=kind, confinement=confinement).run("How much?", book=tmp_path / "book.xlsx",
-                                                                  books=tmp_path / "books")
-    assert result.answer == 200, result.reason
-    seen = observations(root)[0]
-    assert "Region  u\n north 10\n south  5" in seen
-    assert "['books_q1_totals', 'books_q1_items'] 14.5" in seen
+# both sandboxes, the confined kernel included, query XLSX and XLS workbooks alike: tests/inputs/test_xls.py

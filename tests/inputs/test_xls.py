@@ -1,4 +1,5 @@
-""".xls workbooks (BIFF8) as tables: one sql() relation per sheet, bounded record by record, in both sandboxes.
+""".xls workbooks (BIFF8) as tables: one sql() relation per sheet, bounded record by record; and workbooks
+of both formats queried in both sandboxes.
 
 Every workbook is made by the test with xlwt; damaged, encrypted and lying ones are real files with bytes changed.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from rlmnb.testing import documents as make
 
 pytestmark = pytest.mark.usefixtures("stop_the_spare")
 
-SALES = [["Region", "Units", "Price", "Day", "Paid"],
+SALES: list[list[object]] = [["Region", "Units", "Price", "Day", "Paid"],
          ["north", 3, 2.5, datetime.date(2024, 1, 2), True],
          ["south", 5, 4.0, datetime.date(2024, 1, 3), False],
          ["north", 7, 1.25, datetime.date(2024, 2, 1), True]]
@@ -37,7 +39,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLMNB_DOCUMENT_CACHE", str(tmp_path / "cache"))
 
 
-def xls(path: Path, book: dict[str, list[list[object]]] | None = None, at: tuple[int, int] = (0, 0)) -> Path:
+def xls(path: Path, book: Mapping[str, Sequence[Sequence[object]]] | None = None, at: tuple[int, int] = (0, 0)) -> Path:
     """An Excel 97-2003 workbook written by xlwt, each sheet's rows from cell `at` (0-based row, column)."""
     import xlwt
 
@@ -194,17 +196,20 @@ def test_the_record_walk_measures_what_calamine_reads(tmp_path: Path) -> None:
     assert len(rows) == 3 and len(rows[0]) == 2
 
 
-def test_xls_workbooks_in_both_sandboxes_and_the_confined_kernel_queries_them(kind: str, tmp_path: Path) -> None:
-    xls(tmp_path / "book.xls", {"Sales 2024": SALES})
+@pytest.mark.parametrize("suffix", [".xlsx", ".xls"])
+def test_workbooks_in_both_sandboxes_and_the_confined_kernel_queries_them(kind: str, suffix: str,
+                                                                          tmp_path: Path) -> None:
+    write = make.xlsx if suffix == ".xlsx" else xls
+    write(tmp_path / f"book{suffix}", {"Sales 2024": SALES})
     (tmp_path / "books").mkdir()
-    xls(tmp_path / "books" / "q1.xls")
+    write(tmp_path / "books" / f"q1{suffix}", None)
     root = ScriptedLM([code("print(sql('SELECT Region, sum(Units) AS u FROM book_sales_2024 GROUP BY Region "
                             "ORDER BY Region').to_string(index=False))\n"
                             "print(sql('SELECT relation FROM books').relation.tolist(), "
-                            "inputs['books']['q1.xls'].table('Items').price.sum())"),
+                            f"inputs['books']['q1{suffix}'].table('Items').price.sum())"),
                        code("submit(int(sql('SELECT sum(total) AS t FROM books_q1_totals').t[0]))")])
     confinement = "required" if kind == "kernel" else "auto"
-    result = RLM(root, sandbox=kind, confinement=confinement).run("How much?", book=tmp_path / "book.xls",
+    result = RLM(root, sandbox=kind, confinement=confinement).run("How much?", book=tmp_path / f"book{suffix}",
                                                                   books=tmp_path / "books")
     assert result.answer == 200, result.reason
     seen = observations(root)[0]

@@ -187,7 +187,8 @@ def _shared_strings(parts: list[bytes]) -> list[str]:
     if not parts or len(parts[0]) < 8:
         return []
     total, = struct.unpack_from("<I", parts[0], 4)
-    part, at, out = 0, 8, []
+    part, at = 0, 8
+    out: list[str] = []
 
     def take(n: int) -> bytes:
         nonlocal part, at
@@ -352,36 +353,49 @@ def _head_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], show
 
 
 def _whole_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], shown: str) -> XlsSheet:
-    """The sheet's extent measured from its cell records, and the cells calamine allocates for it."""
+    """The sheet's extent measured from its cell records, after its DIMENSIONS reservations are checked.
+
+    One pass over the records without copying them (a sheet may hold millions): only a cell's row and
+    columns are read, and the first row's cells for the header.
+    """
+    unpack, n, at = struct.unpack_from, len(data), offset
     top = left = 2**32
     bottom = right = -1
-    reserved = 0
-    declared: Extent | None = None
+    reserved = depth = 0
     cells: list[tuple[int, int, str | None]] = []
-    depth = 0
-    for i, (_, kind, body) in enumerate(_records(data, offset)):
-        if i == 0 and kind != _BOF:
+    first = True
+    while at + 4 <= n:
+        kind, length = unpack("<HH", data, at)
+        body, at = at + 4, at + 4 + length
+        if at > n:
+            break
+        if first and kind != _BOF:
             raise _Damaged(f"sheet {name!r} does not start with a BOF record")
         if depth:
             depth += 1 if kind == _BOF else -1 if kind == _EOF else 0
-            continue
-        if kind == _BOF and i > 0:
+        elif kind in _CELLS or kind == _MULRK:
+            if length < 6:
+                raise _Damaged(f"sheet {name!r} has a cut cell record")
+            row, col = unpack("<HH", data, body)
+            last = unpack("<H", data, at - 2)[0] if kind == _MULRK else col
+            if row < top:
+                top = row
+            if row > bottom:
+                bottom = row
+            if col < left:
+                left = col
+            if last > right:
+                right = last
+            if len(cells) < 1_000 and (not cells or row == cells[0][0]):
+                cells.append((row, col, _label(kind, data[body:at], shared)))
+        elif kind == _DIMENSIONS:
+            reserved += _dimensions(data[body:at])[1]
+            _check_reserved(reserved, shown, name)
+        elif kind == _BOF and not first:
             depth = 1  # an embedded chart's records, skipped as calamine skips them
         elif kind == _EOF:
             break
-        elif kind == _DIMENSIONS:
-            extent, reserve = _dimensions(body)
-            declared = declared or extent
-            reserved += reserve
-        elif kind in _CELLS or kind == _MULRK:
-            if len(body) < 6:
-                raise _Damaged(f"sheet {name!r} has a cut cell record")
-            row, col = struct.unpack_from("<HH", body)
-            last = struct.unpack_from("<H", body, len(body) - 2)[0] if kind == _MULRK else col
-            top, bottom, left, right = min(top, row), max(bottom, row), min(left, col), max(right, last)
-            if len(cells) < 1_000 and (not cells or row == cells[0][0]):
-                cells.append((row, col, _label(kind, body, shared)))
-            _check_reserved(reserved, shown, name)
+        first = False
     extent = Extent(top + 1, left + 1, bottom + 1, right + 1) if bottom >= 0 else None
     check_extent(extent, shown, name)
     size = extent.rows * extent.cols if extent else 0

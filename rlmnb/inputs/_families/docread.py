@@ -143,6 +143,7 @@ class Document(Sequence[Page]):
         self._meta: Mapping[str, Any] | None = None
         self.sheets = tuple(MappingProxyType(dict(e)) for e in sheets)
         self._tables: dict[str, Any] = {}
+        self._xls: tuple[tuple[biff.XlsSheet, ...], Any] | None = None  # measured sheets, calamine's workbook
 
     # -- content -----------------------------------------------------------------------------------------
     @property
@@ -201,7 +202,8 @@ class Document(Sequence[Page]):
                     raise InputError(f"{self.shown} has {len(names)} sheet(s); there is no sheet {sheet}.")
                 sheet = names[sheet]
             if sheet not in self._tables and self.format == "XLS":
-                rows, extent = _xls_rows(self.path, self.shown, sheet)
+                self._xls = self._xls or _open_xls(self.path, self.shown)
+                rows, extent = _xls_rows(self._xls, self.shown, sheet)
                 self._tables[sheet] = sheets_.to_arrow(rows, extent.first_col if extent else 1)
             elif sheet not in self._tables:
                 _office(self.path, self.shown, "python_calamine")  # the archive's bounds first
@@ -522,10 +524,16 @@ def _xlsx(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
     return pages, meta
 
 
-def _xls_rows(path: str, shown: str, sheet: str) -> tuple[list[list[Any]], sheets_.Extent | None]:
-    """One sheet's rows and measured extent, after `biff` has bounded the whole workbook."""
+def _open_xls(path: str, shown: str) -> tuple[tuple[biff.XlsSheet, ...], Any]:
+    """The sheets as `biff` measured them, then calamine's workbook (opened only within the bounds)."""
     _need("python_calamine")
-    measured, wb = biff.read_xls(path, shown)
+    return biff.read_xls(path, shown)
+
+
+def _xls_rows(book: tuple[tuple[biff.XlsSheet, ...], Any], shown: str,
+              sheet: str) -> tuple[list[list[Any]], sheets_.Extent | None]:
+    """One sheet's rows and measured extent from an opened .xls (see `_open_xls`)."""
+    measured, wb = book
     found = {s.facts.name: s.facts.extent for s in measured}
     if sheet not in found:
         raise InputError(f"{shown} has no sheet {sheet!r}; its sheets: {', '.join(found) or 'none'}.")
@@ -536,14 +544,10 @@ def _xls_rows(path: str, shown: str, sheet: str) -> tuple[list[list[Any]], sheet
 
 
 def _xls(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
-    _need("python_calamine")
-    measured, wb = biff.read_xls(path, shown)
+    book = _open_xls(path, shown)
     pages: Pages = []
-    for s in measured:
-        try:
-            rows = wb.get_sheet_by_name(s.facts.name).to_python()
-        except Exception as e:  # calamine's own errors for a damaged sheet
-            raise InputError(f"{shown}: sheet {s.facts.name!r} cannot be read ({e}).") from None
+    for s in book[0]:
+        rows, _ = _xls_rows(book, shown, s.facts.name)
         text = "\n".join("\t".join("" if v is None else str(v) for v in row) for row in rows)
         pages.append({"text": text, "label": s.facts.name})
     return pages, {}

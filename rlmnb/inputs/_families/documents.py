@@ -1,9 +1,10 @@
-"""The documents family: a PDF, DOCX, PPTX, XLSX, HTML, Markdown, EML or MBOX file, or a folder or glob of them.
+"""The documents family: a PDF, DOCX, PPTX, XLSX, XLS, HTML, Markdown, EML or MBOX file, or a folder or glob of them.
 
 Binding reads only what a bounded, safe read gives on the host (never a C parser on the user's file):
 the PDF structure through `pdfscan` (pages, metadata, outline, pages without a text layer, encryption),
 an Office file's zip directory and docProps (title, author, dates, pages, words, slides, sheets; the
-headings of a DOCX from its XML, bounded), the headings of HTML and Markdown from their text. A damaged,
+headings of a DOCX from its XML, bounded), an .xls's sheets from its records (`biff`), the headings of
+HTML and Markdown from their text. A damaged,
 encrypted or over-large file is an InputError naming it, at bind time. A folder or glob is described from
 its listing alone (file count by format, bytes). The content is extracted in the sandbox by `docread`,
 where the kernel reopens the same paths (`crossing` gives the path, `reopen` the lazy view).
