@@ -215,3 +215,75 @@ def test_workbooks_in_both_sandboxes_and_the_confined_kernel_queries_them(kind: 
     seen = observations(root)[0]
     assert "Region  u\n north 10\n south  5" in seen
     assert "['books_q1_totals', 'books_q1_items'] 14.5" in seen
+
+
+def _record(kind: int, data: bytes = b"") -> bytes:
+    return struct.pack("<HH", kind, len(data)) + data
+
+
+def _tiny_workbook() -> bytes:
+    """A BIFF8 Workbook stream of one sheet "S" holding 42 in B3: far under the 4,096 bytes of a mini stream."""
+    bof = struct.pack("<HHHH", 0x0600, 0x0005, 0, 0) + b"\0" * 8
+    globals_ = _record(0x0809, bof) + _record(0x0085, struct.pack("<IBBBB", 0, 0, 0, 1, 0) + b"S") + _record(0x000A)
+    sheet_at = len(globals_)
+    globals_ = globals_.replace(struct.pack("<HHI", 0x0085, 9, 0), struct.pack("<HHI", 0x0085, 9, sheet_at))
+    sheet = (_record(0x0809, struct.pack("<HHHH", 0x0600, 0x0010, 0, 0) + b"\0" * 8)
+             + _record(0x0200, struct.pack("<IIHHH", 2, 3, 1, 2, 0))
+             + _record(0x0203, struct.pack("<HHHd", 2, 1, 0, 42.0)) + _record(0x000A))
+    return globals_ + sheet
+
+
+def _compound(stream: bytes, *, loop: bool = False, difat_loop: bool = False) -> bytes:
+    """An OLE2 compound file (512-byte sectors) whose Workbook `stream` lives in the root's mini stream.
+
+    Sectors: 0 the FAT, 1 the directory, 2 the mini FAT, then the mini stream (and a looping DIFAT sector).
+    `loop` makes the mini stream's chain point back at itself.
+    """
+    end, free = 0xFFFFFFFE, 0xFFFFFFFF
+    minis = -(-len(stream) // 64)
+    container = stream.ljust(minis * 64, b"\0")
+    blocks = -(-len(container) // 512)
+    fat = [0xFFFFFFFD, end, end] + [3 + i + 1 for i in range(blocks - 1)] + [end]
+    if loop:
+        fat[3 + blocks - 1] = 3
+    difat_at = 3 + blocks
+    fat += [0xFFFFFFFC] if difat_loop else []
+    header = bytearray(512)
+    struct.pack_into("<8s16sHHHHH6sIIIIIIIIII", header, 0, biff.MAGIC, b"", 0x3E, 3, 0xFFFE, 9, 6, b"", 0, 1, 1, 0,
+                     4096, 2, 1, difat_at if difat_loop else end, 1 if difat_loop else 0, 0)
+    struct.pack_into("<108I", header, 0x50, *[free] * 108)
+
+    def entry(name: str, kind: int, start: int, size: int, child: int = free) -> bytes:
+        e = bytearray(128)
+        encoded = (name + "\0").encode("utf-16-le")
+        e[:len(encoded)] = encoded
+        struct.pack_into("<HBBIII", e, 0x40, len(encoded), kind, 1, free, free, child)
+        struct.pack_into("<IQ", e, 0x74, start, size)
+        return bytes(e)
+
+    directory = (entry("Root Entry", 5, 3, len(container), child=1) + entry("Workbook", 2, 0, len(stream))
+                 + bytes(256))
+    minifat = struct.pack(f"<{minis}I", *[i + 1 for i in range(minis - 1)], end).ljust(512, b"\xff")
+    out = bytes(header) + struct.pack(f"<{len(fat)}I", *fat).ljust(512, b"\xff") + directory + minifat
+    out += container.ljust(blocks * 512, b"\0")
+    if difat_loop:
+        out += struct.pack("<127II", *[free] * 127, difat_at)
+    return out
+
+
+def test_a_small_workbook_stream_is_read_from_the_mini_stream_like_calamine_reads_it(tmp_path: Path) -> None:
+    small = tmp_path / "small.xls"
+    small.write_bytes(_compound(_tiny_workbook()))
+    fields, text = _bind(s=small)
+    assert "    s_s: sheet 'S', 1 row x 1 column" in text
+    assert _sql(fields)("SELECT * FROM s_s").values.tolist() == [[42]]
+    assert list(_sql(fields)("SELECT * FROM s_s").columns) == ["B"]
+
+
+@pytest.mark.parametrize("damage", ["loop", "difat_loop"])
+def test_a_looping_sector_chain_is_one_sentence(damage: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.xls"
+    bad.write_bytes(_compound(_tiny_workbook(), **{damage: True}))
+    with pytest.raises(InputError, match=r"^bad.xls is not a readable .xls workbook \(.*(chain is broken|"
+                                         r"sector table loops)\)\.$"):
+        _bind(x=bad)
