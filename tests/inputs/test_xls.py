@@ -221,12 +221,14 @@ def _record(kind: int, data: bytes = b"") -> bytes:
     return struct.pack("<HH", kind, len(data)) + data
 
 
-def _tiny_workbook() -> bytes:
-    """A BIFF8 Workbook stream of one sheet "S" holding 42 in B3: far under the 4,096 bytes of a mini stream."""
+def _tiny_workbook(names: Sequence[str] = ("S",)) -> bytes:
+    """A BIFF8 Workbook stream holding 42 in B3 of one sheet, listed under each of `names` (one name: a
+    well-formed workbook; more: sheets that overlap), far under the 4,096 bytes of a mini stream."""
     bof = struct.pack("<HHHH", 0x0600, 0x0005, 0, 0) + b"\0" * 8
-    globals_ = _record(0x0809, bof) + _record(0x0085, struct.pack("<IBBBB", 0, 0, 0, 1, 0) + b"S") + _record(0x000A)
-    sheet_at = len(globals_)
-    globals_ = globals_.replace(struct.pack("<HHI", 0x0085, 9, 0), struct.pack("<HHI", 0x0085, 9, sheet_at))
+    listing = len(_record(0x0809, bof)) + sum(len(_record(0x0085, b"\0" * 9)) for _ in names) + len(_record(0x000A))
+    globals_ = (_record(0x0809, bof)
+                + b"".join(_record(0x0085, struct.pack("<IBBBB", listing, 0, 0, 1, 0) + n.encode()) for n in names)
+                + _record(0x000A))
     sheet = (_record(0x0809, struct.pack("<HHHH", 0x0600, 0x0010, 0, 0) + b"\0" * 8)
              + _record(0x0200, struct.pack("<IIHHH", 2, 3, 1, 2, 0))
              + _record(0x0203, struct.pack("<HHHd", 2, 1, 0, 42.0)) + _record(0x000A))
@@ -287,3 +289,13 @@ def test_a_looping_sector_chain_is_one_sentence(damage: str, tmp_path: Path) -> 
     with pytest.raises(InputError, match=r"^bad.xls is not a readable .xls workbook \(.*(chain is broken|"
                                          r"sector table loops)\)\.$"):
         _bind(x=bad)
+
+
+def test_sheets_sharing_records_are_one_sentence_before_calamine_reads_them(tmp_path: Path) -> None:
+    twice = tmp_path / "twice.xls"
+    twice.write_bytes(_compound(_tiny_workbook(("S", "T"))))
+    fields, text = _bind(x=twice)
+    assert "    x_t: sheet 'T', 1 row x 1 column" in text
+    with pytest.raises(InputError, match=r"^twice.xls is not a readable .xls workbook \(sheet 'T' overlaps the "
+                                         r"sheet before it\)\.$"):
+        _sql(fields)("SELECT * FROM x_s")

@@ -10,8 +10,11 @@ allocate when it opens the file, which it does for all sheets at once: the recta
 to the last cell with a value (BLANK and MULBLANK cells are not kept by calamine, cells of embedded
 charts are skipped like calamine skips them), and the capacity the sheet's DIMENSIONS records make
 it reserve while it reads the sheet. Each of these, and the sum of the rectangles over the sheets
-(calamine keeps them all), must stay within `MAX_SHEET_CELLS`, else an InputError names the sheet. A damaged, encrypted (FILEPASS) or pre-BIFF8 (Excel 5/95) file is an
-InputError naming it.
+(calamine keeps them all), must stay within `MAX_SHEET_CELLS`, else an InputError names the sheet.
+Sheets are walked in stream order and may not overlap, so each record is read once.
+
+A damaged, encrypted (FILEPASS) or pre-BIFF8 (Excel 5.0/95) file, or one of over `MAX_SHEETS` sheets,
+is an InputError naming it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from rlmnb._ground.errors import InputError
 from rlmnb.inputs._families.sheets import MAX_SHEET_CELLS, Extent, SheetFacts, WorkbookFacts, check_extent
 
 MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-HEAD_BYTES = 64 * 2**10         # of a sheet's records read at bind time for its DIMENSIONS and first row
+HEAD_BYTES = 16 * 2**10         # of a sheet's records read at bind time for its DIMENSIONS and first row
+MAX_SHEETS = 4_096              # sheets of one workbook
 GLOBALS_BYTES = 16 * 2**20      # of the workbook globals (sheet list, shared strings) read at bind time
 SHARED_STRINGS = 100_000        # shared strings decoded for headers
 
@@ -280,22 +284,28 @@ def _sheets(stream: _Stream, shown: str, whole: bool) -> tuple[XlsSheet, ...]:
             sst.append(data)
         elif kind == _EOF:
             break
+    if len(listed) > MAX_SHEETS:
+        raise InputError(f"{shown} has {len(listed):,} sheets, over the {MAX_SHEETS:,}-sheet limit; save the sheets "
+                         "you need in a new workbook.")
     shared = _shared_strings(sst)
-    out = []
-    total = 0
     for name, offset in listed:
         if offset >= stream.size:
             raise _Damaged(f"sheet {name!r} starts past the end of its stream")
-        if whole:
-            sheet = _whole_sheet(globals_, offset, name, shared, shown)
-            total += sheet.cells
-            if total > MAX_SHEET_CELLS:
-                raise InputError(f"{shown}: its sheets up to {name!r} would take over {MAX_SHEET_CELLS:,} cells "
-                                 "once read (an .xls workbook is read whole); export the part you need as CSV.")
-        else:
-            sheet = _head_sheet(stream.read(offset, HEAD_BYTES), offset, name, shared, shown)
-        out.append(sheet)
-    return tuple(out)
+    if not whole:
+        return tuple(_head_sheet(stream.read(offset, HEAD_BYTES), offset, name, shared, shown)
+                     for name, offset in listed)
+    measured: dict[int, XlsSheet] = {}
+    total = end = 0
+    for i in sorted(range(len(listed)), key=lambda i: listed[i][1]):  # in stream order, each record walked once
+        name, offset = listed[i]
+        if offset < end:
+            raise _Damaged(f"sheet {name!r} overlaps the sheet before it")
+        measured[i], end = _whole_sheet(globals_, offset, name, shared, shown)
+        total += measured[i].cells
+        if total > MAX_SHEET_CELLS:
+            raise InputError(f"{shown}: its sheets up to {name!r} would take over {MAX_SHEET_CELLS:,} cells "
+                             "once read (an .xls workbook is read whole); export the part you need as CSV.")
+    return tuple(measured[i] for i in range(len(listed)))
 
 
 def _dimensions(data: bytes) -> tuple[Extent | None, int]:
@@ -352,8 +362,9 @@ def _head_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], show
     return XlsSheet(SheetFacts(name, str(offset), extent, first), offset)
 
 
-def _whole_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], shown: str) -> XlsSheet:
-    """The sheet's extent measured from its cell records, after its DIMENSIONS reservations are checked.
+def _whole_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], shown: str) -> tuple[XlsSheet, int]:
+    """The sheet's extent measured from its cell records, after its DIMENSIONS reservations are checked;
+    and where its records end.
 
     One pass over the records without copying them (a sheet may hold millions): only a cell's row and
     columns are read, and the first row's cells for the header.
@@ -400,7 +411,7 @@ def _whole_sheet(data: bytes, offset: int, name: str, shared: Sequence[str], sho
     check_extent(extent, shown, name)
     size = extent.rows * extent.cols if extent else 0
     return XlsSheet(SheetFacts(name, str(offset), extent, _first_row(cells, extent.first_col if extent else 1)),
-                    offset, size)
+                    offset, size), at
 
 
 def probe_xls(path: str, shown: str) -> WorkbookFacts:
@@ -422,4 +433,5 @@ def read_xls(path: str, shown: str) -> tuple[tuple[XlsSheet, ...], Any]:
         raise InputError(f"{shown} is not a readable .xls workbook ({e}).") from None
 
 
-__all__ = ["GLOBALS_BYTES", "HEAD_BYTES", "MAGIC", "SHARED_STRINGS", "XlsSheet", "probe_xls", "read_xls", "scan_workbook"]
+__all__ = ["GLOBALS_BYTES", "HEAD_BYTES", "MAGIC", "MAX_SHEETS", "SHARED_STRINGS", "XlsSheet", "probe_xls", "read_xls",
+           "scan_workbook"]
