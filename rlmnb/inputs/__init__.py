@@ -46,7 +46,7 @@ folder walk); `_tables/`: `duck` (the process's DuckDB database and sql()), `laz
 a lazy table), `filetables` (tables in files), `parquet` (Parquet footers); `_families/`: `files`,
 `text`, `frames` (pandas), `arrow`, `datasets` (pyarrow.dataset), `relations` (DuckDB), `arrays`
 (numpy), `containers`, `polars_frames`, `dask_frames`, `documents` (with `pdfscan` on the host, `docread`
-in the sandbox and `sheets`, a workbook's sheets as tables), `image_folders`. The lazy families use DuckDB, not narwhals:
+in the sandbox, `sheets`, a workbook's sheets as tables, and `biff`, an .xls's records), `image_folders`. The lazy families use DuckDB, not narwhals:
 docs/decisions/narwhals.md.
 
 What the sandbox sees (`Field.load()`) never lets model code change the user's objects and never

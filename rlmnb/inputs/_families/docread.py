@@ -11,8 +11,10 @@ Formats and what a page is:
     PDF (pypdfium2)        one page per PDF page; `.image(dpi)` renders it to PNG, `.ocr()` reads a scan
                            with tesseract (opt-in: the `ocr` extra and the tesseract program)
     PPTX (python-pptx)     one page per slide (title, text frames, tables)
-    XLSX (python-calamine) one page per sheet, as tab-separated rows; each sheet is also a table
-                           (`.table(sheet)`, and a sql() relation named in `.sheets`: see `sheets`)
+    XLSX, XLS (python-calamine)
+                           one page per sheet, as tab-separated rows; each sheet is also a table
+                           (`.table(sheet)`, and a sql() relation named in `.sheets`: see `sheets`;
+                           an .xls is measured record by record by `biff` before calamine opens it)
     DOCX (python-docx), HTML (html.parser), Markdown
                            one section per heading (text before the first heading is a section too)
     EML, MBOX (email, mailbox)
@@ -46,11 +48,12 @@ from typing import Any, TypeVar, overload
 
 from rlmnb._ground import images
 from rlmnb._ground.errors import InputError
+from rlmnb.inputs._families import biff
 from rlmnb.inputs._families import sheets as sheets_
 
-FORMATS = {".pdf": "PDF", ".docx": "DOCX", ".pptx": "PPTX", ".xlsx": "XLSX", ".xlsm": "XLSX", ".html": "HTML",
+FORMATS = {".pdf": "PDF", ".docx": "DOCX", ".pptx": "PPTX", ".xlsx": "XLSX", ".xlsm": "XLSX", ".xls": "XLS", ".html": "HTML",
            ".htm": "HTML", ".md": "Markdown", ".markdown": "Markdown", ".eml": "EML", ".mbox": "MBOX"}
-PAGE_WORD = {"PDF": "page", "PPTX": "slide", "XLSX": "sheet", "DOCX": "section", "HTML": "section",
+PAGE_WORD = {"PDF": "page", "PPTX": "slide", "XLSX": "sheet", "XLS": "sheet", "DOCX": "section", "HTML": "section",
              "Markdown": "section", "EML": "message", "MBOX": "message"}
 MAX_BYTES = 512 * 2**20
 MAX_PAGES = 50_000
@@ -140,6 +143,7 @@ class Document(Sequence[Page]):
         self._meta: Mapping[str, Any] | None = None
         self.sheets = tuple(MappingProxyType(dict(e)) for e in sheets)
         self._tables: dict[str, Any] = {}
+        self._xls: tuple[tuple[biff.XlsSheet, ...], Any] | None = None  # measured sheets, calamine's workbook
 
     # -- content -----------------------------------------------------------------------------------------
     @property
@@ -175,24 +179,33 @@ class Document(Sequence[Page]):
 
     # -- a workbook's sheets as tables ----------------------------------------------------------------------
     def table(self, sheet: str | int = 0) -> Any:
-        """One sheet of an XLSX workbook as a pandas DataFrame, with the header and types sql() gives it."""
+        """One sheet of a workbook as a pandas DataFrame, with the header and types sql() gives it."""
         return self.sheet_table(sheet).to_pandas()
 
     def sheet_table(self, sheet: str | int = 0) -> Any:
-        """One sheet of an XLSX workbook (by name or position) as a pyarrow Table, read on first use and kept.
+        """One sheet of a workbook (by name or position) as a pyarrow Table, read on first use and kept.
 
-        Raises InputError for another format, an unknown sheet, or a sheet over `sheets.MAX_SHEET_CELLS`.
+        Raises InputError for another format, an unknown sheet, or a sheet over `sheets.MAX_SHEET_CELLS`
+        (for an .xls, all its sheets together: calamine reads them all).
         """
-        if self.format != "XLSX":
-            raise InputError(f"{self.shown} is a {self.format} document, not a workbook; only XLSX sheets are tables.")
+        if self.format not in ("XLSX", "XLS"):
+            raise InputError(f"{self.shown} is a {self.format} document, not a workbook; only XLSX and XLS sheets "
+                             "are tables.")
         with self._lock:
             if isinstance(sheet, int):
-                with check_zip(self.path, self.shown) as z:
-                    names = [n for n, _ in sheets_.sheet_members(z)]
+                if self.format == "XLS":
+                    names = [s.facts.name for s in biff.scan_workbook(self.path, self.shown)]
+                else:
+                    with check_zip(self.path, self.shown) as z:
+                        names = [n for n, _ in sheets_.sheet_members(z)]
                 if not -len(names) <= sheet < len(names):
                     raise InputError(f"{self.shown} has {len(names)} sheet(s); there is no sheet {sheet}.")
                 sheet = names[sheet]
-            if sheet not in self._tables:
+            if sheet not in self._tables and self.format == "XLS":
+                self._xls = self._xls or _open_xls(self.path, self.shown)
+                rows, extent = _xls_rows(self._xls, self.shown, sheet)
+                self._tables[sheet] = sheets_.to_arrow(rows, extent.first_col if extent else 1)
+            elif sheet not in self._tables:
                 _office(self.path, self.shown, "python_calamine")  # the archive's bounds first
                 rows, extent = sheets_.read_rows(self.path, self.shown, sheet)
                 self._tables[sheet] = sheets_.to_arrow(rows, extent.first_col if extent else 1)
@@ -511,6 +524,35 @@ def _xlsx(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
     return pages, meta
 
 
+def _open_xls(path: str, shown: str) -> tuple[tuple[biff.XlsSheet, ...], Any]:
+    """The sheets as `biff` measured them, then calamine's workbook (opened only within the bounds)."""
+    _need("python_calamine")
+    return biff.read_xls(path, shown)
+
+
+def _xls_rows(book: tuple[tuple[biff.XlsSheet, ...], Any], shown: str,
+              sheet: str) -> tuple[list[list[Any]], sheets_.Extent | None]:
+    """One sheet's rows and measured extent from an opened .xls (see `_open_xls`)."""
+    measured, wb = book
+    found = {s.facts.name: s.facts.extent for s in measured}
+    if sheet not in found:
+        raise InputError(f"{shown} has no sheet {sheet!r}; its sheets: {', '.join(found) or 'none'}.")
+    try:
+        return wb.get_sheet_by_name(sheet).to_python(), found[sheet]
+    except Exception as e:  # calamine's own errors for a damaged sheet
+        raise InputError(f"{shown}: sheet {sheet!r} cannot be read ({e}).") from None
+
+
+def _xls(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
+    book = _open_xls(path, shown)
+    pages: Pages = []
+    for s in book[0]:
+        rows, _ = _xls_rows(book, shown, s.facts.name)
+        text = "\n".join("\t".join("" if v is None else str(v) for v in row) for row in rows)
+        pages.append({"text": text, "label": s.facts.name})
+    return pages, {}
+
+
 class _HTMLText(html.parser.HTMLParser):
     """Visible text of an HTML page, split at its h1-h6 headings."""
 
@@ -645,7 +687,7 @@ def _mbox(path: str, shown: str) -> tuple[Pages, dict[str, Any]]:
     return pages, {"created": dates[0] if dates else None, "modified": dates[-1] if dates else None}
 
 
-_EXTRACTORS = {"PDF": _pdf, "DOCX": _docx, "PPTX": _pptx, "XLSX": _xlsx, "HTML": _html, "Markdown": _markdown,
+_EXTRACTORS = {"PDF": _pdf, "DOCX": _docx, "PPTX": _pptx, "XLSX": _xlsx, "XLS": _xls, "HTML": _html, "Markdown": _markdown,
                "EML": _eml, "MBOX": _mbox}
 
 

@@ -1,9 +1,10 @@
-"""The documents family: a PDF, DOCX, PPTX, XLSX, HTML, Markdown, EML or MBOX file, or a folder or glob of them.
+"""The documents family: a PDF, DOCX, PPTX, XLSX, XLS, HTML, Markdown, EML or MBOX file, or a folder or glob of them.
 
 Binding reads only what a bounded, safe read gives on the host (never a C parser on the user's file):
 the PDF structure through `pdfscan` (pages, metadata, outline, pages without a text layer, encryption),
 an Office file's zip directory and docProps (title, author, dates, pages, words, slides, sheets; the
-headings of a DOCX from its XML, bounded), the headings of HTML and Markdown from their text. A damaged,
+headings of a DOCX from its XML, bounded), an .xls's sheets from its records (`biff`), the headings of
+HTML and Markdown from their text. A damaged,
 encrypted or over-large file is an InputError naming it, at bind time. A folder or glob is described from
 its listing alone (file count by format, bytes). The content is extracted in the sandbox by `docread`,
 where the kernel reopens the same paths (`crossing` gives the path, `reopen` the lazy view).
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._ground.errors import InputError
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
-from rlmnb.inputs._families import docread, pdfscan, sheets
+from rlmnb.inputs._families import biff, docread, pdfscan, sheets
 from rlmnb.inputs._previews import human_count
 from rlmnb.inputs._records import Field, FieldInfo
 from rlmnb.inputs._registry import Family
@@ -72,6 +73,10 @@ def probe(path: str, size: int, shown: str) -> Probe:
         return Probe(fmt, facts.pages, None, facts.meta, facts.outline, facts.textless or ())
     if fmt in ("DOCX", "PPTX", "XLSX"):
         return _office(path, fmt, shown)
+    if fmt == "XLS":
+        workbook = biff.probe_xls(path, shown)
+        outline = tuple(s.name for s in workbook.sheets)
+        return Probe(fmt, len(outline), None, {}, outline, workbook=workbook)
     if fmt in ("HTML", "Markdown"):
         return _text_document(path, fmt, size)
     if fmt == "EML":
@@ -187,16 +192,16 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
     return text, tokens
 
 
-OLD_WORKBOOKS = (".xls", ".xlsb")  # refused in one sentence: no bounded reading of their sheets (docs/decisions)
+OLD_WORKBOOKS = (".xlsb",)  # refused in one sentence: no bounded reading of its sheets (docs/decisions)
 TEXT_FORMATS = ("Markdown", "HTML")  # plain text files: one alone binds as text, in a folder of documents as one
 
 
 def for_file(name: str, where: str, size: int, source: Any) -> Field | None:
     """A document Field for a document file, or None for another file (a lone Markdown or HTML file
-    included: it binds as text, a `str` the model's code slices directly). An XLSX workbook is kind
+    included: it binds as text, a `str` the model's code slices directly). An XLSX or XLS workbook is kind
     "workbook": a Document whose sheets are also sql() relations, named in the summary."""
     if os.path.splitext(where)[1].lower() in OLD_WORKBOOKS:
-        raise InputError(f"{os.path.basename(where)} is an Excel workbook in a binary format whose sheets cannot be "
+        raise InputError(f"{os.path.basename(where)} is an Excel binary workbook (.xlsb) whose sheets cannot be "
                          "bounded before they are read; save it as .xlsx (File > Save As) and bind that.")
     if docread.format_of(where) in (None, *TEXT_FORMATS):
         return None
@@ -221,7 +226,7 @@ def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: A
     """A folder (or glob) whose files are all documents, as one lazy mapping; None otherwise.
 
     `files` are (path relative to `root`, size) pairs; `read_paths` default to the root folder. A folder
-    of XLSX workbooks only is kind "workbooks": their sheets (of the first MAX_PROBED_WORKBOOKS) are
+    of XLSX and XLS workbooks only is kind "workbooks": their sheets (of the first MAX_PROBED_WORKBOOKS) are
     sql() relations, each workbook probed at bind time (sheet names and shapes).
     """
     if not files or any(docread.format_of(rel) is None for rel, _ in files):
@@ -238,7 +243,7 @@ def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: A
     keys = [rel for rel, _ in files]
     entries: list[dict[str, Any]] = []
     kind = "documents"
-    if set(by_format) == {"XLSX"}:
+    if set(by_format) <= {"XLSX", "XLS"}:
         kind = "workbooks"
         probed = files[:sheets.MAX_PROBED_WORKBOOKS]
         books = [(rel, probe(os.path.join(root, *rel.split("/")), size, rel).workbook) for rel, size in probed]
@@ -247,9 +252,9 @@ def for_folder(name: str, root: str, files: Sequence[tuple[str, int]], source: A
         if len(files) > len(probed):
             detail += (f"\n  the sheets of the first {len(probed):,} workbooks are relations; read the others "
                        f"with inputs[{name!r}][path].table(sheet)")
-    elif "XLSX" in by_format:
-        detail += ("\n  its XLSX files are documents here (sheets as pages, or .table(sheet)); bind them alone "
-                   "(a glob of *.xlsx) to query their sheets with sql()")
+    elif by_format.keys() & {"XLSX", "XLS"}:
+        detail += ("\n  its workbooks are documents here (sheets as pages, or .table(sheet)); bind them alone "
+                   "(a glob of *.xlsx or *.xls) to query their sheets with sql()")
     info = FieldInfo(name, kind, "DocumentFolder", size_bytes=total, rows=len(files),
                      est_tokens=round(total / CHARS_PER_TOKEN), preview="\n".join(keys[:FOLDER_SHOWN]),
                      truncated=truncated, path=root, detail=detail)
