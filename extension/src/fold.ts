@@ -13,6 +13,14 @@ import { percentile } from './format';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Event = { [key: string]: any };
 
+/** One image a sub-call sent, as recorded (rlmnb._ground.images Image.describe()): size, type, a PNG thumbnail. */
+export interface SentImage {
+  width?: number;
+  height?: number;
+  mime?: string;
+  thumb?: string;
+}
+
 export interface Call {
   index: number;
   id: string;
@@ -25,6 +33,7 @@ export interface Call {
   inputTokens: number | null;
   outputTokens: number | null;
   cost: number | null;
+  images: SentImage[]; // the images sent with the prompt (a vision sub-call); [] for text only
   latency: number | null; // the provider's time (retries included); null: no reply yet, or none (cached)
   queued: number | null; // seconds waiting for a concurrency slot; null in runs saved before it was recorded
   cached: boolean;
@@ -461,7 +470,7 @@ export function fold(payload: unknown): Tree {
           index: g.calls.length + 1, id: e.call_id, model: e.model ?? '', prompt: e.prompt ?? '',
           promptChars: Number(e.prompt_chars ?? (e.prompt ?? '').length), done: false, reply: null, error: null,
           inputTokens: null, outputTokens: null, cost: null, latency: null, queued: null, cached: false,
-          journal: false, cachedInputTokens: 0, saved: 0,
+          journal: false, cachedInputTokens: 0, saved: 0, images: Array.isArray(e.images) ? e.images : [],
           started: ts ?? 0, sent: null, finished: null, retries: 0, rateLimited: 0, runId: e.run_id, turn: Number(e.turn ?? 0)
         };
         g.calls.push(c);

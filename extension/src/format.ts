@@ -74,6 +74,16 @@ export function plural(n: number, word: string): string {
   return `${fmtInt(n)} ${word}${n === 1 ? '' : 's'}`;
 }
 
+/** A sub-call's images in a few words, as rlmnb.views._format.images_note says them: "2 images (600x800 PNG, ...)". */
+export function imagesNote(images: { width?: number; height?: number; mime?: string }[]): string {
+  if (!images.length) {
+    return '';
+  }
+  const sizes = images.slice(0, 3).map(i => `${i.width}x${i.height} ${String(i.mime ?? '').split('/').pop()!.toUpperCase()}`)
+    .join(', ') + (images.length > 3 ? ', ...' : '');
+  return `${images.length} image${images.length > 1 ? 's' : ''} (${sizes})`;
+}
+
 /** "1,024 cached, saved $0.0009": input tokens read from the provider's prompt cache; '' when none. */
 export function promptCacheText(cachedInputTokens: number, saved: number): string {
   if (!cachedInputTokens) {

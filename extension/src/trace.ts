@@ -8,7 +8,8 @@
 import { Call, Group, Run, Tree } from './fold';
 import { liveChoice } from './live';
 import {
-  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, moreLabel, percentile, plural, promptCacheText
+  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, imagesNote, insertButton, moreLabel, percentile, plural,
+  promptCacheText
 } from './format';
 
 export const PAGE_SIZE = 50; // calls listed before a "show more" button
@@ -61,6 +62,24 @@ export function callTags(c: Call, slow: number | null): string[] {
   return tags;
 }
 
+/** A vision sub-call's images: up to three thumbnails (PNG data URLs only: a record is untrusted) and a note. */
+function imagesView(c: Call): HTMLElement | null {
+  if (!c.images.length) {
+    return null;
+  }
+  const box = h('span', 'rlmnb-images');
+  for (const image of c.images.slice(0, 3)) {
+    if (String(image.thumb ?? '').startsWith('data:image/png;base64,')) {
+      const img = h('img', 'rlmnb-thumb') as HTMLImageElement;
+      img.src = String(image.thumb);
+      img.alt = '';
+      box.appendChild(img);
+    }
+  }
+  box.appendChild(document.createTextNode(imagesNote(c.images)));
+  return box;
+}
+
 /** One sub-call: a line that opens to its prompt and reply, each with a copy button. */
 export function callRow(c: Call, slow: number | null = null, where?: string, waiting = false): HTMLElement {
   const bits = [`#${fmtInt(c.index)}`];
@@ -79,7 +98,7 @@ export function callRow(c: Call, slow: number | null = null, where?: string, wai
   const tags = callTags(c, slow).map(tag => h('span', `rlmnb-tag rlmnb-tag-${tag.split(' ')[0]}`, tag));
   const preview = (c.error ?? c.reply ?? c.prompt).replace(/\s+/g, ' ').slice(0, 120);
   const summary = h('summary', 'rlmnb-summary', where ? h('span', 'rlmnb-where', where) : null,
-    h('span', 'rlmnb-call-meta', bits.join(' · ')), ...tags, h('span', 'rlmnb-preview', preview));
+    h('span', 'rlmnb-call-meta', bits.join(' · ')), imagesView(c), ...tags, h('span', 'rlmnb-preview', preview));
   const row = h('details', 'rlmnb-details rlmnb-call', summary) as HTMLDetailsElement;
   row.setAttribute('data-call-id', c.id);
   let built = false;

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.integration
 TURN = "n = sql('SELECT sum(v) AS s FROM sales')\nr = llm_query('hello')\nprint(n['s'][0], r)\n"
 FRAMES = "t = sql('SELECT v, v * 10 AS w FROM sales')\nprint('the table:')\nprint(t)\nprint('done')\n"
 TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
+DOCUMENTS = TUTORIAL.with_name("09_documents.ipynb")  # its run reads invoice scans through a vision sub-call
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterat
                  sandbox="local").run("q", sales=root / "sales.parquet")
     write_run_notebook(root / "frames.ipynb", mime_bundle(framed.trajectory))
     shutil.copy(TUTORIAL, root / TUTORIAL.name)
+    shutil.copy(DOCUMENTS, root / DOCUMENTS.name)
     with JupyterLab(root) as server:
         yield server
 
@@ -136,3 +138,15 @@ def test_a_tutorial_opens_clean(lab: JupyterLab) -> None:
         assert all(s.startswith("clean") for s in log[answered:]), log  # nothing rewritten once the kernel answered
         tab = page.locator(".lm-TabBar-tab.jp-mod-current").first
         assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), log
+
+
+def test_a_vision_sub_call_shows_its_images_as_thumbnails(lab: JupyterLab) -> None:
+    with chromium_page() as page:
+        view = _view(page, lab, DOCUMENTS.name)
+        view.locator("input.rlmnb-search-input").fill("total due on this invoice")
+        rows = view.locator(".rlmnb-search-results details.rlmnb-call")
+        expect(rows).to_have_count(3)
+        for i in range(3):  # each call: its one invoice as a thumbnail, and the words the static view says
+            expect(rows.nth(i).locator("img.rlmnb-thumb")).to_have_count(1)
+            expect(rows.nth(i)).to_contain_text("1 image (800x1000 PNG)")
+        assert rows.first.locator("img.rlmnb-thumb").get_attribute("src").startswith("data:image/png;base64,")
