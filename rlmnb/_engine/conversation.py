@@ -7,8 +7,8 @@ reply was read).
 
 Trimming: the opening messages (system rules, the question with the InputsSummary, later questions of
 a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
-not fit together). The lowest-value middle turns go first: turns with neither an error nor findings,
-oldest first, then the others, oldest first. A one-line note right after the opening says which
+not fit together). The lowest-value middle turns go first: repeated steps (they add nothing new),
+then turns with neither an error nor findings, oldest first, then the others, oldest first. A one-line note right after the opening says which
 turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
 turns a trim drops (`add_summary`); the summary is shown in that note instead of the bare list of turns.
 
@@ -47,6 +47,7 @@ class TurnRecord:
     error: bool = False
     findings: bool = False
     tokens: int = 0
+    repeat: bool = False  # the step repeated an earlier one (same code, same output): it adds nothing new
 
 
 @dataclass
@@ -95,7 +96,8 @@ class Conversation:
         kept = [t for t in self.turns if t.turn not in self.dropped]
         candidates = kept[:-KEEP_LATEST] if len(kept) > KEEP_LATEST else []
         # then the older of the latest turns: a request over the window would be refused outright
-        order = sorted(candidates, key=lambda t: (t.error or t.findings, t.turn)) + kept[len(candidates):-1]
+        order = sorted(candidates, key=lambda t: (not t.repeat, t.error or t.findings, t.turn)) + \
+            kept[len(candidates):-1]
         newly: list[int] = []
         for record in order:
             if total <= max_tokens:

@@ -340,7 +340,7 @@ def unevidenced(answer: Any, *, turn: int, trajectory: Trajectory, run_id: str, 
     texts: list[str] = list(opening)
     texts.extend(s.text for s in steps if s.turn < typed)
     for event in trajectory.events:
-        if isinstance(event, SubCallFinished) and event.reply and (event.run_id != run_id or event.turn < typed):
+        if isinstance(event, SubCallFinished) and event.reply:  # another model's reading, whenever it came
             texts.append(event.reply)
         elif isinstance(event, CodeExecuted) and event.run_id != run_id:  # child and earlier runs
             texts.append(output_text(event.stdout, event.stderr, event.error))

@@ -226,7 +226,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     if outcome is not None:
         return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))
     made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
-    ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected, findings=made_calls))
+    ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected, findings=made_calls,
+                                         repeat=stalled is not None))
     return None
 
 

@@ -206,3 +206,15 @@ def test_a_prose_guess_gets_a_directive_and_its_value_is_checked() -> None:
     assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["evidence"]
     assert result.answer == 4015985
     assert [e.purpose for e in result.trajectory.of(ModelReply)] == ["turn"] * 4
+
+
+def test_a_trim_drops_repeated_steps_before_older_findings() -> None:
+    from rlmnb._engine.conversation import Conversation, TurnRecord
+
+    conversation = Conversation("rules", ["question"])
+    for turn, repeat in [(1, False), (2, False), (3, True), (4, True), (5, False), (6, False)]:
+        conversation.add_turn(TurnRecord(turn, f"reply {turn}", "x " * 200, repeat=repeat))
+    per_turn = conversation.turns[0].tokens
+    dropped = conversation.trim(conversation.tokens() - per_turn)
+    assert dropped == [3]  # the oldest repeated step, not turn 1
+    assert conversation.trim(conversation.tokens() - 2 * per_turn) == [1, 4]
