@@ -8,8 +8,8 @@ reply was read).
 Trimming: the opening messages (system rules, the question with the InputsSummary, later questions of
 a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
 not fit together). The lowest-value middle turns go first: repeated steps (they add nothing new),
-then turns with neither an error nor findings, oldest first, then the others, oldest first. A one-line note right after the opening says which
-turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
+then turns with neither an error nor findings, oldest first, then the others, oldest first. A one-line
+note right after the opening says which turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
 turns a trim drops (`add_summary`); the summary is shown in that note instead of the bare list of turns.
 
 The system prompt and the opening are sent byte-identical on every turn (nothing in them counts turns

@@ -1,10 +1,12 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`),
-its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema),
-and the observation added to the conversation. Recoverable trouble (bad code, timeouts, rejected
-submissions, exhausted sub-call budget) goes back to the model; terminal trouble raises. Also here:
-the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a run ended).
+its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
+evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`),
+and the observation added to the conversation (a repeated step's with the stall note, pointing at the
+latest different output). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
+sub-call budget) goes back to the model; terminal trouble raises. Also here: the records a run's turns
+share, `RunContext` (the live run) and `Outcome` (how a run ended).
 """
 
 from __future__ import annotations

@@ -307,7 +307,7 @@ _HOST = textwrap.dedent("""\
     import json, sys
     from rlmnb import RLM
     from rlmnb.testing import ScriptedLM
-    root = ScriptedLM(["```python\\nprint(1)\\n```", "```python\\nsubmit(2)\\n```"])
+    root = ScriptedLM(["```python\\nprint(2)\\n```", "```python\\nsubmit(2)\\n```"])
     result = RLM(root, sandbox="kernel").run("q", text="abc", keep_session=True)
     sandbox = result.session.sandbox
     import os
