@@ -153,7 +153,7 @@ def test_snippet_timeout_is_an_observation() -> None:
 
 # ---- trimming -------------------------------------------------------------------------------------------
 def test_old_low_value_turns_are_trimmed() -> None:
-    noisy = [code(f"print('{c}' * 3000)") for c in "vwxy"]  # distinct: a repeated step is not shown again
+    noisy = [code(f"print('{c}' * 3000)") for c in "vwxy"]  # distinct: a repeated step would be a stall
     replies = [code("print('first')"), noisy[0], code("1/0"), *noisy[1:], code("print('z')"),
                code("submit('done')")]
     result, root = run(replies, max_context_tokens=3000, max_output_chars=4000, evidence_check=False)
