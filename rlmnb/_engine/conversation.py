@@ -7,9 +7,9 @@ reply was read).
 
 Trimming: the opening messages (system rules, the question with the InputsSummary, later questions of
 a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
-not fit together). The lowest-value middle turns go first: turns with neither an error nor findings,
-oldest first, then the others, oldest first. A one-line note right after the opening says which
-turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
+not fit together). The lowest-value middle turns go first: repeated steps (they add nothing new),
+then turns with neither an error nor findings, oldest first, then the others, oldest first. A one-line
+note right after the opening says which turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
 turns a trim drops (`add_summary`); the summary is shown in that note instead of the bare list of turns.
 
 The system prompt and the opening are sent byte-identical on every turn (nothing in them counts turns
@@ -47,6 +47,7 @@ class TurnRecord:
     error: bool = False
     findings: bool = False
     tokens: int = 0
+    repeat: bool = False  # the step repeated an earlier one (same code, same output): it adds nothing new
 
 
 @dataclass
@@ -65,6 +66,10 @@ class Conversation:
 
     def add_question(self, text: str) -> None:
         self.entries.append(text)
+
+    def given(self) -> list[str]:
+        """The texts the model was given besides its own steps: the opening, later questions, revision requests."""
+        return [*self.opening, *(e for e in self.entries if isinstance(e, str))]
 
     @property
     def turns(self) -> list[TurnRecord]:
@@ -91,7 +96,8 @@ class Conversation:
         kept = [t for t in self.turns if t.turn not in self.dropped]
         candidates = kept[:-KEEP_LATEST] if len(kept) > KEEP_LATEST else []
         # then the older of the latest turns: a request over the window would be refused outright
-        order = sorted(candidates, key=lambda t: (t.error or t.findings, t.turn)) + kept[len(candidates):-1]
+        order = sorted(candidates, key=lambda t: (not t.repeat, t.error or t.findings, t.turn)) + \
+            kept[len(candidates):-1]
         newly: list[int] = []
         for record in order:
             if total <= max_tokens:
@@ -165,15 +171,18 @@ def reply_notes(step: Step, max_tokens: int | None) -> list[str]:
 
 
 def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, timeout: float,
-          extra: list[str] | None = None, nudge: bool = True, repeat_of: int | None = None) -> str:
+          extra: list[str] | None = None, nudge: bool = True, repeat_of: int | None = None,
+          latest: tuple[int, list[str]] | None = None) -> str:
     """The observation text for one executed snippet; `nudge=False` after an accepted submit.
 
-    A step that repeats turn `repeat_of` gets a pointer to it instead of the same output again: a model
-    stuck in a loop copies the last exchange, and an identical exchange is what keeps it there.
+    A step that repeats turn `repeat_of` (same code, same output) shows its output again, then the stall
+    note: it changed nothing; `latest` (turn, last lines) points at the most recent different output; submit
+    a value that real output showed, or take a different approach.
     """
+    notes = list(extra or [])
     if repeat_of is not None:
-        return build_lines([header(turn, max_turns), "[note] " + render("repeated", turn=repeat_of),
-                            *(extra or [])], turn, max_turns, nudge)
+        pointer = render("repeated_latest", turn=latest[0], lines="\n".join(latest[1])) if latest else ""
+        notes.insert(0, "[note] " + render("repeated", turn=repeat_of, latest=pointer))
     parts: list[str] = []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
@@ -186,8 +195,7 @@ def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, time
     if result.notice:
         parts.append("[notice] " + result.notice)
     body = "\n".join(parts) if parts else load("no_output")
-    return build_lines([header(turn, max_turns), clip_middle(body, max_chars), *(extra or [])], turn, max_turns,
-                       nudge)
+    return build_lines([header(turn, max_turns), clip_middle(body, max_chars), *notes], turn, max_turns, nudge)
 
 
 def build_lines(lines: list[str], turn: int, max_turns: int, nudge: bool) -> str:

@@ -13,14 +13,16 @@ import contextlib
 import json
 from typing import Any
 
+from rlmnb._engine.evidence import output_tails, steps_of
 from rlmnb._engine.replies import final_call, split_reasoning
 from rlmnb._engine.turn import Outcome, RunContext, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.jsonable import recordable
 from rlmnb._ground.prompts import load, render
+from rlmnb._ground.tokens import count_tokens
 from rlmnb._guards.schema import AnswerSchema
-from rlmnb.events import Fallback
+from rlmnb.events import Fallback, TurnsTrimmed
 
 __all__ = ["fallback", "final_text", "first_prompt", "run_turns", "system_prompt"]
 
@@ -79,9 +81,24 @@ async def run_turns(ctx: RunContext) -> Outcome:
 
 
 async def fallback(ctx: RunContext) -> Outcome:
-    """The turns ran out: one last root call for the best answer from the history."""
+    """The turns ran out: one last root call for the best answer from the history.
+
+    The request ends with the end of every distinct output the run's code really printed (bounded), so the
+    answer comes from evidence rather than from the model's own prose; the conversation is trimmed first to
+    leave room for it.
+    """
+    limits = ctx.run_limits()
+    tails = output_tails(steps_of(ctx.bus.trajectory, ctx.scope.run_id),
+                         total=max(400, min(4000, limits.output_chars // 2)))
+    printed = render("fallback_outputs", outputs="\n\n".join(tails)) if tails else ""
+    prompt = render("fallback", max_iterations=ctx.config.max_iterations, printed=printed)
+    before = ctx.conversation.tokens()
+    dropped = ctx.conversation.trim(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
+    if dropped:
+        ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped, tokens_before=before,
+                     tokens_after=ctx.conversation.tokens())
     messages = ctx.conversation.messages()
-    messages.append({"role": "user", "content": render("fallback", max_iterations=ctx.config.max_iterations)})
+    messages.append({"role": "user", "content": prompt})
     try:
         completion, _ = await root_call(ctx, messages, purpose="fallback")
     except BudgetExhausted as exc:

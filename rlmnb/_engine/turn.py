@@ -1,10 +1,12 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`),
-its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema),
-and the observation added to the conversation. Recoverable trouble (bad code, timeouts, rejected
-submissions, exhausted sub-call budget) goes back to the model; terminal trouble raises. Also here:
-the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a run ended).
+its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
+evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`),
+and the observation added to the conversation (a repeated step's with the stall note, pointing at the
+latest different output). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
+sub-call budget) goes back to the model; terminal trouble raises. Also here: the records a run's turns
+share, `RunContext` (the live run) and `Outcome` (how a run ended).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rlmnb._engine.budget import Budget
 from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
+from rlmnb._engine.evidence import last_lines, latest_other, steps_of, unevidenced
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
 from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
@@ -66,6 +69,7 @@ class RunContext:
     extra: dict[str, Any] = field(default_factory=dict)
     limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
     repeats: Repeats = field(default_factory=Repeats)
+    evidence_sent_back: bool = False  # the evidence check sends one submission back per run, at most
 
     def run_limits(self) -> RunLimits:
         if self.limits is None:
@@ -206,6 +210,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             if isinstance(answer, _Rejected):
                 rejection = ("schema", render("reject_schema", error=answer.message))
             else:
+                rejection = _evidence(ctx, result, step.code)
+            if rejection is None:
                 ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=result.answer)
                 outcome = Outcome("submitted", answer, "submit() was called")
         if rejection is not None:
@@ -214,13 +220,16 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             notes.append("[rejected] " + message)
     rejected = bool(notes)
     repeat_of = ctx.repeats.check(turn, step.code, output_of(result))
+    stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
-                extra=notes_of_reply + notes, nudge=outcome is None, repeat_of=repeat_of if outcome is None else None)
+                extra=notes_of_reply + notes, nudge=outcome is None, repeat_of=stalled,
+                latest=_latest_other(ctx, stalled) if stalled is not None else None)
     _emit_code(ctx, turn, step.code, result, obs, repeat_of)
     if outcome is not None:
         return Outcome(outcome.status, outcome.answer, outcome.reason, TurnRecord(turn, reply, obs))
     made_calls = ctx.budget.run_usage(ctx.scope.run_id).sub_calls > calls_before
-    ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected, findings=made_calls))
+    ctx.conversation.add_turn(TurnRecord(turn, reply, obs, error=not result.ok or rejected, findings=made_calls,
+                                         repeat=stalled is not None))
     return None
 
 
@@ -238,6 +247,28 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
     if ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns:
         return "first_turn", load("reject_first_turn")
     return None
+
+
+def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str] | None:
+    """The evidence check: a short answer the model typed, which nothing it saw contained, goes back once.
+
+    Never on the last turn (sending it back there would end the run in the fallback), and at most once
+    per run: the next submission is accepted whatever it is.
+    """
+    if not ctx.config.evidence_check or ctx.evidence_sent_back or ctx.turn >= ctx.config.max_iterations:
+        return None
+    found = unevidenced(result.answer, turn=ctx.turn, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
+                        code=code, opening=ctx.conversation.given())
+    if found is None:
+        return None
+    ctx.evidence_sent_back = True
+    return "evidence", render("reject_evidence", value=repr(found.value), turn=found.typed_turn)
+
+
+def _latest_other(ctx: RunContext, repeat_of: int) -> tuple[int, list[str]] | None:
+    """The stall note's pointer: the most recent different output of this run, as (turn, last lines)."""
+    step = latest_other(steps_of(ctx.bus.trajectory, ctx.scope.run_id), repeat_of)
+    return (step.turn, last_lines(step.text)) if step is not None else None
 
 
 def _validated(ctx: RunContext, answer: Any) -> Any:

@@ -65,6 +65,10 @@ class RLMConfig:
     """Columns listed per table before '... N more'."""
     allow_first_turn_submit: bool = False
     """Accept submit() on the first turn, before the model has seen any output."""
+    evidence_check: bool = True
+    """Send a short submitted answer (a number or a few words) back once per run when the model typed it into
+    its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
+    the next submission is accepted. Costs one extra turn when it fires; never on the last turn."""
     sandbox: str = "kernel"
     """'kernel' (a separate IPython kernel process: hard timeouts, memory cap, no secrets) or 'local'
     (a namespace in this process: faster, but not a boundary against the code the model writes)."""

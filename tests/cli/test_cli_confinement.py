@@ -100,7 +100,8 @@ def test_a_run_gets_exactly_what_the_flags_allow(tmp_path: Path, capsys: pytest.
         f"```python\nopen({str(other / 'secret.txt')!r}).read()\n```",
         "```python\nsubmit('done')\n```",
     ]
-    data, trajectory = _run(tmp_path, replies, ["--confinement", "required", "--allow-path", f"{allowed}:rw",
+    data, trajectory = _run(tmp_path, replies, ["--max-iterations", "3",  # submit on the last turn: 'done' unchecked
+                                                "--confinement", "required", "--allow-path", f"{allowed}:rw",
                                                 "--allow-network", "127.0.0.1:9", "--allow-network", "127.0.0.1:10"],
                             capsys, monkeypatch)
     assert data["answer"] == "done"
@@ -121,7 +122,8 @@ def test_confinement_off_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
     outside = tmp_path / "outside.txt"
     outside.write_text("readable when off")
     _, trajectory = _run(tmp_path, [f"```python\nprint(open({str(outside)!r}).read())\n```",
-                                    "```python\nsubmit('done')\n```"], ["--confinement", "off"], capsys, monkeypatch)
+                                    "```python\nsubmit('done')\n```"], ["--confinement", "off", "--max-iterations", "2"],
+                         capsys, monkeypatch)
     started = next(e for e in trajectory.events if isinstance(e, RunStarted))
     assert started.config["confinement"] == "off"
     assert started.confinement is not None and started.confinement["active"] == "none"

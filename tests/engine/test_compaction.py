@@ -44,7 +44,8 @@ def root_model() -> ScriptedLM:
 @pytest.mark.parametrize(("compaction", "answer"), [("summarize", "zebra"), ("drop", "unknown")])
 def test_a_fact_from_a_dropped_turn_survives_only_a_summary(compaction: str, answer: str) -> None:
     rlm = RLM(root_model(), ScriptedLM(lambda m: "sub", name="sub"), sandbox="local", max_context_tokens=2500,
-              max_output_chars=4000, compaction=compaction)
+              max_output_chars=4000, compaction=compaction,
+              evidence_check=False)  # 'unknown' is a guess the check would send back once; this test is about trims
     result = rlm.run("What is the code word?", text="alpha")
     assert result.answer == answer, result.error
     dropped = sorted(t for e in result.trajectory.of(TurnsTrimmed) for t in e.dropped)

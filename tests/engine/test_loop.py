@@ -75,7 +75,7 @@ def test_first_turn_submit_is_rejected_then_accepted() -> None:
 
 
 def test_first_turn_submit_allowed_by_setting() -> None:
-    result, _ = run([code("submit('quick')")], allow_first_turn_submit=True)
+    result, _ = run([code("submit('quick')")], allow_first_turn_submit=True, evidence_check=False)
     assert result.status == "submitted" and result.answer == "quick"
 
 
@@ -88,7 +88,7 @@ def test_submit_while_handling_exception_is_rejected() -> None:
 
 
 def test_unjsonable_submit_is_rejected() -> None:
-    result, root = run([code("print(1)"), code("submit(object())"), code("submit('ok')")])
+    result, root = run([code("print(1)"), code("submit(object())"), code("submit('ok')")], evidence_check=False)
     assert result.answer == "ok"
     assert "plain data" in observations(root)[1]
 
@@ -116,7 +116,8 @@ def test_reply_without_code_gets_feedback() -> None:
 
 
 def test_indented_and_final_in_prose_layers_run() -> None:
-    result, _ = run(["Counting:\n\n    n = len(inputs['text'])\n    print(n)\n", 'Done: FINAL("sixteen")'])
+    result, _ = run(["Counting:\n\n    n = len(inputs['text'])\n    print(n)\n", 'Done: FINAL("sixteen")'],
+                    evidence_check=False)  # "sixteen" is in no output: the check would send it back once
     assert result.status == "submitted" and result.answer == "sixteen"
     assert result.trajectory.of(CodeExecuted)[0].stdout == "16\n"
 
@@ -131,7 +132,7 @@ def test_turn_headers_and_end_warnings() -> None:
 
 
 def test_errors_are_observations_not_crashes() -> None:
-    result, root = run([code("1/0"), code("print('fine')"), code("submit(2)")])
+    result, root = run([code("1/0"), code("print('fine')"), code("submit(2)")], evidence_check=False)
     assert result.answer == 2
     assert "ZeroDivisionError" in observations(root)[0]
 
@@ -145,17 +146,17 @@ def test_long_output_is_cut_keeping_head_and_tail() -> None:
 
 
 def test_snippet_timeout_is_an_observation() -> None:
-    result, root = run([code("while True:\n    pass"), code("submit('after')")], timeout=0.3)
+    result, root = run([code("while True:\n    pass"), code("submit('after')")], timeout=0.3, evidence_check=False)
     assert result.answer == "after"
     assert "did not finish within 0.3 seconds" in observations(root)[0]
 
 
 # ---- trimming -------------------------------------------------------------------------------------------
 def test_old_low_value_turns_are_trimmed() -> None:
-    noisy = [code(f"print('{c}' * 3000)") for c in "vwxy"]  # distinct: a repeated step is not shown again
+    noisy = [code(f"print('{c}' * 3000)") for c in "vwxy"]  # distinct: a repeated step would be a stall
     replies = [code("print('first')"), noisy[0], code("1/0"), *noisy[1:], code("print('z')"),
                code("submit('done')")]
-    result, root = run(replies, max_context_tokens=3000, max_output_chars=4000)
+    result, root = run(replies, max_context_tokens=3000, max_output_chars=4000, evidence_check=False)
     assert result.answer == "done"
     trimmed = result.trajectory.of(TurnsTrimmed)
     assert trimmed
@@ -176,7 +177,7 @@ def test_fallback_when_turns_run_out() -> None:
 
 def test_sub_call_budget_exhausted_is_told_to_the_model() -> None:
     replies = [code("r = llm_query_batched(['a'] * 5)"), code("print(llm_query('one'))"), code("submit('ok')")]
-    result, root = run(replies, max_llm_calls=3)
+    result, root = run(replies, max_llm_calls=3, evidence_check=False)
     assert result.status == "submitted"
     assert result.usage.sub_calls == 1  # the batch of 5 spent nothing, the single call fit
     assert "BudgetExhausted" in observations(root)[0] and "Send at most 3 prompts at once" in observations(root)[0]
@@ -248,7 +249,7 @@ def test_trajectory_round_trips_and_subscribers_see_events_live(tmp_path: Path) 
 
 
 async def test_arun_from_async_code() -> None:
-    rlm = RLM(ScriptedLM([code("print(1)"), code("submit('async')")]))
+    rlm = RLM(ScriptedLM([code("print(1)"), code("submit('async')")]), evidence_check=False)
     result = await rlm.arun("q", text="abc")
     assert result.answer == "async"
 

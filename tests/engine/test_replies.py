@@ -219,8 +219,8 @@ def test_repeated_code_with_the_same_output_gets_an_observation() -> None:
     runs = result.trajectory.of(CodeExecuted)
     assert [e.repeat_of for e in runs] == [None, 1, None, None]
     obs = observations(root)
-    assert "same code as turn 1 and got the same result, so it is not shown again" in obs[1]
-    assert obs[1].splitlines()[1].startswith("[note]") and "51" not in obs[1]  # the output is not repeated
+    assert "same code as turn 1 and printed the same output again, so it changed nothing" in obs[1]
+    assert obs[1].splitlines()[1] == "51" and obs[1].splitlines()[2].startswith("[note]")  # shown again
     assert "same code" not in obs[0] and "same code" not in obs[2] and "51" in obs[2]
 
 

@@ -138,7 +138,7 @@ def test_depth_cap_degrades_to_a_plain_sub_call_by_default() -> None:
 def test_strict_depth_fails_before_any_model_call() -> None:
     root = ScriptedLM([code("r = rlm_query('Describe')"), code("submit('gave up')")])
     sub = ScriptedLM(lambda m: "never", name="sub")
-    result = RLM(root, sub, strict_depth=True).run("q", text="t")
+    result = RLM(root, sub, strict_depth=True, evidence_check=False).run("q", text="t")
     assert result.answer == "gave up"
     assert sub.requests == []
     assert "DepthLimitReached" in root.requests[1][-1]["content"]
@@ -181,7 +181,7 @@ def test_adversarial_guards_end_within_the_bound(behaviour: Any) -> None:
     guard = CountingGuard(behaviour)
     root = submit_every_turn(10)
     started = time.perf_counter()
-    result = RLM(root, verify=guard, max_revisions=2, verify_timeout=0.3).run("q", text="t")
+    result = RLM(root, verify=guard, max_revisions=2, verify_timeout=0.3, evidence_check=False).run("q", text="t")
     assert time.perf_counter() - started < 15  # bounded: a hanging guard is given up on, not waited out
     assert result.status == "submitted" and result.verified is False
     attempts = result.trajectory.of(AttemptVerified)
@@ -195,7 +195,7 @@ def test_adversarial_guards_end_within_the_bound(behaviour: Any) -> None:
 def test_confident_guard_accepts_and_revision_message_is_shown() -> None:
     scores = iter([0.2, 0.9])
     root = submit_every_turn(5)
-    result = RLM(root, verify=lambda a, c: (next(scores), "looks thin")).run("q", text="t")
+    result = RLM(root, verify=lambda a, c: (next(scores), "looks thin"), evidence_check=False).run("q", text="t")
     assert result.verified is True and result.answer == "answer 2"
     revision = root.requests[2][-1]["content"]
     assert "confidence 0.20" in revision and "looks thin" in revision
@@ -204,7 +204,7 @@ def test_confident_guard_accepts_and_revision_message_is_shown() -> None:
 def test_revision_prompt_replaces_the_default() -> None:
     root = submit_every_turn(5)
     scores = iter([0.0, 1.0])
-    RLM(root, verify=lambda a, c: next(scores), revision_prompt="Try again ($confidence).").run("q", text="t")
+    RLM(root, verify=lambda a, c: next(scores), revision_prompt="Try again ($confidence).", evidence_check=False).run("q", text="t")
     assert root.requests[2][-1]["content"].endswith("Try again (0.00).")
 
 
@@ -222,7 +222,7 @@ def test_llm_judge_calls_are_on_the_budget() -> None:
     judge_model = ScriptedLM([json.dumps({"confidence": 0.3, "reason": "wrong"}),
                               "confidence: 0.95 looks right"], name="judge")
     root = submit_every_turn(5)
-    result = RLM(root, verify=LLMJudge(judge_model, "Must be right.")).run("q", text="t")
+    result = RLM(root, verify=LLMJudge(judge_model, "Must be right."), evidence_check=False).run("q", text="t")
     assert result.verified is True and result.answer == "answer 2"
     assert len(judge_model.requests) == 2 and "Must be right." in judge_model.requests[0][0]["content"]
     assert result.usage.sub_calls == 2
@@ -318,7 +318,7 @@ def test_opentelemetry_spans_for_runs_turns_sub_calls_and_attempts() -> None:
     telemetry._tracer = lambda: provider.get_tracer("rlmnb")  # type: ignore[assignment]
     try:
         root = ScriptedLM([code("r = llm_query_batched(['a', 'b'])\nprint(r)"), code("submit('ok')")])
-        RLM(root, ScriptedLM(lambda m: "x"), verify=lambda a, c: 0.9).run("q", text="t")
+        RLM(root, ScriptedLM(lambda m: "x"), verify=lambda a, c: 0.9, evidence_check=False).run("q", text="t")
     finally:
         telemetry._tracer = original
     spans = exporter.get_finished_spans()

@@ -95,7 +95,7 @@ def vision_run(kind: str, scans: Path, snippet: str, answer: str, sub: str = "gp
     """A run whose root runs `snippet` then submits `answer` (code), its sub-model `sub` on a fake server."""
     with FakeServer(responder=image_text_responder) as server:
         root = ScriptedLM([code(snippet), code(answer)], name="root")
-        result = RLM(root, server.lm(sub), sandbox=kind).run("Totals?", scans=scans)
+        result = RLM(root, server.lm(sub), sandbox=kind, evidence_check=False).run("Totals?", scans=scans)
         return result, server.stats(), root
 
 
@@ -182,7 +182,8 @@ def test_a_pdf_page_rendered_in_the_kernel_goes_to_a_vision_sub_call(tmp_path: P
         root = ScriptedLM([code("page = inputs['scan'].pages[1]\n"
                                 "print(page.has_text, llm_query('Read this scanned page.', images=[page]))"),
                            code("submit('read')")], name="root")
-        result = RLM(root, server.lm("gpt-4o-mini"), sandbox="kernel").run("Read the scan", scan=tmp_path / "scan.pdf")
+        result = RLM(root, server.lm("gpt-4o-mini"), sandbox="kernel", evidence_check=False).run(
+            "Read the scan", scan=tmp_path / "scan.pdf")
         stats = server.stats()
     assert "False NONE" in observations(root)[0], observations(root)  # a scan: no text layer; the model saw pixels
     (started,) = result.trajectory.of(SubCallStarted)

@@ -94,7 +94,7 @@ def test_the_model_sees_the_sentence_in_its_observation(tmp_path: Path, sandbox:
     assert damage is not None
     root = ScriptedLM([f"```python\nprint(sql('SELECT sum({damage.column}) AS s FROM sales'))\n```",
                        "```python\nsubmit('gave up')\n```"])
-    result = RLM(root, sandbox=sandbox).run("Total?", sales=path)
+    result = RLM(root, sandbox=sandbox, evidence_check=False).run("Total?", sales=path)  # 'gave up' is unprinted
     assert result.answer == "gave up"
     seen = root.requests[1][-1]["content"]
     assert "DamagedTableFile" in seen and f"The Parquet file {path} is damaged: row group " \

@@ -220,7 +220,7 @@ from rlmnb.testing.generators import haystack
 from rlmnb.testing.scenarios import needle_models
 text = haystack(2_000_000, seed=1).text
 root, sub = needle_models(chunks=20, text_chars=len(text))
-quick = ScriptedLM(["```python\\nprint(1)\\n```", "```python\\nsubmit('quick')\\n```"], name="quick")
+quick = ScriptedLM(["```python\\nprint('quick')\\n```", "```python\\nsubmit('quick')\\n```"], name="quick")
 batcher = ScriptedLM(["```python\\nr = llm_query_batched([f'q{i}' for i in range(60)])\\n```",
                       "```python\\nsubmit(len(r))\\n```"], name="batcher")
 slow = ScriptedLM(lambda m: "x", name="slow", latency=0.25)"""

@@ -56,7 +56,7 @@ def run_with_widget(replies: list[str], sub: Any = None, interval: float = 0.25,
     view = RunWidget(interval=interval, page_size=kw.pop("page_size", 50))
     view.start()
     rlm = RLM(ScriptedLM(replies, name="root"), sub or ScriptedLM(lambda m: "ok:" + m[-1]["content"], name="sub"),
-              on_event=view.on_event, sandbox="local", **kw)
+              on_event=view.on_event, sandbox="local", evidence_check=False, **kw)
     try:
         result = rlm.run(kw.pop("question", "Count things"), text="alpha beta gamma " * 100)
     finally:
@@ -156,7 +156,7 @@ def test_mime_bundle_and_display_refresh(monkeypatch: pytest.MonkeyPatch) -> Non
     view = RunWidget()
     view.display()
     view.start()
-    RLM(ScriptedLM([code("print(2)"), code("submit(42)")]), on_event=view.on_event, sandbox="local").run("q", text="t")
+    RLM(ScriptedLM([code("print(42)"), code("submit(42)")]), on_event=view.on_event, sandbox="local").run("q", text="t")
     view.finish()
     first, final = published
     assert "application/vnd.jupyter.widget-view+json" in first["data"] and not first.get("update")

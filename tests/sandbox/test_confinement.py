@@ -329,7 +329,7 @@ def test_the_magic_sets_and_reports_confinement(tmp_path: Path, capsys: pytest.C
     sh.config.pop("RLMMagics", None)
     sh.run_line_magic("load_ext", "rlmnb")
     try:
-        sh.user_ns["root"] = ScriptedLM([code("print(1)"), code("submit(2)")])
+        sh.user_ns["root"] = ScriptedLM([code("print(2)"), code("submit(2)")])
         sh.run_line_magic("config", f"RLMMagics.allow_paths = [{str(tmp_path)!r}]")
         sh.run_line_magic("rlm", "config")
         report = capsys.readouterr().out

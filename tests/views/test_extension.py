@@ -45,7 +45,7 @@ def recorded() -> Any:
     child = ScriptedLM([code("n = llm_query('how many words?')\nprint(n)"), code("submit('two words')")],
                        name="child-model")
     result = RLM(root, ScriptedLM(sub_reply, name="sub-model"), sandbox="local", max_depth=2, child_model=child,
-                 max_llm_calls=100).run("How many errors?", text="hello world")
+                 max_llm_calls=100, evidence_check=False).run("How many errors?", text="hello world")
     assert result.status == "submitted" and result.answer == {"errors": 1, "child": "two words"}
     return result
 

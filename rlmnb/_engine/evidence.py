@@ -1,0 +1,349 @@
+"""What a run really printed, read as evidence: for the stall breaker, the evidence check and the fallback.
+
+Entry points:
+- `steps_of(trajectory, run_id)`: the run's executed steps, each with the text its code really printed
+  (stdout, stderr, the error), in turn order, from its `CodeExecuted` events.
+- `latest_other(steps, repeat_of)`: the most recent step whose output differs from a repeated one (what
+  the stall note points at), with `last_lines`.
+- `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
+- `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
+  code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
+  contains it; None when the answer is evidenced, computed, or not short.
+
+The check reads only what the run recorded: the trajectory's outputs and replies and the conversation's
+opening texts, never an input's body (a value in an input that nothing printed is not evidence the
+model saw). "Typed" is read from the code's syntax: the argument of `submit` / `FINAL` (or the variable
+`FINAL_VAR` names) is a literal, or a variable whose latest assignment is one; a distinctive value (a
+number of three or more digits, a string with a digit) written as any literal in the code counts too. A
+value the code computed is never sent back: the check is about invented values, not correctness.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
+
+__all__ = ["Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
+           "short_answer", "steps_of", "typed_at", "unevidenced"]
+
+SHORT_CHARS = 60
+"""Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
+SHORT_WORDS = 6
+
+
+@dataclass(frozen=True)
+class Step:
+    """One executed step of a run: its turn, code, real output and the earlier turn it repeats (if any)."""
+
+    turn: int
+    code: str
+    text: str
+    repeat_of: int | None = None
+
+
+def output_text(stdout: str, stderr: str, error: str | None) -> str:
+    """What a snippet really printed: stdout, then stderr, then its error (tracebacks show values too)."""
+    parts = [stdout.rstrip("\n")] if stdout.strip() else []
+    if stderr.strip():
+        parts.append(stderr.rstrip("\n"))
+    if error:
+        parts.append(error.rstrip("\n"))
+    return "\n".join(parts)
+
+
+def steps_of(trajectory: Trajectory, run_id: str) -> list[Step]:
+    """The run's executed steps in turn order (a revision's later step of the same turn replaces nothing)."""
+    return [Step(e.turn, e.code, output_text(e.stdout, e.stderr, e.error), e.repeat_of)
+            for e in trajectory.of(CodeExecuted, run_id)]
+
+
+# ---- the stall breaker's pointer ------------------------------------------------------------------
+def last_lines(text: str, count: int = 3, width: int = 200) -> list[str]:
+    """The last `count` non-empty lines of `text`, each clipped to `width` characters from its end."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()][-count:]
+    return [ln if len(ln) <= width else "..." + ln[-(width - 3):] for ln in lines]
+
+
+def latest_other(steps: Sequence[Step], repeat_of: int) -> Step | None:
+    """The most recent step, other than turn `repeat_of` and the steps repeating it, that printed something.
+
+    Repeats chain (turn 6 repeats 4, which repeats 2): a step belongs to the group of the first turn of its
+    chain. `steps` are the steps before the repeating one.
+    """
+    first: dict[int, int] = {}
+    for step in steps:
+        first[step.turn] = first.get(step.repeat_of, step.repeat_of) if step.repeat_of is not None else step.turn
+    group = first.get(repeat_of, repeat_of)
+    for step in reversed(steps):
+        if first[step.turn] != group and step.text.strip():
+            return step
+    return None
+
+
+# ---- the fallback's evidence ----------------------------------------------------------------------
+def output_tails(steps: Sequence[Step], *, per_step: int = 400, total: int = 4000, lines: int = 6) -> list[str]:
+    """"Turn N printed:" blocks with the end of each distinct non-empty output, newest kept within `total`.
+
+    A repeated output is listed once, under its first turn. When the blocks do not all fit, the oldest are
+    left out (the newest outputs are the likeliest to hold what the run found).
+    """
+    seen: set[str] = set()
+    blocks: list[str] = []
+    for step in steps:
+        if not step.text.strip() or step.text in seen:
+            continue
+        seen.add(step.text)
+        tail = "\n".join(last_lines(step.text, lines, per_step))
+        if len(tail) > per_step:
+            tail = "..." + tail[-(per_step - 3):]
+        blocks.append(f"Turn {step.turn} printed:\n{tail}")
+    kept: list[str] = []
+    size = 0
+    for block in reversed(blocks):
+        if kept and size + len(block) > total:
+            break
+        kept.append(block)
+        size += len(block) + 2
+    return kept[::-1]
+
+
+# ---- the evidence check ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unevidenced:
+    """A short answer the model typed at `typed_turn` that nothing it saw before contained."""
+
+    value: Any
+    typed_turn: int
+
+
+def short_answer(answer: Any) -> bool:
+    """A number (not a bool) or a one-line string of a few words: the values a model can invent."""
+    if isinstance(answer, bool) or answer is None:
+        return False
+    if isinstance(answer, int | float):
+        return not (isinstance(answer, float) and not math.isfinite(answer))
+    if isinstance(answer, str):
+        text = answer.strip()
+        return bool(text) and "\n" not in text and len(text) <= SHORT_CHARS and len(text.split()) <= SHORT_WORDS
+    return False
+
+
+_NUMBER = re.compile(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_TOKEN = re.compile(r"[^\W_]+")
+_SUBMITS = ("submit", "FINAL")
+
+
+def _as_number(value: Any) -> float | None:
+    """The number an answer stands for: a number, or a string such as '4,015,985', '$12.50' or '12%'."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().strip("$€£%").replace(",", "").replace("_", "").strip()
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _decimals(value: Any) -> int:
+    text = value.strip().rstrip("%") if isinstance(value, str) else repr(value)
+    return len(text.split(".", 1)[1]) if "." in text and "e" not in text.lower() else 0
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.casefold())
+
+
+def found_in(answer: Any, texts: Iterable[str]) -> bool:
+    """Whether `answer` appears in any of `texts`: as a number (commas, rounding to the answer's decimals
+    and percentages allowed) or, for a string, as the run of its words."""
+    number = _as_number(answer)
+    words = _tokens(answer) if isinstance(answer, str) else []
+    decimals = _decimals(answer)
+    for text in texts:
+        if not text:
+            continue
+        if number is not None and _number_in(number, decimals, text):
+            return True
+        if words and _words_in(words, text):
+            return True
+    return False
+
+
+def _number_in(number: float, decimals: int, text: str) -> bool:
+    target = abs(number)
+    if target.is_integer() and decimals == 0:  # the common case first, without parsing every number
+        plain = str(int(target))
+        if plain in text or f"{int(target):,}" in text:
+            return any(_close(float(m.group().replace(",", "")), target, 0) for m in _NUMBER.finditer(text))
+        return False
+    return any(_close(float(m.group().replace(",", "")), target, decimals) for m in _NUMBER.finditer(text))
+
+
+def _close(seen: float, target: float, decimals: int) -> bool:
+    if math.isclose(seen, target, rel_tol=1e-9, abs_tol=1e-12):
+        return True
+    return bool(decimals) and (round(seen, decimals) == target or round(seen * 100, decimals) == target)
+
+
+def _words_in(words: list[str], text: str) -> bool:
+    joined = " ".join(words)
+    return f" {joined} " in f" {' '.join(_tokens(text))} "
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    """(True, value) when `node` is a constant written in the code (also -5, int('7'), f'text')."""
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        ok, value = _literal(node.operand)
+        if ok and isinstance(value, int | float) and not isinstance(value, bool):
+            return True, -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return True, "".join(str(v.value) for v in node.values if isinstance(v, ast.Constant))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float", "str")
+            and len(node.args) == 1 and not node.keywords):
+        return _literal(node.args[0])
+    return False, None
+
+
+def _same(value: Any, answer: Any) -> bool:
+    number, other = _as_number(answer), _as_number(value)
+    if number is not None and other is not None:
+        return math.isclose(number, other, rel_tol=1e-12, abs_tol=1e-12)
+    if isinstance(value, str) and isinstance(answer, str):
+        return _tokens(value) == _tokens(answer) and bool(_tokens(answer))
+    return False
+
+
+def _distinctive(answer: Any) -> bool:
+    """Values unlikely to be in code by chance: numbers of 3+ digits, strings with a digit (ids, keys)."""
+    number = _as_number(answer)
+    if isinstance(answer, str):
+        return any(ch.isdigit() for ch in answer) and len(answer.strip()) >= 3
+    return number is not None and (not number.is_integer() or abs(number) >= 100)
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _submitted_expr(tree: ast.Module) -> list[ast.AST | str]:
+    """The argument of each submit()/FINAL() call, or the variable name a FINAL_VAR() call gives."""
+    found: list[ast.AST | str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id in _SUBMITS and node.args:
+            found.append(node.args[0])
+        elif node.func.id in _SUBMITS and node.keywords:
+            found.append(node.keywords[0].value)
+        elif node.func.id == "FINAL_VAR" and node.args:
+            ok, name = _literal(node.args[0])
+            if ok and isinstance(name, str):
+                found.append(name.strip().strip("'\""))
+    return found
+
+
+def _assignments(tree: ast.Module, name: str) -> list[tuple[int, ast.AST]]:
+    """(line, value) of each `name = value` / `name: T = value` in `tree`, in source order."""
+    out: list[tuple[int, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            out.append((node.lineno, node.value))
+        elif (isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name)
+              and node.target.id == name and node.value is not None):
+            out.append((node.lineno, node.value if isinstance(node, ast.AnnAssign) else node))
+        elif isinstance(node, ast.For | ast.comprehension) and _binds(node.target, name):
+            out.append((getattr(node, "lineno", 0), node))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def typed_at(answer: Any, codes: Sequence[tuple[int, str]]) -> int | None:
+    """The turn at which the model's code wrote `answer` as a literal, or None when its code computed it.
+
+    `codes` are the run's executed steps (turn, code) in order, the submitting step last.
+    """
+    trees = [(turn, tree) for turn, code in codes if (tree := _parse(code)) is not None]
+    if not trees:
+        return None
+    turns: list[int] = []
+    for expr in _submitted_expr(trees[-1][1]):
+        if isinstance(expr, str):
+            name: str | None = expr
+        else:
+            ok, value = _literal(expr)
+            if ok and _same(value, answer):
+                turns.append(trees[-1][0])
+            name = expr.id if isinstance(expr, ast.Name) else None
+        if name is None:
+            continue
+        latest: tuple[int, ast.AST] | None = None  # the variable's latest assignment before the submit
+        for turn, tree in trees:
+            for _, value_node in _assignments(tree, name):
+                latest = (turn, value_node)
+        if latest is not None:
+            ok, value = _literal(latest[1])
+            if ok and _same(value, answer):
+                turns.append(latest[0])
+    if _distinctive(answer):
+        for turn, tree in trees:
+            if any(_literal_holds(node, answer) for node in ast.walk(tree)):
+                turns.append(turn)
+                break
+    return min(turns) if turns else None
+
+
+def _literal_holds(node: ast.AST, answer: Any) -> bool:
+    if not isinstance(node, ast.Constant) or isinstance(node.value, bool):
+        return False
+    if _same(node.value, answer):
+        return True
+    if isinstance(node.value, str) and isinstance(answer, str | int | float):
+        words = _tokens(str(answer) if not isinstance(answer, str) else answer)
+        return bool(words) and _words_in(words, node.value)
+    return False
+
+
+def unevidenced(answer: Any, *, turn: int, trajectory: Trajectory, run_id: str, code: str,
+                opening: Sequence[str]) -> Unevidenced | None:
+    """Whether a submitted answer must go back to the model as unevidenced (see the module docs).
+
+    Args:
+        answer: the submitted value; `code`: the submitting step's code (not yet in the trajectory).
+        turn: the submitting turn; `run_id`: the run; `opening`: the texts the model was given (question,
+            InputsSummary, later questions and revision requests).
+    """
+    if not short_answer(answer):
+        return None
+    steps = steps_of(trajectory, run_id)
+    typed = typed_at(answer, [*((s.turn, s.code) for s in steps if s.turn < turn), (turn, code)])
+    if typed is None:
+        return None
+    texts: list[str] = list(opening)
+    texts.extend(s.text for s in steps if s.turn < typed)
+    for event in trajectory.events:
+        if isinstance(event, SubCallFinished) and event.reply:  # another model's reading, whenever it came
+            texts.append(event.reply)
+        elif isinstance(event, CodeExecuted) and event.run_id != run_id:  # child and earlier runs
+            texts.append(output_text(event.stdout, event.stderr, event.error))
+        elif isinstance(event, RunFinished) and event.run_id != run_id and event.answer is not None:
+            texts.append(str(event.answer))
+    return None if found_in(answer, texts) else Unevidenced(answer, typed)

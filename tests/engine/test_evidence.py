@@ -1,0 +1,220 @@
+"""The harness defences issue 22's small-model trajectories call for, with replies shaped like the recorded ones
+(Qwen2.5-Coder 1.5B on llama.cpp, RULER needle and multikey tasks): the stall breaker on repeated steps, the
+evidence check on submit(), the fallback answered from real outputs, and the directive after a prose guess.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sandbox_support import code, observations
+
+from rlmnb import RLM
+from rlmnb._engine.evidence import Step, found_in, latest_other, output_tails, short_answer, typed_at
+from rlmnb.events import CodeExecuted, Fallback, GuardRejected, ModelReply, Submitted
+from rlmnb.testing import ScriptedLM
+
+NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
+FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+
+
+def haystack(repeats: int = 120) -> str:
+    half = FILLER * (repeats // 2)
+    return half + NEEDLE + " " + half
+
+
+def run(replies: list[Any], *, text: str | None = None, **kw: Any) -> tuple[Any, ScriptedLM]:
+    root = ScriptedLM(replies, name="root")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", **kw)
+    return rlm.run("What is the special magic number for furtive-donation?", text=text or haystack()), root
+
+
+LOOK = code("text = inputs['text']\nprint(len(text))")
+SPLIT = code("chunks = [text[i:i + 2000] for i in range(0, len(text), 2000)]\nprint(len(chunks), 'chunks')")
+FIND = code("i = text.find('special magic number')\nprint(text[i - 40:i + 60])")
+
+
+# ---- the stall breaker ------------------------------------------------------------------------------------
+def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_different_output() -> None:
+    # recorded (needle, 8k): turn 3 printed "...for furtive-donation is: 4015985", then the model went back to
+    # turn 2's code; the old note hid the output and changed nothing
+    result, root = run([LOOK, SPLIT, FIND, SPLIT, code("submit(4015985)")])
+    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, None, None, 2, None]
+    obs = observations(root)[3]
+    assert "chunks" in obs.splitlines()[1]  # the output is shown again
+    assert "same code as turn 2 and printed the same output again, so it changed nothing" in obs
+    pointer = obs[obs.index("most recent different output"):]
+    assert pointer.startswith("most recent different output (turn 3) ended with:")
+    assert "for furtive-donation is: 4015985" in pointer and "call `submit(value)`" in pointer
+    assert "different approach" in pointer
+    assert result.status == "submitted" and result.answer == 4015985  # printed at turn 3: evidenced
+
+
+def test_every_repeat_gets_the_note_and_a_chain_of_repeats_points_past_itself() -> None:
+    result, root = run([LOOK, SPLIT, FIND, SPLIT, SPLIT, SPLIT, code("submit(4015985)")])
+    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)][3:6] == [2, 4, 5]
+    for obs in observations(root)[3:6]:
+        assert "printed the same output again" in obs and "(turn 3) ended with:" in obs and "4015985" in obs
+        assert "chunks" in obs
+
+
+def test_a_repeat_with_no_other_output_has_no_pointer() -> None:
+    result, root = run([LOOK, LOOK, code("print(text[:10])"), code("submit('x')")], evidence_check=False)
+    obs = observations(root)[1]
+    assert "same code as turn 1" in obs and "most recent different output" not in obs
+    assert obs.splitlines()[1] == str(len(haystack()))  # shown again
+
+
+def test_latest_other_skips_the_repeated_group() -> None:
+    steps = [Step(1, "a", "one"), Step(2, "b", "two"), Step(3, "c", "three"), Step(4, "b", "two", repeat_of=2),
+             Step(5, "d", ""), Step(6, "b", "two", repeat_of=4)]
+    assert latest_other(steps, 4) == steps[2]
+    assert latest_other(steps[:2], 1) == steps[1]
+    assert latest_other([steps[1]], 2) is None
+
+
+# ---- the evidence check -------------------------------------------------------------------------------------
+# recorded (needle, 8k): turn 1 hard-coded a value guessed from nowhere, printed it, and turn 2 submitted it
+GUESS = ("The special magic number for furtive-donation is 4742018.\n"
+         + code('special_magic_number = "4742018"\nprint(special_magic_number)'))
+
+
+def test_a_typed_value_nothing_printed_before_is_sent_back_once() -> None:
+    result, root = run([GUESS, code("submit(special_magic_number)"), FIND, code("submit(4015985)")])
+    rejected = result.trajectory.of(GuardRejected)
+    assert [r.guard for r in rejected] == ["evidence"]
+    obs = observations(root)[1]
+    assert "submit('4742018') was not accepted yet: you wrote this value into your code at turn 1" in obs
+    assert "Show where it comes from" in obs
+    assert result.status == "submitted" and result.answer == 4015985
+
+
+def test_the_second_submission_is_accepted_whatever_it_is() -> None:
+    result, _ = run([GUESS, code("submit(special_magic_number)"), code("submit('4742018')")])
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert result.status == "submitted" and result.answer == "4742018"
+    assert len(result.trajectory.of(Submitted)) == 1
+
+
+def test_a_typed_value_an_earlier_traceback_showed_is_accepted() -> None:
+    # recorded (multikey, 32k): the right value appeared only in a traceback, as '8138881.'
+    lookup = code("values = {}\nkey = text.split()[-1]\nprint(values[key])")
+    result, _ = run([LOOK, lookup, code("submit(8138881)")], text=haystack(20) + " 8138881.")
+    assert result.trajectory.of(CodeExecuted)[1].error is not None
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == 8138881
+
+
+def test_a_value_in_the_input_preview_or_a_sub_call_reply_is_accepted() -> None:
+    short = "Notes. " + NEEDLE  # the whole text is in the preview
+    result, _ = run([LOOK, code("submit('4015985')")], text=short)
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == "4015985"
+    root = ScriptedLM([LOOK, code("r = llm_query('Find the number:\\n' + text)"), code("submit(4015985)")])
+    sub = ScriptedLM(lambda m: "The number is 4015985.", name="sub")
+    result = RLM(root, sub, sandbox="local").run("Which number?", text=haystack())
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == 4015985
+
+
+def test_a_computed_value_is_never_sent_back() -> None:
+    found = code("import re\nm = re.search(r'furtive-donation is: (\\d+)', text)\nsubmit(m.group(1))")
+    result, _ = run([LOOK, found])
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == "4015985"
+
+
+def test_no_check_on_the_last_turn_nor_when_turned_off() -> None:
+    result, _ = run([GUESS, code("submit(special_magic_number)")], max_iterations=2)
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == "4742018"
+    result, _ = run([GUESS, code("submit(special_magic_number)")], evidence_check=False)
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == "4742018"
+
+
+def test_long_answers_and_structures_are_not_checked() -> None:
+    prose = "The text says that the special magic number for furtive-donation is not given anywhere at all."
+    result, _ = run([LOOK, code(f"submit({prose!r})")])
+    assert result.trajectory.of(GuardRejected) == [] and result.answer == prose
+    result, _ = run([LOOK, code("submit({'number': 4742018})")])
+    assert result.trajectory.of(GuardRejected) == []
+    assert [short_answer(v) for v in (True, None, 3, 2.5, float("nan"), "a b", "x" * 61, "a\nb", [1])] == \
+        [False, False, True, True, False, True, False, False, False]
+
+
+def test_found_in_reads_numbers_and_words_as_a_reader_would() -> None:
+    assert found_in(4015985, ["total: 4,015,985 items"]) and found_in("4,015,985", ["4015985"])
+    assert found_in(0.33, ["ratio 0.3333333"]) and found_in("12.5%", ["share: 0.125"])
+    assert not found_in(4015985, ["40159851"]) and not found_in(4015985, ["4015984.9"])
+    assert found_in("Dana Ito", ["owner:  DANA   ito."]) and not found_in("Dana Ito", ["Dana Itoh"])
+    assert found_in(8138881, ["KeyError: '8138881.'"]) and not found_in("yes", ["yesterday"])
+
+
+def test_typed_at_follows_literals_variables_and_final_var() -> None:
+    codes = [(1, 'guess = "4742018"\nprint(guess)'), (2, "x = 5"), (3, "submit(guess)")]
+    assert typed_at("4742018", codes) == 1
+    assert typed_at("4742018", [(1, 'guess = "4742018"'), (2, "guess = found[0]"), (3, "submit(guess)")]) == 1
+    assert typed_at("7", [(1, "guess = '7'"), (2, "guess = found[0]"), (3, "submit(guess)")]) is None
+    assert typed_at(42, [(1, "answer = 42"), (2, "FINAL_VAR('answer')")]) == 1
+    assert typed_at("ok", [(1, "print(1)"), (2, "FINAL('ok')")]) == 2
+    assert typed_at(3, [(1, "print(x[:3])"), (2, "submit(len(x))")]) is None  # a small number by chance
+    numbers = [(1, "needles = {'a': 4742018, 'b': 1234567}"), (2, "submit(needles['a'])")]
+    assert typed_at(4742018, numbers) == 1  # a distinctive number written anywhere in the code
+
+
+# ---- the fallback ------------------------------------------------------------------------------------------
+def test_the_fallback_answers_from_the_real_outputs() -> None:
+    # recorded (needle, 8k): the number was printed at turn 3; the fallback said "the text does not mention a
+    # special magic number". The scripted model answers from the outputs it is given, if they hold the number.
+    def reply(messages: list[dict[str, Any]]) -> str:
+        last = str(messages[-1]["content"])
+        if "used all" in last:
+            found = re.findall(r"\b\d{7}\b", last)
+            return found[-1] if found else "The text does not mention a special magic number."
+        return [LOOK, SPLIT, FIND, SPLIT, SPLIT][sum(1 for m in messages if m["role"] == "assistant")]
+
+    root = ScriptedLM(reply, name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=5).run("Which number?",
+                                                                                           text=haystack())
+    assert result.status == "fallback" and result.answer == "4015985"
+    prompt = root.requests[-1][-1]["content"]
+    assert "Here is what your code really printed" in prompt
+    assert prompt.count("Turn 2 printed:") == 1 and "Turn 4 printed" not in prompt  # repeats listed once
+    assert "Turn 3 printed:\n" in prompt and "furtive-donation is: 4015985" in prompt
+    assert result.trajectory.of(Fallback)[0].answer == "4015985"
+
+
+def test_output_tails_are_bounded_newest_first() -> None:
+    steps = [Step(t, "c", "\n".join(f"line {t}.{i} " + "x" * 100 for i in range(20))) for t in range(1, 31)]
+    tails = output_tails(steps, per_step=400, total=2000)
+    assert 1 <= len(tails) <= 6 and tails[-1].startswith("Turn 30 printed:")
+    assert all(len(t) <= 400 + len("Turn 30 printed:\n") for t in tails)
+    assert sum(len(t) for t in tails) <= 2000 + 2 * len(tails)
+    assert output_tails([Step(1, "c", ""), Step(2, "c", "  \n")]) == []
+
+
+def test_a_fallback_without_any_output_keeps_the_plain_request() -> None:
+    result, root = run(["I think it is 4742018.", "Still thinking.", "4742018"], max_iterations=2)
+    prompt = root.requests[-1][-1]["content"]
+    assert result.status == "fallback" and "Here is what your code" not in prompt
+    assert prompt.startswith("You have used all 2 steps. Do not write code.\n\nBased on everything above")
+
+
+# ---- a prose guess --------------------------------------------------------------------------------------------
+def test_a_prose_guess_gets_a_directive_and_its_value_is_checked() -> None:
+    # recorded: turn 1 a prose guess from the preview, no code; turn 2 submitted the guessed number
+    guess = "Based on the preview, the special magic number for furtive-donation is 4742018."
+    result, root = run([guess, code("submit(4742018)"), FIND, code("submit(4015985)")])
+    first = observations(root)[0]
+    assert "had no ```python block, so nothing ran" in first and "a value written without running code is a guess" in first
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert result.answer == 4015985
+    assert [e.purpose for e in result.trajectory.of(ModelReply)] == ["turn"] * 4
+
+
+def test_a_trim_drops_repeated_steps_before_older_findings() -> None:
+    from rlmnb._engine.conversation import Conversation, TurnRecord
+
+    conversation = Conversation("rules", ["question"])
+    for turn, repeat in [(1, False), (2, False), (3, True), (4, True), (5, False), (6, False)]:
+        conversation.add_turn(TurnRecord(turn, f"reply {turn}", "x " * 200, repeat=repeat))
+    per_turn = conversation.turns[0].tokens
+    dropped = conversation.trim(conversation.tokens() - per_turn)
+    assert dropped == [3]  # the oldest repeated step, not turn 1
+    assert conversation.trim(conversation.tokens() - 2 * per_turn) == [1, 4]
