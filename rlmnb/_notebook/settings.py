@@ -140,7 +140,7 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                   "preview_chars", "preview_rows", "max_columns_shown", "max_event_chars", "instructions",
                                   "replace_instructions", "allow_first_turn_submit")),
     ("Recursion and checking", ("max_depth", "strict_depth", "max_child_concurrency", "min_confidence",
-                                "max_revisions", "verify_timeout", "refine", "rounds")),
+                                "evidence_check", "max_revisions", "verify_timeout", "refine", "rounds")),
     ("Display", ("quiet", "interpolate", "widget_interval", "embed_trajectory")),
 )
 
