@@ -40,7 +40,7 @@ def _trajectory() -> Trajectory:
     turn = "r = llm_query_batched([f'q{i}' for i in range(30)])\nprint(len(r))"
     sub = ScriptedLM(lambda m: HOSTILE if m[-1]["content"] == "q7" else f"reply to {m[-1]['content']}", name="sub")
     return RLM(ScriptedLM([code(turn), code("submit('**done**')")], name="root"), sub,
-               sandbox="local").run("q", text="t").trajectory
+               sandbox="local", evidence_check=False).run("q", text="t").trajectory
 
 
 def test_the_page_carries_the_viewer_and_its_data_safely(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def _run(kind: str, folder: Path) -> tuple[ScriptedLM, Trajectory]:
     pd.DataFrame({"region": ["north", "south", "north", "<b>east</b>"], "v": [1, 2, 3, 4]}).to_parquet(
         folder / "sales.parquet")
     root = ScriptedLM([code(TURN), code("submit('done')")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox=kind).run("q", sales=folder / "sales.parquet")
+    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox=kind, evidence_check=False).run(
+        "q", sales=folder / "sales.parquet")
     return root, result.trajectory
 
 
