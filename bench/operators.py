@@ -326,7 +326,12 @@ def headline(rows: int, latency: float, concurrency: int, transports: list[str],
               f"{h.pushes:>7}{h.stalled_s:>10.2f}")
     for h in results:
         print(f"{h.transport}: CPU per sub-call during the map: " + ", ".join(
-            f"{name} {ms:.2f} ms" for name, ms in h.cpu_ms.items()))
+            f"{name} {ms:.2f} ms" for name, ms in h.cpu_ms.items())
+              + f"; memory from 10 % of the calls to the peak: kernel {(h.kernel_peak - h.kernel_at[0]) / 2**20:+,.0f} MB, "
+              f"host {(h.host_peak - h.host_at[0]) / 2**20:+,.0f} MB (the trajectory keeps every call's prompt and "
+              f"reply); the widget's count never stood still longer than {h.stalled_s:.2f} s "
+              f"({'live throughout' if h.stalled_s <= 2 * latency else 'NOT live throughout'}: at most twice the "
+              f"server's latency)")
     first = results[0]
     ideal = math.ceil(first.calls / concurrency) * latency
     print(f"ideal: ceil({first.calls:,} calls / {concurrency}) x {latency:g} s = {ideal:.0f} s")
