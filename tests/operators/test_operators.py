@@ -107,6 +107,15 @@ def test_each_output_type_validates(output: Any, good: Any, expected: Any, bad: 
     assert spec.describe()
 
 
+def test_a_valid_label_comes_back_as_the_label_given_not_a_copy() -> None:
+    labels = ["bug", "billing"]
+    spec = output_spec(labels)
+    parsed = json.loads('[{"value": "billing"}]')[0]["value"]  # a fresh str, as parse_reply gives it
+    assert parsed is not labels[1]
+    assert spec.validate(parsed) is labels[1]  # a million results share the label objects
+    assert spec.validate(" BUG ") is labels[0]
+
+
 @pytest.mark.parametrize("output", [dict, [], ["a", "a"], ["a", 1], "labels"])
 def test_bad_output_arguments_say_what_is_accepted(output: Any) -> None:
     with pytest.raises(TypeError, match="output"):
