@@ -10,7 +10,7 @@ Standard library and rlmnb's light modules only: this is imported inside the san
     sources.py  items -> chunks of texts (tables streamed), results -> list / Series
     outputs.py  what an answer must be (str, int, float, bool, labels, pydantic, dataclass)
     packing.py  packs, the packed prompt, the reply parser
-    driver.py   rounds, re-asks, budget stops
+    driver.py   rounds, re-asks, budget stops; a table's chunks overlap in flight
     report.py   MapReport / ItemError records
 """
 
