@@ -14,7 +14,14 @@ Goals: (a) within 1.15x of the baseline's wall time; (c) at least 0.9x the basel
 (d) The direct lane (`transport="direct"`, openai_lane) against `transport="litellm"`, both through
 llm_query_batched on the same 0 ms server in the same run: `--lane-calls` (10,000) sub-calls each,
 goal >= 2,000 calls/s on the direct lane; and 1,000 calls at 100 ms with 64 in flight through the
-direct lane, goal within 20 % of the ideal ceil(1000/64) x 0.1 s. `--lane-only` runs just (d).
+direct lane, goal within 20 % of the ideal ceil(1000/64) x 0.1 s. `--lane-only` runs just (d) and (e).
+
+(e) The peers' side-by-side: the same 1,000 calls at 100 ms through rlms (the RLM paper's package, 0.1.3:
+its local REPL's `llm_query_batched`, its LM handler's own concurrency of 16, the OpenAI SDK underneath),
+its root model scripted on the same fake server (one ```repl block that times the batch and sets
+`answer`). Both sides are timed around the batch (rlms inside its REPL, ours from BatchStarted to
+BatchFinished) and as whole runs. Goal: rlmnb >= 3x rlms on the batch; each within 20 % of the ideal for
+its own concurrency.
 "Ours" is timed from BatchStarted to BatchFinished (the host side of one llm_query_batched call, local
 sandbox; the kernel sandbox makes the same host-side calls), with the response cache on (a fresh folder).
 Run: `.venv/bin/python bench/fanout.py [--calls 1000] [--concurrency 64]` (about a minute).
@@ -45,6 +52,7 @@ class Row:
     wall_s: float
     cpu_s: float
     ok: int
+    run_s: float = 0.0  # the whole run (ours only)
 
     @property
     def rate(self) -> float:
@@ -111,11 +119,13 @@ def ours(name: str, model: str, url: str, n: int, concurrency: int, latency_ms: 
     batch = code("answers = llm_query_batched(inputs['text'].split('\\n'))\nprint(len(answers))")
     root = ScriptedLM([warm, batch, code("submit(sum(a != 'NONE' and not a.startswith('[error]') for a in answers))")])
     sub = LiteLLM(model, api_base=url, api_key="fake-key", transport=transport)
+    started = time.perf_counter()
     result = RLM(root, sub, sandbox="local", max_llm_calls=n + 32, max_concurrency=concurrency, cache=cache,
                  on_event=on_event).run("bench", text=text)
+    run_s = time.perf_counter() - started
     if result.status != "submitted":
         raise SystemExit(f"{name}: run ended {result.status}: {result.error}")
-    return Row(name, latency_ms, n, marks["t1"] - marks["t0"], marks["c1"] - marks["c0"], int(result.answer))
+    return Row(name, latency_ms, n, marks["t1"] - marks["t0"], marks["c1"] - marks["c0"], int(result.answer), run_s)
 
 
 def best(runs: list[Row]) -> Row:
@@ -227,7 +237,7 @@ def lane(n: int, slow_n: int, conc: int) -> None:
     load_litellm().register_model({"openai/fake-sub": {"input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7,
                                                        "litellm_provider": "openai", "mode": "chat"}})
     fast = FakeServerProcess(latency=0).start()
-    slow = FakeServerProcess(latency=0.1).start()
+    slow = FakeServerProcess(latency=0.1, script=rlms_script()).start()
     load0 = os.getloadavg()[0]
     try:
         direct0 = ours("direct lane", "openai/fake-sub", fast.url, n, conc, 0, cache=False, transport="direct")
@@ -236,6 +246,7 @@ def lane(n: int, slow_n: int, conc: int) -> None:
                          transport="direct")
         litellm100 = ours("litellm", "openai/fake-sub", slow.url, slow_n, conc, 100, cache=False,
                           transport="litellm")
+        peer = rlms_batch(slow_n, slow.url)
     finally:
         fast.stop()
         slow.stop()
@@ -253,8 +264,76 @@ def lane(n: int, slow_n: int, conc: int) -> None:
     print(f"100 ms: direct {direct100.wall_s:.2f} s = {direct100.wall_s / ideal:.2f}x the ideal {ideal:.1f} s "
           f"(goal <= 1.20x)  {'PASS' if direct100.wall_s <= 1.2 * ideal else 'MISS'}; litellm {litellm100.wall_s:.2f} s "
           f"= {litellm100.wall_s / ideal:.2f}x")
+    ideal16 = math.ceil(slow_n / RLMS_CONCURRENCY) * 0.1
+    print(f"(e) 100 ms, {slow_n} calls, the peers side by side (load average {os.getloadavg()[0]:.2f}):")
+    print(f"{'':<28}{'in flight':>10}{'batch s':>9}{'x ideal':>9}{'run s':>7}{'answered':>10}")
+    for name, conc_, batch_s, run_s, ok, ideal_ in (
+            ("rlmnb, direct lane", conc, direct100.wall_s, direct100.run_s, direct100.ok, ideal),
+            ("rlmnb, litellm", conc, litellm100.wall_s, litellm100.run_s, litellm100.ok, ideal),
+            (f"rlms {RLMS_VERSION}", RLMS_CONCURRENCY, peer.wall_s, peer.run_s, peer.ok, ideal16)):
+        print(f"{name:<28}{conc_:>10}{batch_s:>9.2f}{batch_s / ideal_:>8.2f}x{run_s:>7.2f}{ok:>7}/{slow_n}")
+    ratio = peer.wall_s / direct100.wall_s
+    print(f"rlmnb (direct lane) vs rlms on the batch: {ratio:.2f}x faster (goal >= 3x)  "
+          f"{'PASS' if ratio >= 3 else 'MISS'}; whole runs {peer.run_s / direct100.run_s:.2f}x; rlmnb through "
+          f"litellm {peer.wall_s / litellm100.wall_s:.2f}x")
     print(f"finished in {time.perf_counter() - started:.0f} s")
     sys.stdout.flush()
+
+
+# ---- (e) rlms, the RLM paper's package, on the same server ------------------------------------------
+RLMS_CONCURRENCY = 16  # rlms' LM handler runs a batch under asyncio.Semaphore(16); RLM() does not expose it
+RLMS_BATCH = """```repl
+import time
+prompts = context.split("\\n")
+t0 = time.perf_counter()
+answers = llm_query_batched(prompts)
+elapsed = time.perf_counter() - t0
+answer["content"] = f"{elapsed:.6f} {sum(a.strip().isdigit() for a in answers)}"
+answer["ready"] = True
+```"""
+try:
+    from importlib.metadata import version as _version
+
+    RLMS_VERSION = _version("rlms")
+except Exception:  # not installed: (e) says so when it runs
+    RLMS_VERSION = "(not installed)"
+
+
+def rlms_script() -> str:
+    """The fake server's script file: the rlms root's one reply (the timed batch)."""
+    import json
+
+    path = os.path.join(tempfile.mkdtemp(prefix="rlmnb-bench-rlms-"), "script.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"fake-root": [RLMS_BATCH]}, f)
+    return path
+
+
+@dataclass
+class PeerRow:
+    wall_s: float  # the batch, timed inside rlms' REPL
+    run_s: float  # RLM.completion, whole
+    ok: int
+
+
+def rlms_batch(n: int, url: str) -> PeerRow:
+    """n calls at 100 ms through rlms' llm_query_batched; its root scripted on the fake server."""
+    try:
+        from rlm import RLM as PeerRLM
+    except ImportError:
+        raise SystemExit("(e) needs rlms: pip install rlms") from None
+    kwargs = {"model_name": "fake-root", "base_url": url, "api_key": "fake-key"}
+    peer = PeerRLM(backend="openai", backend_kwargs=kwargs, other_backends=["openai"],
+                   other_backend_kwargs=[{**kwargs, "model_name": "fake-sub"}], max_depth=1, max_iterations=2)
+    text = "\n".join(prompts(n, "rlms-100"))
+    started = time.perf_counter()
+    result = peer.completion(text, root_prompt="bench")
+    run_s = time.perf_counter() - started
+    try:
+        elapsed, ok = str(result.response).split()
+    except ValueError:
+        raise SystemExit(f"(e) rlms did not run the batch: {str(result.response)[:300]!r}") from None
+    return PeerRow(float(elapsed), run_s, int(ok))
 
 
 if __name__ == "__main__":

@@ -337,7 +337,8 @@ MAX_ERRORS_KEPT = 20  # failed items listed in a MapFinished event
 
 
 def pack_limits(sub: SubCaller) -> dict[str, Any]:
-    """Token target and item cap of one pack, and the largest prompt the sub-model takes (None: unknown)."""
+    """Token target and item cap of one pack, the largest prompt the sub-model takes (None: unknown), and
+    the tree's concurrency limit (the map keeps about twice that many packs on their way)."""
     cap = sub.prompt_cap(sub.lm)
     target = sub.config.pack_tokens
     if target is None:
@@ -345,7 +346,7 @@ def pack_limits(sub: SubCaller) -> dict[str, Any]:
     elif cap is not None:
         target = min(target, cap)
     return {"pack_tokens": int(target), "pack_items": sub.config.pack_items, "retries": sub.config.map_retries,
-            "max_prompt_tokens": cap}
+            "max_prompt_tokens": cap, "concurrency": sub.limiter.max_limit}
 
 
 def _int(value: Any) -> int:

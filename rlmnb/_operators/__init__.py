@@ -10,7 +10,7 @@ Standard library and rlmnb's light modules only: this is imported inside the san
     sources.py  items -> chunks of texts (tables streamed), results -> list / Series
     outputs.py  what an answer must be (str, int, float, bool, labels, pydantic, dataclass)
     packing.py  packs, the packed prompt, the reply parser
-    driver.py   rounds, re-asks, budget stops
+    driver.py   rounds, re-asks, budget stops; a table's chunks overlap in flight
     report.py   MapReport / ItemError records
 """
 
@@ -90,7 +90,8 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
                        pack_tokens=_limit(pack_tokens, int(plan["pack_tokens"]), "pack_tokens", operator, 16),
                        pack_items=_limit(pack_items, int(plan["pack_items"]), "pack_items", operator),
                        retries=_limit(retries, int(plan["retries"]), "retries", operator, 0),
-                       key=(lambda pos: keys[pos]) if keys is not None else (lambda pos: pos))
+                       key=(lambda pos: keys[pos]) if keys is not None else (lambda pos: pos),
+                       window=_window(plan, per_item is not None))
     try:
         driver.run(source)
     finally:
@@ -104,6 +105,16 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
         print(report.text())
     attrs = {"llm_errors": [e.to_dict() for e in report.errors], "llm_map": report.to_dict()}
     return shape_result(source, driver.state.values, attrs)
+
+
+def _window(plan: dict[str, Any], images: bool) -> int:
+    """Packs a map keeps in flight or queued across chunks: twice the host's concurrency limit, so its
+    limiter stays busy while the next chunk is read; 0 (chunk after chunk) when the host gives no limit.
+    Items with images go chunk after chunk: their pictures are read when their pack is sent."""
+    limit = plan.get("concurrency")
+    if images or not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return 0
+    return 2 * limit
 
 
 def _item_images(images: Any, length: int | None, operator: str) -> list[Any] | None:

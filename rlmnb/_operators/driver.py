@@ -9,12 +9,21 @@ and a single item too large is final at once. An item that still fails is None i
 listed with its reason. When the budget refuses a round, nothing of that round was sent: the map
 stops, every item not yet answered is None ("not sent"), and the partial result comes back with the
 report, so the model code keeps what was paid for.
+
+Chunks overlap: while one chunk's batch is in flight the next is read, packed and sent from a worker
+thread, so the host's limiter never runs dry between chunks (a barrier per chunk would leave it idle
+for the slowest call of every round). At most about `window` packs are in flight or queued at once
+(the host's concurrency limit, twice over) and at most MAX_CHUNKS_IN_FLIGHT chunks, so the items held
+in memory stay bounded whatever the input's size. `window=0` sends chunk after chunk from the calling
+thread. Results keep their positions whatever order the batches finish in.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +34,7 @@ from rlmnb._operators.report import ItemError, MapReport
 from rlmnb._operators.sources import Source
 
 PREVIEW_CHARS = 80  # of an item's text, in its error record
+MAX_CHUNKS_IN_FLIGHT = 8  # chunks sent and not yet done: bounds the items held (8 x CHUNK_ROWS)
 _TOO_LARGE = "PromptTooLarge"
 
 
@@ -58,8 +68,9 @@ class MapDriver:
     """Runs one map over a Source with a `send(prompts) -> replies` that is one budgeted batch."""
 
     def __init__(self, *, instruction: str, spec: OutputSpec, send: Send, pack_tokens: int, pack_items: int,
-                 retries: int, key: Callable[[int], Any]) -> None:
+                 retries: int, key: Callable[[int], Any], window: int = 0) -> None:
         self.instruction = instruction
+        self.window = window  # packs in flight or queued at once across chunks; 0: one chunk at a time
         self.spec = spec
         self.output_text = spec.describe()
         self.send = send
@@ -68,25 +79,63 @@ class MapDriver:
         self.retries = retries
         self.key = key  # position -> the index label shown in error records
         self.state = MapState()
+        self._lock = threading.Lock()  # the counters of MapState, updated from the chunks' threads
         self._fixed = estimate_tokens(render_pack(instruction, self.output_text, []))
 
     def run(self, source: Source) -> MapState:
         started = time.perf_counter()
-        for texts in source.chunks:
-            base = len(self.state.values)
-            self.state.values.extend([None] * len(texts))
-            items = [_Item(base + i, t, estimate_tokens(t)) for i, t in enumerate(texts)]
-            if self.state.stopped is not None:
-                self._fail_all(items, f"not sent: {self.state.stopped}")
-                continue
-            self._chunk(items)
-        self.elapsed = time.perf_counter() - started
+        try:
+            if self.window > 0:
+                self._pipelined(source)
+            else:
+                for texts in source.chunks:
+                    self._chunk(self._packs(texts))
+        finally:
+            self.elapsed = time.perf_counter() - started
         return self.state
 
+    def _packs(self, texts: list[str]) -> list[list[_Item]]:
+        """The next chunk's items, given their places in the result, planned into packs."""
+        base = len(self.state.values)
+        self.state.values.extend([None] * len(texts))
+        items = [_Item(base + i, t, estimate_tokens(t)) for i, t in enumerate(texts)]
+        return [[items[p] for p in pack] for pack in plan_packs([i.size for i in items], self.pack_tokens,
+                                                                self.pack_items, self._fixed)]
+
+    def _pipelined(self, source: Source) -> None:
+        """Chunks read and packed here, each sent and re-asked in a worker thread, several at once."""
+        pool = ThreadPoolExecutor(max_workers=MAX_CHUNKS_IN_FLIGHT, thread_name_prefix="rlmnb-map")
+        pending: dict[Future[None], int] = {}  # chunk -> its packs
+
+        def settle(when: str) -> None:
+            done, _ = wait(pending, return_when=when)
+            for chunk in done:
+                del pending[chunk]
+                chunk.result()  # a chunk's exception (an interrupt, a dropped bridge) ends the map here
+
+        try:
+            for texts in source.chunks:
+                packs = self._packs(texts)
+                while pending and (sum(pending.values()) + len(packs) > self.window
+                                   or len(pending) >= MAX_CHUNKS_IN_FLIGHT):
+                    settle(FIRST_COMPLETED)
+                pending[pool.submit(self._chunk, packs)] = len(packs)
+            if pending:
+                settle(ALL_COMPLETED)
+        except BaseException:
+            # an interrupt or a failed bridge: chunks not started are never sent; those in flight end
+            # on the host's side (the step's end cancels their calls)
+            with self._lock:
+                self.state.stopped = self.state.stopped or "the map was interrupted"
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
     # ---- one chunk -------------------------------------------------------------------------------
-    def _chunk(self, items: list[_Item]) -> None:
-        packs = [[items[p] for p in pack] for pack in plan_packs([i.size for i in items], self.pack_tokens,
-                                                                 self.pack_items, self._fixed)]
+    def _chunk(self, packs: list[list[_Item]]) -> None:
+        if self.state.stopped is not None:
+            self._fail_all([i for pack in packs for i in pack], f"not sent: {self.state.stopped}")
+            return
         again = self._round(packs, retry=False)
         while again and self.state.stopped is None:
             keep: list[list[_Item]] = []
@@ -97,7 +146,8 @@ class MapDriver:
                     self._fail_all(pack)
             if not keep:
                 return
-            self.state.reasks += sum(len(pack) for pack in keep)
+            with self._lock:
+                self.state.reasks += sum(len(pack) for pack in keep)
             again = self._round(keep, retry=True)
         if self.state.stopped is not None:
             self._fail_all([i for pack in again for i in pack], f"not sent: {self.state.stopped}")
@@ -109,12 +159,14 @@ class MapDriver:
         try:
             replies = self.send(prompts, [[i.pos for i in pack] for pack in packs])
         except BudgetExhausted as exc:
-            self.state.stopped = str(exc).split(";")[0]
+            with self._lock:
+                self.state.stopped = self.state.stopped or str(exc).split(";")[0]
             return packs
-        self.state.rounds += 1
-        self.state.calls += len(prompts)
-        if not retry:
-            self.state.packs += len(packs)
+        with self._lock:
+            self.state.rounds += 1
+            self.state.calls += len(prompts)
+            if not retry:
+                self.state.packs += len(packs)
         again: list[list[_Item]] = []
         for pack, reply in zip(packs, replies, strict=True):
             again.extend(self._take(pack, reply))
@@ -174,4 +226,4 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-__all__ = ["MapDriver", "MapState", "PREVIEW_CHARS", "Send"]
+__all__ = ["MAX_CHUNKS_IN_FLIGHT", "MapDriver", "MapState", "PREVIEW_CHARS", "Send"]

@@ -97,6 +97,7 @@ class LabelSpec(OutputSpec):
 
     def __init__(self, labels: Sequence[str]) -> None:
         self.labels = list(labels)
+        self._exact = {label: label for label in self.labels}
         self._folded = {label.strip().casefold(): label for label in self.labels}
 
     def describe(self) -> str:
@@ -104,8 +105,9 @@ class LabelSpec(OutputSpec):
 
     def validate(self, value: Any) -> Any:
         if isinstance(value, str):
-            if value in self.labels:
-                return value
+            exact = self._exact.get(value)
+            if exact is not None:
+                return exact  # the label object itself: a million results share a handful of strings
             found = self._folded.get(value.strip().strip("\"'").strip().casefold())
             if found is not None:
                 return found

@@ -22,9 +22,12 @@ def _family(value: Any) -> tuple[str, str]:
     return cls.__module__.split(".")[0], cls.__name__
 
 
+_RECORD = json.JSONEncoder(ensure_ascii=False, default=str, separators=(", ", ": "))  # one encoder for every row
+
+
 def record_text(record: Any) -> str:
     """One row (a mapping) as a compact JSON record; values JSON cannot hold are shown as text."""
-    return json.dumps(record, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return _RECORD.encode(record)
 
 
 def item_text(item: Any) -> str:

@@ -68,7 +68,7 @@ class PackedResponder:
             return str(self.answer(prompt.rsplit("\n\n", 1)[-1].strip()))
         out: list[dict[str, Any]] = []
         rate = self.garble if len(items) > 1 or self.singles else 0.0
-        rolls = [self._roll(prompt, number) for number, _ in items]
+        rolls = [self._roll(prompt, number) for number, _ in items] if rate > 0 else [1.0] * len(items)
         draws = [roll < rate for roll in rolls]
         kinds = [self.kinds[int(roll * 1_000_003) % len(self.kinds)] for roll in rolls]
         with self._lock:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlmnb.testing.generators import LABELS, label_of
 
-__all__ = ["BUILTIN", "count_labels", "find_needle", "packed_upper", "runbook_owner"]
+__all__ = ["BUILTIN", "count_labels", "find_needle", "packed_labels", "packed_upper", "runbook_owner"]
 
 _NEEDLE = re.compile(r"magic number is (\d{7})")
 
@@ -63,3 +63,27 @@ def packed_upper(messages: Any) -> str:
 
 
 BUILTIN["packed_upper"] = packed_upper
+
+
+def _ticket_label(item: str) -> str:
+    if item.startswith("{"):
+        try:
+            record = json.loads(item)
+        except ValueError:
+            return "unknown"
+        return label_of(str(record.get("text", ""))) if isinstance(record, dict) else "unknown"
+    return label_of(item)
+
+
+def packed_labels(messages: Any) -> str:
+    """llm_classify's packed prompts over `labelled_table` tickets answered with each ticket's label.
+
+    An item is a ticket text or a table row as a JSON record, read by its "text" field (what llm_classify
+    sends for a table with more columns than the text).
+    """
+    from rlmnb.testing.packed import PackedResponder
+
+    return PackedResponder(_ticket_label)(messages)
+
+
+BUILTIN["packed_labels"] = packed_labels

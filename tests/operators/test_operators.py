@@ -7,6 +7,7 @@ budget, limiter, cache and events. One contract test runs in both sandboxes.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from typing import Any
@@ -104,6 +105,15 @@ def test_each_output_type_validates(output: Any, good: Any, expected: Any, bad: 
     with pytest.raises(ValueError):
         spec.validate(bad)
     assert spec.describe()
+
+
+def test_a_valid_label_comes_back_as_the_label_given_not_a_copy() -> None:
+    labels = ["bug", "billing"]
+    spec = output_spec(labels)
+    parsed = json.loads('[{"value": "billing"}]')[0]["value"]  # a fresh str, as parse_reply gives it
+    assert parsed is not labels[1]
+    assert spec.validate(parsed) is labels[1]  # a million results share the label objects
+    assert spec.validate(" BUG ") is labels[0]
 
 
 @pytest.mark.parametrize("output", [dict, [], ["a", "a"], ["a", 1], "labels"])
@@ -294,7 +304,69 @@ def test_a_large_frame_is_read_a_slice_at_a_time() -> None:
             "r = llm_map(df['t'], 'Upper-case it.', pack_items=500, pack_tokens=50_000)\nout = [len(r), r.iloc[-1]]")
     result = run_code(body, sub=PackedResponder(upper))
     assert result.answer == [2500, "N2499"]
-    assert [b.size for b in result.trajectory.of(BatchStarted)] == [2, 2, 1]  # one round per slice of 1,000
+    # one round per slice of 1,000 (the slices' rounds overlap, so they may reach the host in any order)
+    assert sorted(b.size for b in result.trajectory.of(BatchStarted)) == [1, 2, 2]
+
+
+class GatedLM(ScriptedLM):
+    """Answers packed prompts, but holds every call without `later` in its prompt until one with it
+    arrives (at most `hold_s`): chunk after chunk, the first chunk's calls would wait it out."""
+
+    def __init__(self, later: str, hold_s: float = 10.0) -> None:
+        super().__init__(PackedResponder(upper), name="sub")
+        self.later = later
+        self.hold_s = hold_s
+        self.waited_out = 0
+        self._arrived: asyncio.Event | None = None
+
+    async def acomplete(self, messages: list[Any], **params: Any) -> Any:
+        arrived = self._arrived = self._arrived or asyncio.Event()
+        if self.later in str(messages[-1]["content"]):
+            arrived.set()
+        else:
+            try:
+                await asyncio.wait_for(arrived.wait(), self.hold_s)
+            except TimeoutError:
+                self.waited_out += 1
+        return self.complete(messages, **params)
+
+
+def test_the_next_chunk_is_sent_while_the_previous_one_is_in_flight() -> None:
+    body = ("import pandas as pd\nfrom rlmnb._operators import sources\n"
+            "items = pd.Series([f'a{i}' for i in range(1000)] + [f'b{i}' for i in range(1000)])\n"
+            "kept, sources.CHUNK_ROWS = sources.CHUNK_ROWS, 1000\n"
+            "try:\n    r = llm_map(items, 'Upper-case it.', pack_items=100)\nfinally:\n"
+            "    sources.CHUNK_ROWS = kept\nout = [len(r), r.iloc[0], r.iloc[-1]]")
+    sub = GatedLM(later="<item id=1>\nb0\n")
+    root = ScriptedLM([code("print('looking')"), code(body + "\nsubmit(out)")], name="root")
+    result = RLM(root, sub, sandbox="local", cache=False, max_llm_calls=100).run("Map them.", x="unused")
+    assert result.answer == [2000, "A0", "B999"]
+    assert sub.waited_out == 0  # every call of the first chunk was answered once the second chunk's came
+    (finished,) = result.trajectory.of(MapFinished)
+    assert finished.calls == 20 and finished.failures == 0
+
+
+def test_a_map_without_a_concurrency_limit_sends_chunk_after_chunk() -> None:
+    from rlmnb._operators.driver import MapDriver
+
+    order: list[str] = []
+
+    def send(prompts: list[str], positions: list[list[int]]) -> list[str]:
+        order.append(f"send {positions[0][0]}")
+        return [PackedResponder(upper)([{"role": "user", "content": p}]) for p in prompts]
+
+    def chunks() -> Any:
+        for k in range(3):
+            order.append(f"read {k}")
+            yield [f"t{k}-{i}" for i in range(10)]
+
+    from rlmnb._operators.sources import Source
+
+    driver = MapDriver(instruction="Upper-case it.", spec=output_spec(str), send=send, pack_tokens=4_000,
+                       pack_items=10, retries=0, key=lambda pos: pos, window=0)
+    state = driver.run(Source("list", 30, chunks()))
+    assert order == ["read 0", "send 0", "read 1", "send 10", "read 2", "send 20"]
+    assert state.values == [f"T{k}-{i}" for k in range(3) for i in range(10)]
 
 
 @pytest.mark.parametrize("make", [

@@ -204,3 +204,16 @@ def test_session_server_is_shared_and_resettable(fake_server_session: FakeServer
     fake_server_session.reset()
     assert post(fake_server_session, chat("fake-sub", "x"))[0] == 200
     assert fake_server_session.stats()["requests"] == 1
+
+
+def test_packed_labels_answers_llm_classify_packs_of_texts_and_of_table_rows() -> None:
+    from rlmnb._operators.packing import parse_reply, render_pack
+    from rlmnb.testing.generators import label_of, labelled_table
+
+    frame, truth = labelled_table(6, seed=3)
+    rows = [json.dumps({"user": u, "text": t}) for u, t in zip(frame["user"], frame["text"], strict=True)]
+    items = rows[:3] + [str(t) for t in frame["text"][3:]]  # table rows as JSON records, and bare texts
+    prompt = render_pack("Triage.", "one of the labels", items)
+    answers, problems = parse_reply(load_responder("packed_labels")([{"role": "user", "content": prompt}]), 6)
+    assert problems == {}
+    assert [answers[i] for i in range(1, 7)] == list(truth) == [label_of(str(t)) for t in frame["text"]]
