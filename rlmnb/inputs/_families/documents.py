@@ -180,14 +180,15 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
         if p.meta.get(key):
             parts.append(f"{key} {clip(p.meta[key], 80)!r}")
     text = ", ".join(parts)
-    of = f" (of {p.checked:,} checked of {p.pages:,})" if p.checked is not None and p.pages is not None else ""
+    sampled = p.checked is not None and p.pages is not None
+    of = f" (of {p.checked:,} checked of {p.pages:,})" if sampled else ""
     if p.textless:
         nums = ", ".join(str(n) for n in p.textless[:20]) + (", ..." if len(p.textless) > 20 else "")
         text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums}{of} (scanned: send "
                  f".pages[i].image() to a vision sub-call, or read it with .pages[i].ocr() where tesseract is "
                  f"installed)")
-    elif of:
-        text += f"; a text layer on every page checked{of}"
+    elif sampled:
+        text += f"; a text layer on each of the {p.checked:,} pages checked of {p.pages:,}"
     if p.words is not None:
         tokens = round(p.words * 1.35)
     elif p.format in ("PDF", "PPTX") and p.pages is not None:

@@ -299,7 +299,7 @@ class _Objects(Mapping[int, bytes]):
 
     def _object_at(self, at: int, num: int) -> bytes:
         """The body of object `num` at byte `at` (as between `obj` and `endobj`), its stream cut to /Length."""
-        buf = self._read(at, 1024)
+        buf = self._read(at, 256)  # most dictionaries fit; a longer object is read on in growing steps
         m = _HEAD.match(buf)
         if m is None or int(m.group(1)) != num:
             raise _Broken("no such object at its offset")
@@ -314,7 +314,7 @@ class _Objects(Mapping[int, bytes]):
                 return buf[:end]
             if len(buf) > OBJECT_BYTES or start + len(buf) >= self._size:
                 raise _Broken("object without endobj")
-            buf += self._read(start + len(buf), 65536)
+            buf += self._read(start + len(buf), max(4096, len(buf)))
 
     def _with_stream(self, head: bytes, data_at: int) -> bytes:
         m = re.search(rb"/Length\s+(\d+)(\s+\d+\s+R\b)?", head)
@@ -340,7 +340,7 @@ class _Objects(Mapping[int, bytes]):
             while len(buf) < n and at + len(buf) < self._size:
                 if len(buf) >= XREF_BYTES:
                     raise _Broken("xref table too long")
-                buf += self._read(at + len(buf), max(65536, n - len(buf)))
+                buf += self._read(at + len(buf), max(4096, len(buf), n - len(buf)))
 
         have(64)
         pos = buf.find(b"xref") + 4
