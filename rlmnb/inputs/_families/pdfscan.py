@@ -124,7 +124,7 @@ def _facts(objects: Mapping[int, bytes], catalog: bytes, info_num: int | None, *
     if root is not None and count is not None and TEXT_CHECKS < count <= MAX_PAGES:
         n = count
         picks: Sequence[int] = sorted({round(k * (n - 1) / (TEXT_CHECKS - 1)) for k in range(TEXT_CHECKS)})
-        tree: dict[int, tuple[bytes, list[int] | None, int | None]] = {}
+        tree: dict[int, tuple[bytes, list[bytes] | None, int | None]] = {}
         pages = {i: _page_at(objects, tree, root, i) for i in picks}
     else:
         walked = _pages(objects, root)
@@ -139,7 +139,7 @@ def _facts(objects: Mapping[int, bytes], catalog: bytes, info_num: int | None, *
     return PdfFacts(n, False, meta, outline, textless, checked=len(picks))
 
 
-def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[int] | None, int | None]], root: int,
+def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[bytes] | None, int | None]], root: int,
              index: int) -> bytes:
     """The dictionary of page `index` (0-based), found by the /Count of the page tree's nodes.
 
@@ -148,7 +148,7 @@ def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[int
     `tree` keeps each node read (its dictionary, kids and /Count) for the next lookup.
     """
 
-    def node_of(num: int) -> tuple[bytes, list[int] | None, int | None]:
+    def node_of(num: int) -> tuple[bytes, list[bytes] | None, int | None]:
         if num not in tree:
             node = _dict_part(objects[num])
             tree[num] = (node, _kids(node), _int(node, b"Count"))
@@ -165,10 +165,10 @@ def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[int
                 raise _Broken("page tree /Count")
             return node
         if count == len(kids) and index < len(kids):
-            leaf, leaf_kids, _ = node_of(kids[index])
+            leaf, leaf_kids, _ = node_of(int(kids[index]))
             if leaf_kids is None:
                 return leaf
-        for kid in kids:
+        for kid in map(int, kids):
             _, kid_kids, kid_count = node_of(kid)
             has = 1 if kid_kids is None else kid_count
             if has is None:
@@ -181,12 +181,13 @@ def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[int
             raise _Broken("page tree /Count")
 
 
-def _kids(node: bytes) -> list[int] | None:
-    """The kids of a page tree node (/Type /Pages with /Kids); None for a page."""
-    kids = re.search(rb"/Kids\s*\[(.*?)\]", node, re.S)
+def _kids(node: bytes) -> list[bytes] | None:
+    """The object numbers (digits, for int()) of a page tree node's kids (/Type /Pages with /Kids); None
+    for a page."""
+    kids = re.search(rb"/Kids\s*\[([^\]]*)\]", node)
     if kids is None or not re.search(rb"/Type\s*/Pages\b", node):
         return None
-    return [int(r) for r in _REF.findall(kids.group(1))]
+    return _REF.findall(kids.group(1))
 
 
 @dataclass(frozen=True)
@@ -452,7 +453,7 @@ def _pages(objects: Mapping[int, bytes], root: int | None) -> list[bytes]:
         node = _dict_part(objects[num])
         kids = _kids(node)
         if kids is not None:
-            stack.extend(reversed(kids))
+            stack.extend(int(k) for k in reversed(kids))
         else:
             found.append(node)
     return found
