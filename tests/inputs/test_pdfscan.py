@@ -98,7 +98,9 @@ def _png_up(rows: list[bytes]) -> bytes:
 def _write(path: Path, objects: dict[int, bytes], *, root: int, info: int | None, packed: set[int],
            xref: str = "stream") -> Path:
     """A PDF of `objects` (number -> body between `obj` and `endobj`); those in `packed` go in one object
-    stream; the cross-reference data is an xref stream (PNG Up predictor) or a classic table."""
+    stream (only with an xref stream: a classic table cannot point into one); the cross-reference data is
+    an xref stream (PNG Up predictor) or a classic table."""
+    packed = packed if xref == "stream" else set()
     out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
     where: dict[int, tuple[int, int, int]] = {}
     stm = max(objects) + 1
@@ -293,3 +295,16 @@ def test_files_pdfium_reads_agree_on_the_summary(tmp_path: Path) -> None:
     text = bind_inputs({"s": pdf}, RLMConfig())[1].text
     assert "PDF, 4 pages, title 'Packed (objects)', author 'h6'; no text layer on page 2 (scanned" in text
     assert "Part One" in text and "Part Two" in text
+
+
+def test_a_pdf_over_the_scan_bytes_is_read_through_its_xref_data(tmp_path: Path) -> None:
+    objects, packed = _document(3, scanned={1})
+    filler = pdfscan.SCAN_BYTES + 2**20
+    objects[99] = b"<< /Length %d >>\nstream\n" % filler + b"\0" * filler + b"\nendstream"  # named by no page
+    pdf = _write(tmp_path / "big.pdf", objects, root=1, info=7, packed=packed, xref="table")
+    assert pdf.stat().st_size > pdfscan.SCAN_BYTES
+    facts = _scan(pdf)
+    assert (facts.pages, facts.textless, facts.meta["author"]) == (3, (2,), "h6")
+    data = pdf.read_bytes()
+    pdf.write_bytes(re.sub(rb"startxref\s+\d+", b"startxref\n5", data[-200:]).join([data[:-200], b""]))
+    assert _scan(pdf) == pdfscan.PdfFacts()  # no usable xref data: described from its size alone

@@ -18,6 +18,7 @@ within the bounds is None ("unknown"), never a guess; text extraction happens in
 from __future__ import annotations
 
 import base64
+import bisect
 import re
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +34,7 @@ TEXT_CHECKS = 200           # pages inflated to find scans; ~4 ms per 200 text-h
 XREF_SECTIONS = 256         # cross-reference sections followed through /Prev and /XRefStm
 XREF_BYTES = 16 * 2**20     # bytes one classic cross-reference table may take
 OBJECT_BYTES = 2**20        # bytes one object without a stream may take
+XREF_RANGES = 100_000       # subsections in one cross-reference section
 
 _OBJ = re.compile(rb"(\d+)\s+\d+\s+obj\b(.*?)\bendobj\b", re.S)
 _HEAD = re.compile(rb"\s*(\d+)\s+\d+\s+obj\b")
@@ -42,6 +44,7 @@ _SHOWS_TEXT = re.compile(rb"T[jJ]\b|['\"]\s*$", re.M)  # the text-showing operat
 _ENTRY = re.compile(rb"(\d{10}) \d{5} ([nf])(?: \r| \n|\r\n)")
 _SUBSECTION = re.compile(rb"\s*(\d+)[ \t]+(\d+)[ \t]*(?:\r\n|\r|\n)")
 _FREE = (-2, 0)
+_NO_MORE = 2**63
 
 
 @dataclass(frozen=True)
@@ -201,11 +204,13 @@ class _Section:
 
     def lookup(self, num: int) -> tuple[int, int] | None:
         """(-1, offset), (object stream, index) or _FREE for object `num`; None when not in this section."""
-        for first, count, at in self.ranges:
-            if first <= num < first + count:
-                entry = self.data[at + self.row * (num - first):at + self.row * (num - first + 1)]
-                return self._entry(entry)
-        return None
+        k = bisect.bisect_right(self.ranges, (num, _NO_MORE, _NO_MORE)) - 1  # ranges are sorted by first
+        if k < 0:
+            return None
+        first, count, at = self.ranges[k]
+        if num >= first + count:
+            return None
+        return self._entry(self.data[at + self.row * (num - first):at + self.row * (num - first + 1)])
 
     def numbers(self) -> Iterator[int]:
         for first, count, _ in self.ranges:
@@ -355,11 +360,13 @@ class _Objects(Mapping[int, bytes]):
                 raise _Broken("xref subsection too long")
             ranges.append((first, count, m.end()))
             pos = m.end() + 20 * count
+            if len(ranges) > XREF_RANGES:
+                raise _Broken("xref table with too many subsections")
         if not re.match(rb"\s*trailer\b", buf[pos:pos + 64]):
             raise _Broken("xref table without trailer")
         have(pos + 4096)
         rest = buf[pos:pos + 4096]
-        self._sections.append(_Section(buf, tuple(ranges), 20))
+        self._sections.append(_Section(buf, tuple(sorted(ranges)), 20))
         return rest[:rest.find(b"startxref")] if b"startxref" in rest else rest
 
     def _xref_stream(self, at: int) -> bytes:
@@ -379,10 +386,12 @@ class _Objects(Mapping[int, bytes]):
         index = re.search(rb"/Index\s*\[([\d\s]+)\]", d)
         numbers = [int(x) for x in index.group(1).split()] if index else [0, _int(d, b"Size") or 0]
         ranges, at_row = [], 0
+        if len(numbers) > 2 * XREF_RANGES:
+            raise _Broken("xref stream with too many subsections")
         for first, count in zip(numbers[::2], numbers[1::2], strict=False):
             ranges.append((first, count, at_row * sum(w)))
             at_row += count
-        self._sections.append(_Section(raw, tuple(ranges), sum(w), w))
+        self._sections.append(_Section(raw, tuple(sorted(ranges)), sum(w), w))
         return d
 
 
@@ -589,4 +598,4 @@ def _string(body: bytes, key: str) -> str:
 
 
 __all__ = ["A85_BYTES", "INFLATE_BYTES", "MAX_OUTLINE", "MAX_PAGES", "OBJECT_BYTES", "PdfFacts", "SCAN_BYTES",
-           "TEXT_CHECKS", "XREF_BYTES", "XREF_SECTIONS", "scan_pdf"]
+           "TEXT_CHECKS", "XREF_BYTES", "XREF_RANGES", "XREF_SECTIONS", "scan_pdf"]
