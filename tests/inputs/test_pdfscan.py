@@ -146,11 +146,12 @@ def _write(path: Path, objects: dict[int, bytes], *, root: int, info: int | None
 
 
 def _content(text: str | None) -> bytes:
-    ops = (b"BT /F1 12 Tf 72 720 Td (%s) Tj ET" % text.encode()) if text else b"0 0 m 200 200 l S"
+    ops = (b"BT /F1 12 Tf 72 720 Td (%s) Tj ET" % text.encode()) if text else b"0 0 m 200 200 l S\n" * 2000
     data = zlib.compress(ops)
     return b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(data) + data + b"\nendstream"
 
 
+# a scanned page's drawing inflates to 36 KB: past the first inflate steps, then zlib's end with a byte after it
 def _document(pages: int, *, scanned: set[int] = frozenset(), kids: list[int] | None = None,  # type: ignore[assignment]
               count: int | None = None) -> tuple[dict[int, bytes], set[int]]:
     """Objects of a document: catalog 1, pages 2, outline 3-5, font 6, info 7, then page and content pairs.

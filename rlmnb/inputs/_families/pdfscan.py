@@ -511,10 +511,14 @@ def _shows_text(body: bytes) -> bool | None:
     inflate, pending, tail, total, step = zlib.decompressobj(), body[at:body.rfind(b"endstream")], b"", 0, 1024
     try:
         while total < INFLATE_BYTES:
-            out = inflate.decompress(pending, min(step, INFLATE_BYTES - total))
+            limit = min(step, INFLATE_BYTES - total)
+            out = inflate.decompress(pending, limit)
             step = min(2 * step, 2**20)
             pending, total = inflate.unconsumed_tail, total + len(out)
-            window, final = tail + out, not inflate.unconsumed_tail
+            final = inflate.eof or (not pending and len(out) < limit)  # else more output is held back
+            if not out and not final:
+                return None  # no progress: not a stream zlib can finish
+            window = tail + out
             m = _SHOWS_TEXT.search(window)
             if m is not None and (m.end() < len(window) or final):  # `'` at a step's end may go on
                 return True
