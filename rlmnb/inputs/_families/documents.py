@@ -51,6 +51,7 @@ class Probe:
     meta: dict[str, str] = field(default_factory=dict)
     outline: tuple[str, ...] = ()
     textless: tuple[int, ...] = ()
+    checked: int | None = None  # pages checked for a text layer when fewer than `pages` (an even sample)
     workbook: sheets.WorkbookFacts | None = None
 
 
@@ -70,7 +71,8 @@ def probe(path: str, size: int, shown: str) -> Probe:
         if facts.pages is not None and facts.pages > docread.MAX_PAGES:
             raise InputError(f"{shown} has {facts.pages:,} pages, over the {docread.MAX_PAGES:,}-page limit; "
                              "split it.")
-        return Probe(fmt, facts.pages, None, facts.meta, facts.outline, facts.textless or ())
+        sampled = facts.checked if facts.checked is not None and facts.checked != facts.pages else None
+        return Probe(fmt, facts.pages, None, facts.meta, facts.outline, facts.textless or (), sampled)
     if fmt in ("DOCX", "PPTX", "XLSX"):
         return _office(path, fmt, shown)
     if fmt == "XLS":
@@ -178,11 +180,15 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
         if p.meta.get(key):
             parts.append(f"{key} {clip(p.meta[key], 80)!r}")
     text = ", ".join(parts)
+    sampled = p.checked is not None and p.pages is not None
+    of = f" (of {p.checked:,} checked of {p.pages:,})" if sampled else ""
     if p.textless:
         nums = ", ".join(str(n) for n in p.textless[:20]) + (", ..." if len(p.textless) > 20 else "")
-        text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums} (scanned: send "
+        text += (f"; no text layer on page{'s' if len(p.textless) > 1 else ''} {nums}{of} (scanned: send "
                  f".pages[i].image() to a vision sub-call, or read it with .pages[i].ocr() where tesseract is "
                  f"installed)")
+    elif sampled:
+        text += f"; a text layer on each of the {p.checked:,} pages checked of {p.pages:,}"
     if p.words is not None:
         tokens = round(p.words * 1.35)
     elif p.format in ("PDF", "PPTX") and p.pages is not None:
