@@ -8,6 +8,7 @@ kernel left nothing behind; a module that starts kernels marks itself
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import re
 import tempfile
@@ -87,6 +88,7 @@ def leftovers(wait: float = 30.0) -> dict[str, list[Any]]:
     after waiting up to `wait` seconds for them to go (a loaded machine stops a kernel tree slowly; a leak
     never goes)."""
     pool.wait_idle(60)
+    gc.collect()  # a kernel object dropped without kill() is stopped when it is collected (process._reap)
     deadline = time.monotonic() + wait
     while True:
         spare_pids, spare_dirs = _spare_paths()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +128,19 @@ async def test_a_kernel_killed_from_another_thread_as_it_launches_is_not_left_ru
     with pytest.raises(SandboxError, match="stopped while it started"):
         await kernel.spawn(warm=False)
     # no_leftovers: the process launched behind the kill's back was stopped too
+
+
+async def test_a_kernel_object_dropped_without_kill_is_stopped_when_collected() -> None:
+    import gc
+
+    import psutil
+
+    kernel = KernelProcess(scrubbed_env(()), None)
+    await kernel.spawn(warm=False)
+    process = psutil.Process(kernel.pid)
+    runtime_dir = kernel.runtime_dir
+    del kernel  # e.g. a spare taken by a run that failed before it could stop it: nobody can reach it now
+    gc.collect()
+    assert process.wait(timeout=30) is not None or not process.is_running()
+    assert not Path(runtime_dir).exists()
+    # no_leftovers: nothing else either

@@ -118,6 +118,8 @@ class KernelProcess:
         self.pid: int | None = None
         self.ready = False
         self.killed = False
+        self._reaper: weakref.finalize[Any, Any] | None = None
+        self._contexts: list[Any] = []  # the client's ZMQ context while connected (the reaper closes it too)
         self._lock = threading.Lock()
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -159,6 +161,9 @@ class KernelProcess:
                 await km.start_kernel(env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=log)
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
+            # a kernel whose object is dropped without kill() (nobody can reach it any more) is stopped then
+            self._reaper = weakref.finalize(self, _reap, km, self._contexts, self.marker, self.runtime_dir,
+                                            self.cwd if self.own_cwd else None)
             if self.killed:
                 raise SandboxError("the kernel was stopped while it started")
         except BaseException as exc:
@@ -218,6 +223,7 @@ class KernelProcess:
 
         self.disconnect()
         self.context = zmq.asyncio.Context()
+        self._contexts.append(self.context)
         self.context.setsockopt(zmq.RECONNECT_IVL, 10)
         self.context.setsockopt(zmq.LINGER, 0)
         self.context.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_BYTES)
@@ -228,6 +234,7 @@ class KernelProcess:
     def disconnect(self) -> None:
         client, context = self.client, self.context
         self.client = self.context = None
+        self._contexts.clear()
         self.loop = None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -272,6 +279,8 @@ class KernelProcess:
         self.disconnect()
         if km is not None:
             _stop_manager(km, self.marker)
+        if self._reaper is not None:
+            self._reaper.detach()
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
         home, self.home = self.home, None
         if home is not None:
@@ -345,6 +354,19 @@ class KernelProcess:
 
     def __repr__(self) -> str:
         return f"KernelProcess(pid={self.pid}, alive={self.alive()})"
+
+
+def _reap(km: Any, contexts: list[Any], marker: str, runtime_dir: str, own_cwd: str | None) -> None:
+    """What a KernelProcess leaves when it is garbage-collected without kill(): its process tree, its
+    manager's and client's sockets (a ZMQ context left to the collector can block in term()) and its files."""
+    for context in contexts:
+        with contextlib.suppress(Exception):
+            context.destroy(linger=0)
+    with contextlib.suppress(Exception):
+        _stop_manager(km, marker)
+    shutil.rmtree(runtime_dir, ignore_errors=True)
+    if own_cwd is not None:
+        shutil.rmtree(own_cwd, ignore_errors=True)
 
 
 def _stop_manager(km: Any, marker: str) -> None:

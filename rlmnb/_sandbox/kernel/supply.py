@@ -82,15 +82,21 @@ class KernelSupply:
         kernel, self._spare = self._spare, None
         if kernel is None and self.warm and not self.confinement.on:
             kernel = pool.take(key)
-        if kernel is not None and (not set(kernel.base_env) <= set(wanted) or not self._fits(kernel)):
-            await asyncio.to_thread(kernel.kill)
-            kernel = None
+        if kernel is not None:
+            try:  # the inputs' grants can fail (an input the kernel cannot reach): the spare is ours to stop
+                usable = set(kernel.base_env) <= set(wanted) and self._fits(kernel)
+            except BaseException:
+                kernel.kill()
+                raise
+            if not usable:
+                await _stop(kernel)
+                kernel = None
         if kernel is not None:
             self._launching = kernel
             try:
                 await kernel.wait_ready()
             except SandboxError:
-                await asyncio.to_thread(kernel.kill)  # a spare that failed to come up is stopped, not dropped
+                await _stop(kernel)  # a spare that failed to come up is stopped, not dropped
                 kernel = None
             except BaseException:  # cancelled while waiting (the run ended): the spare is ours to stop
                 kernel.kill()
@@ -141,6 +147,15 @@ class KernelSupply:
             return kernel
 
         return spawn
+
+
+async def _stop(kernel: KernelProcess) -> None:
+    """Kill a kernel off the event loop; cancelled meanwhile (the run ended), kill it here before going on."""
+    try:
+        await asyncio.to_thread(kernel.kill)
+    except BaseException:
+        kernel.kill()  # idempotent: a kill already under way in the thread returns at once
+        raise
 
 
 def _kill_kernel(kernel: KernelProcess) -> None:
