@@ -252,8 +252,17 @@ def journal_paths(folder: str | Path) -> list[Path]:
     base = Path(folder)
     if not base.is_dir():
         return []
-    found = [p for p in base.iterdir() if p.suffix == SUFFIX and p.is_file()]
-    return sorted(found, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+    dated = []
+    for path in base.iterdir():
+        if path.suffix != SUFFIX:
+            continue
+        try:  # another run's prune may delete a journal between the listing and this look (concurrent runs)
+            stat = path.stat()
+        except OSError:
+            continue
+        if path.is_file():
+            dated.append((stat.st_mtime, path.name, path))
+    return [path for _, _, path in sorted(dated, key=lambda t: (t[0], t[1]), reverse=True)]
 
 
 def list_journals(folder: str | Path) -> list[JournalSummary]:
