@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,21 @@ def test_fingerprints_see_changed_files_and_values(tmp_path: Path) -> None:
     after = {"d": fingerprint(data, [str(data)]), "t": fingerprint("abd")}
     assert changed_inputs(before, after) == ["d's files changed (size or modification time)", "t changed"]
     assert json.dumps(before)  # serialisable into the header
+
+
+def test_a_journal_deleted_while_the_folder_is_listed_is_skipped(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlmnb._engine.journal import journal_paths
+
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.jsonl").write_text("{}\n")
+    stat = Path.stat
+
+    def vanishing(self: Path, **kw: Any) -> Any:  # another run's prune deleted b between listing and stat
+        if self.name == "b.jsonl":
+            raise FileNotFoundError(str(self))
+        return stat(self, **kw)
+
+    monkeypatch.setattr(Path, "stat", vanishing)
+    assert sorted(p.name for p in journal_paths(tmp_path)) == ["a.jsonl", "c.jsonl"]
+    assert len(prune(tmp_path, 1)) == 1
