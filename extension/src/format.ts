@@ -56,6 +56,14 @@ export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
   return text;
 }
 
+/** A turn's heading; turn 0 holds what the harness did before the root's first step (the first reading). */
+export function turnTitle(turn: number, maxTurns: number | null | undefined): string {
+  if (turn === 0) {
+    return 'Before turn 1: first reading';
+  }
+  return `Turn ${turn}${maxTurns ? `/${maxTurns}` : ''}`;
+}
+
 export function fmtSecs(s: number | null | undefined): string {
   if (s === null || s === undefined) {
     return '?';

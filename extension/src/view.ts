@@ -7,7 +7,7 @@ import { Env, answerView } from './answer';
 import { Group, Resumed, Run, Tree, Turn, groupFigures, outCounts, runElapsed, slotsRecorded } from './fold';
 import {
   Child, STATUS_LABELS, codeOfReply, copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, insertButton, runnableCode,
-  moreLabel, pendingTurnText, plural, promptCacheText, replayedTurn, resumedText
+  moreLabel, pendingTurnText, plural, promptCacheText, replayedTurn, resumedText, turnTitle
 } from './format';
 import { frameView, outputParts } from './frames';
 import { PAGE_SIZE, callRow, traceView } from './trace';
@@ -182,7 +182,7 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     meta.push(`code ${fmtSecs(t.duration)}`);
   }
   const pending = pendingTurnText(t, run);
-  const title = h('div', 'rlmnb-turn-title', h('b', '', `Turn ${t.turn}${t.maxTurns ? `/${t.maxTurns}` : ''}`), ' ',
+  const title = h('div', 'rlmnb-turn-title', h('b', '', turnTitle(t.turn, t.maxTurns)), ' ',
     h('span', 'rlmnb-muted', meta.join(' · ')),
     pending ? h('span', `rlmnb-flag rlmnb-flag-pending${run.status === 'running' ? '' : ' rlmnb-flag-ended'}`, pending) : null,
     t.error ? h('span', 'rlmnb-flag rlmnb-flag-error', t.errorType ?? 'error') : null,

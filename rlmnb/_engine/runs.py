@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlmnb._engine.conversation import Conversation
+from rlmnb._engine.first_read import first_read
 from rlmnb._engine.limits import RunLimits, run_limits, sub_prompt_window
 from rlmnb._engine.loop import first_prompt, run_turns, system_prompt
 from rlmnb._engine.resources import RunSpec, TreeResources
@@ -121,6 +122,10 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
     try:
         await sandbox.start(host)
         await sandbox.bind(spec.bind_fields if spec.bind_fields is not None else spec.fields)
+        if spec.conversation is None and spec.depth == 0:
+            reading = await first_read(ctx, spec.fields)
+            if reading is not None:
+                conversation.opening.append(reading)
         outcome = await run_turns(ctx)
         verified: bool | None = None
         if tree.verify is not None and outcome.status in ("submitted", "fallback"):

@@ -244,7 +244,8 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
         return "exception", render("reject_exception", error_type=result.submit_during_exception)
     if result.submit_error:
         return "jsonable", render("reject_unjsonable", error=result.submit_error)
-    if ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns:
+    if (ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns
+            and not ctx.extra.get("first_read")):  # a first reading is output the root has seen
         return "first_turn", load("reject_first_turn")
     return None
 

@@ -44,7 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", help="folder for results.jsonl, summary and plot (default results/)")
     p.add_argument("--max-cost", type=float, help="stop before the evaluation would pass this many dollars")
     p.add_argument("--dry-run", action="store_true", help="print the cost estimate and stop; no model is called")
-    p.add_argument("--context-window", type=int, help="the root model's window for `direct` (default: litellm's)")
+    p.add_argument("--context-window", type=int,
+                   help="the root model's window for `direct` (default: litellm's); with --api-base also both models' "
+                        "window in the rlm methods (their limits and first reading)")
     p.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
                    help="dollars per million input and output tokens for a model litellm has no price for")
     p.add_argument("--sandbox", choices=("local", "kernel"), help="sandbox of the rlm methods (default kernel)")
@@ -80,6 +82,8 @@ def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, f
         options["api_base"] = args.api_base
     if args.api_key:
         options["api_key"] = args.api_key
+    if args.api_base and getattr(args, "context_window", None):  # a served model litellm knows nothing of
+        options["context_window"] = args.context_window
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature
     if getattr(args, "max_tokens", None):

@@ -19,6 +19,7 @@ __all__ = ["CONFINEMENTS", "SANDBOXES", "RLMConfig", "field_names", "parse_size"
 SANDBOXES = ("local", "kernel")
 CONFINEMENTS = ("auto", "required", "off")
 COMPACTIONS = ("drop", "summarize")
+FIRST_READS = ("auto", "on", "off")
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']"}
 
 
@@ -69,6 +70,11 @@ class RLMConfig:
     """Send a short submitted answer (a number or a few words) back once per run when the model typed it into
     its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
     the next submission is accepted. Costs one extra turn when it fires; never on the last turn."""
+    first_read: str = "auto"
+    """Before the root's first step, the sub-model reads the text inputs with the question (at most 4 sub-calls,
+    each text cut to fit its window) and the root sees its answers: 'on', 'off', or 'auto' (on for a root model
+    whose context window is 32,768 tokens or less, where a small model reading the text whole does better than
+    its own code)."""
     sandbox: str = "kernel"
     """'kernel' (a separate IPython kernel process: hard timeouts, memory cap, no secrets) or 'local'
     (a namespace in this process: faster, but not a boundary against the code the model writes)."""
@@ -162,6 +168,8 @@ class RLMConfig:
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
             object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
+        if self.first_read not in FIRST_READS:
+            raise ConfigError(f"first_read must be one of {', '.join(FIRST_READS)}, got {self.first_read!r}.")
         if self.compaction not in COMPACTIONS:
             raise ConfigError(f"compaction must be one of {', '.join(COMPACTIONS)}, got {self.compaction!r}.")
         if not isinstance(self.journal, bool | str) or self.journal == "":

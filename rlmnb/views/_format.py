@@ -12,7 +12,7 @@ from typing import Any
 
 from rlmnb._ground.text import clip as clip_text
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
+__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
            "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
            "progress_text", "prompt_cache_text", "queue_text", "quote_notes", "replayed_turn", "resumed_text",
            "running_time"]
@@ -74,6 +74,13 @@ def replayed_turn(mark: dict[str, Any] | None, turn: int) -> bool:
         return False
     where = mark.get("turn")
     return where is None or turn < where or (turn == where and bool(mark.get("within")))
+
+
+def turn_title(turn: int, max_turns: int | None) -> str:
+    """A turn's heading; turn 0 holds what the harness did before the root's first step (the first reading)."""
+    if turn == 0:
+        return "Before turn 1: first reading"
+    return f"Turn {turn}" + (f"/{max_turns}" if max_turns else "")
 
 
 def fmt_rate(per_second: float) -> str:

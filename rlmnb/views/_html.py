@@ -31,6 +31,7 @@ from rlmnb.views._format import (
     queue_text,
     replayed_turn,
     resumed_text,
+    turn_title,
 )
 from rlmnb.views._frames import frame_html, output_parts
 
@@ -268,8 +269,7 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
         chips += _chip("submitted", GREEN)
     if replayed:
         chips += _chip("from the journal", GREY)
-    limit = f"/{t['max_turns']}" if t["max_turns"] else ""
-    out = [f'<div style="{FONT}"><div><b>Turn {t["turn"]}{limit}</b> '
+    out = [f'<div style="{FONT}"><div><b>{turn_title(t["turn"], t["max_turns"])}</b> '
            f'<span style="{MUTED}">{" · ".join(bits)}</span>{chips}</div>']
     if t["reply"] is not None:
         out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reply ({len(t["reply"]):,} characters)'

@@ -24,6 +24,7 @@ from rlmnb.views._format import (
     queue_text,
     replayed_turn,
     resumed_text,
+    turn_title,
 )
 
 __all__ = ["render_text", "summary_line"]
@@ -108,7 +109,7 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
     for number in tree.turn_numbers(run_id):
         t = tree.turn_view(run_id, number)
         lines.extend(_mark_lines(mark, number, False, pad))
-        title = f"── Turn {number}" + (f"/{t['max_turns']}" if t["max_turns"] else "") + " "
+        title = f"── {turn_title(number, t['max_turns'])} "
         flags = [f for f, on in (("error", bool(t["error"])), ("timed out", t["timed_out"]),
                                  ("submitted", t["submitted"]), ("from the journal", replayed_turn(mark, number)))
                  if on]

@@ -149,3 +149,21 @@ def test_eval_bad_arguments_are_one_sentence(tmp_path: Path, capsys: pytest.Capt
     assert main(["eval", "-m", "openai/unpriced-model", "--max-cost", "1", "--out", str(tmp_path),
                  "--api-base", "http://127.0.0.1:9/v1"]) == 2
     assert "no price is known" in capsys.readouterr().err
+
+
+def test_context_window_with_api_base_reaches_both_models_of_the_rlm_methods() -> None:
+    # a served model litellm knows nothing of: without the window the rlm methods fit no limit to it (and a small
+    # model gets no first reading); --context-window is the only place the user states it
+    import argparse
+
+    from rlmnb._eval.command import add_arguments, spec_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    base = ["--task", "niah", "--sizes", "8k", "-m", "openai/local", "-s", "openai/local-sub", "--context-window",
+            "16000"]
+    spec = spec_from_args(parser.parse_args([*base, "--api-base", "http://127.0.0.1:1/v1"]))
+    assert spec.setup.model.context_window == 16_000 and spec.setup.sub_model.context_window == 16_000
+    assert spec.setup.context_window == 16_000
+    spec = spec_from_args(parser.parse_args(base))  # a provider's model: litellm's window stands; direct's is set
+    assert isinstance(spec.setup.model, str) and spec.setup.context_window == 16_000

@@ -1,0 +1,135 @@
+"""A first reading: before a small root model's first step, the sub-model reads the text inputs with the question.
+
+Entry points: `wants_first_read(config, limits)` (is it on for this run) and `first_read(ctx, fields)` (make
+the reading; returns the user message that joins the opening, or None).
+
+Why: a small model (a few billion parameters, a 16K-token window) rarely finds what a long text holds by
+writing code alone, while the same model reading the text whole answers correctly far more often (issue 22:
+RULER at 8K tokens, rlmnb 0.17 against the model alone 0.54). The harness offers that strategy itself and
+the root keeps the rest: it sees what the sub-model answered, checks with code and submits.
+
+Contract:
+- Mode `first_read`: "off"; "on" (whenever the texts fit `MAX_PARTS` sub-calls); "auto" (on when the root
+  model's context window is known and at most `SMALL_ROOT_WINDOW` tokens: the small local models of issue 22).
+  Never for a child run, a continued run or a run whose sub-model window is unknown.
+- Only text inputs (in-memory `str` and text files) are read, each cut into parts that fit the sub-model's
+  prompt window with the instruction around them; when every text together needs more than
+  `min(MAX_PARTS, max_llm_calls // 2)` parts, there is no first reading (the root works as usual).
+- The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
+  SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
+  opening is rebuilt byte-identical.
+- The reading is a user message after the opening; it says whose reading it is and that it is unchecked.
+  With it the root may submit on its first step (the reading is output it has seen).
+- Budget refused or every part failed: no reading, no error (the run goes on as without it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rlmnb._ground.config import RLMConfig
+from rlmnb._ground.errors import BudgetExhausted
+from rlmnb._ground.prompts import render
+from rlmnb._ground.text import clip
+from rlmnb._ground.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from rlmnb._engine.limits import RunLimits
+    from rlmnb._engine.turn import RunContext
+
+__all__ = ["MAX_PARTS", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
+
+SMALL_ROOT_WINDOW = 32_768
+"""A root model whose window is at most this many tokens gets a first reading in mode "auto"."""
+MAX_PARTS = 4
+"""Most sub-calls one first reading makes (all text inputs together)."""
+ANSWER_CHARS = 600
+"""Characters of each part's answer shown to the root."""
+_FILL = 0.8
+"""Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
+
+
+def wants_first_read(config: RLMConfig, limits: RunLimits) -> bool:
+    """Whether this run's root gets a first reading (see the module docs for the modes)."""
+    if config.first_read == "off" or limits.sub_window is None:
+        return False
+    if config.first_read == "on":
+        return True
+    return limits.root_window is not None and limits.root_window <= SMALL_ROOT_WINDOW
+
+
+def parts_of(text: str, part_tokens: int) -> list[tuple[int, int]]:
+    """(start, end) character spans of `text`, even, each at most about `part_tokens` tokens, cut at a line break
+    (else a space) within a tenth of a part of the even cut, and covering the text exactly."""
+    total = max(1, count_tokens(text))
+    size = max(1, int(part_tokens * len(text) / total * 0.9))  # the 0.9 leaves room for cuts moved later
+    count = math.ceil(len(text) / size)
+    slack = len(text) // count // 10
+    cuts = [0]
+    for i in range(1, count):
+        target = round(i * len(text) / count)
+        lo, hi = max(cuts[-1] + 1, target - slack), min(len(text) - 1, target + slack)
+        cut = target
+        for sep in ("\n", " "):
+            before, after = text.rfind(sep, lo, target), text.find(sep, target, hi)
+            near = [p for p in (before, after) if p >= 0]
+            if near:
+                cut = min(near, key=lambda p: abs(p - target)) + 1
+                break
+        cuts.append(cut)
+    cuts.append(len(text))
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def _texts(fields: Sequence[Any], budget_tokens: int) -> list[tuple[str, str]] | None:
+    """The text inputs as (name, text); None when any input is not text or all of them are too large."""
+    texts: list[tuple[str, str]] = []
+    for f in fields:
+        if f.info.kind not in ("text", "text_file") or f.info.est_tokens > budget_tokens:
+            return None
+        value = f.load()
+        if not isinstance(value, str):
+            return None
+        texts.append((f.name, value))
+    return texts or None
+
+
+async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
+    """Have the sub-model read the text inputs with the question; the message for the root, or None."""
+    limits = ctx.run_limits()
+    if not wants_first_read(ctx.config, limits) or limits.sub_window is None:
+        return None
+    max_parts = min(MAX_PARTS, ctx.config.max_llm_calls // 2)
+    if max_parts < 1:
+        return None
+    frame = render("first_read_ask", question=ctx.question.strip(), input="x", where="", text="")
+    part_tokens = int(limits.sub_window * _FILL) - count_tokens(frame, None)
+    if part_tokens < 500:
+        return None
+    texts = _texts(fields, part_tokens * max_parts * 2)
+    if texts is None:
+        return None
+    pieces: list[tuple[str, int, int, int, str]] = []  # name, part, of, tokens, text
+    for name, text in texts:
+        spans = parts_of(text, part_tokens)
+        for i, (start, end) in enumerate(spans):
+            pieces.append((name, i + 1, len(spans), count_tokens(text[start:end], None), text[start:end]))
+            if len(pieces) > max_parts:
+                return None
+    prompts = [render("first_read_ask", question=ctx.question.strip(), input=name, text=body,
+                      where=f", part {part} of {of}" if of > 1 else "")
+               for name, part, of, _, body in pieces]
+    try:
+        answers = await ctx.sub.query_batched(prompts, group="first reading")
+    except BudgetExhausted:
+        return None
+    if all(a.startswith("[error]") for a in answers):
+        return None
+    lines = []
+    for (name, part, of, tokens, _), answer in zip(pieces, answers, strict=True):
+        where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
+        lines.append(f"- {where} ({tokens:,} tokens): {clip(' '.join(answer.split()), ANSWER_CHARS)}")
+    ctx.extra["first_read"] = True
+    return render("first_read", answers="\n".join(lines), calls=len(prompts))

@@ -1,0 +1,138 @@
+"""The first reading: before a small root model's first step the sub-model reads the text inputs with the question.
+
+Issue 22's measurement: on RULER at 8K tokens the 1.5B model reading the text whole scored 0.54 and rlmnb 0.17;
+its root wrote string code or guessed from the preview and never sent the text to the sub-model. These tests
+script both models; the sub-model answers from the part it is given, as a real one would.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from sandbox_support import code
+
+from rlmnb import RLM
+from rlmnb._engine.first_read import parts_of
+from rlmnb._ground.errors import ConfigError
+from rlmnb._models.base import Message
+from rlmnb.events import BatchStarted, GuardRejected, SubCallFinished
+from rlmnb.testing import ScriptedLM
+
+NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
+FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
+QUESTION = "What is the special magic number for furtive-donation?"
+
+
+def haystack(repeats: int) -> str:
+    half = FILLER * (repeats // 2)
+    return half + NEEDLE + "\n" + half
+
+
+def reader(messages: list[Message]) -> str:
+    """A sub-model that finds the needle when its part holds it."""
+    text = str(messages[-1]["content"])
+    found = re.search(r"furtive-donation is: (\d+)", text)
+    return found.group(1) if found else "NOT FOUND"
+
+
+def run(replies: list[str], text: str, *, window: int | None = 16_384, sub_window: int | None = 16_384,
+        **kw: Any) -> tuple[Any, ScriptedLM, ScriptedLM]:
+    root = ScriptedLM(replies, name="root", context_window=window, max_output_tokens=400)
+    sub = ScriptedLM(reader, name="sub", context_window=sub_window, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local", **kw).run(QUESTION, text=text)
+    return result, root, sub
+
+
+def opening(root: ScriptedLM) -> list[str]:
+    """The user messages of the root's first request (the question with its summary, then any reading)."""
+    return [str(m["content"]) for m in root.requests[0][1:] if m["role"] == "user"]
+
+
+def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its_first_step() -> None:
+    result, root, sub = run([code("submit('4015985')")], haystack(200))
+    assert len(sub.requests) == 1
+    asked = str(sub.requests[0][-1]["content"])
+    assert NEEDLE in asked and asked.rstrip().endswith("reply exactly: NOT FOUND") and QUESTION in asked
+    reading = opening(root)[-1]
+    assert reading.startswith("First reading (made by the harness before your first step)")
+    assert '`inputs["text"]` whole' in reading and ": 4015985" in reading
+    # the reading is output the root has seen: no first-turn refusal, and the evidence check finds the value
+    assert not result.trajectory.of(GuardRejected)
+    assert result.status == "submitted" and result.answer == "4015985"
+    batch = result.trajectory.of(BatchStarted)[0]
+    assert (batch.turn, batch.group, batch.size) == (0, "first reading", 1)
+    assert result.usage.sub_calls == 1
+
+
+def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_shown() -> None:
+    text = haystack(900)  # ~21.6K tokens: two parts of a 16K window
+    result, root, sub = run([code("submit('4015985')")], text)
+    assert len(sub.requests) == 2
+    reading = opening(root)[-1]
+    assert "part 1 of 2" in reading and "part 2 of 2" in reading
+    assert reading.count("tokens): NOT FOUND") == 1 and reading.count("tokens): 4015985") == 1
+    sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
+                   for r in sub.requests)
+    assert sent == text  # the parts cover the text exactly, in order
+    assert result.status == "submitted"
+
+
+def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many_parts() -> None:
+    look = code("print(len(inputs['text']))")
+    for window, sub_window, mode, text in [
+        (128_000, 128_000, "auto", haystack(200)),     # a large root: its own code is the strategy
+        (None, 16_384, "auto", haystack(200)),         # root window unknown
+        (16_384, None, "on", haystack(200)),           # the sub-model's window unknown: parts cannot be sized
+        (16_384, 16_384, "off", haystack(200)),        # turned off
+        (16_384, 16_384, "auto", haystack(6_000)),     # ~110K tokens: more than four parts
+    ]:
+        result, root, sub = run([look, code("submit('x')")], text, window=window, sub_window=sub_window,
+                                first_read=mode, evidence_check=False)
+        assert not sub.requests, (window, sub_window, mode)
+        assert not any(m.startswith("First reading") for m in opening(root))
+    result, root, sub = run([code("submit('4015985')")], haystack(200), window=128_000, sub_window=128_000,
+                            first_read="on")
+    assert len(sub.requests) == 1 and result.status == "submitted"
+
+
+def test_no_first_reading_for_tables_or_when_the_sub_call_budget_is_tiny() -> None:
+    import pandas as pd
+
+    root = ScriptedLM([code("print(len(inputs['t']))"), code("submit(3)")], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    sub = ScriptedLM(reader, name="sub", context_window=16_384, max_output_tokens=120)
+    RLM(root, sub, sandbox="local").run("How many rows?", t=pd.DataFrame({"a": [1, 2, 3]}))
+    assert not sub.requests
+    result, root, sub = run([code("print(1)"), code("submit('x')")], haystack(200), max_llm_calls=1,
+                            evidence_check=False)
+    assert not sub.requests
+
+
+def test_a_failed_reading_leaves_the_run_as_without_it() -> None:
+    def broken(messages: list[Message]) -> str:
+        raise RuntimeError("server down")
+
+    root = ScriptedLM([code("print(1)"), code("submit('x')")], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    sub = ScriptedLM(broken, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local", evidence_check=False, max_retries=0).run(QUESTION, text=haystack(200))
+    assert not any(m.startswith("First reading") for m in opening(root))
+    assert result.status == "submitted"
+    assert len(result.trajectory.of(SubCallFinished)) == 1
+
+
+def test_first_read_takes_only_its_three_modes() -> None:
+    with pytest.raises(ConfigError, match="first_read must be one of auto, on, off"):
+        RLM(ScriptedLM([]), first_read="yes")
+
+
+def test_parts_are_even_cut_at_a_line_and_cover_the_text() -> None:
+    text = haystack(3_000)
+    spans = parts_of(text, 10_000)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(text[end - 1] == "\n" for _, end in spans[:-1])
+    sizes = [end - start for start, end in spans]
+    assert max(sizes) - min(sizes) < 200
