@@ -8,6 +8,7 @@ script both models; the sub-model answers from the part it is given, as a real o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +48,12 @@ def run(replies: list[str], text: str, *, window: int | None = 16_384, sub_windo
 
 def opening(root: ScriptedLM) -> list[str]:
     """The user messages of the root's first request (the question with its summary, then any reading)."""
-    return [str(m["content"]) for m in root.requests[0][1:] if m["role"] == "user"]
+    out = []
+    for m in root.requests[0][1:]:
+        if m["role"] != "user":
+            break
+        out.append(str(m["content"]))
+    return out
 
 
 def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its_first_step() -> None:
@@ -136,3 +142,18 @@ def test_parts_are_even_cut_at_a_line_and_cover_the_text() -> None:
     assert all(text[end - 1] == "\n" for _, end in spans[:-1])
     sizes = [end - start for start, end in spans]
     assert max(sizes) - min(sizes) < 200
+
+
+def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_opening(tmp_path: Path) -> None:
+    look = code("print(inputs['text'][:40])")
+    text = haystack(900)  # two parts
+    first, root, sub = run([look, code("print(2)"), "no code"], text, max_iterations=2, journal=str(tmp_path))
+    assert first.status == "fallback" and len(sub.requests) == 2
+    root2 = ScriptedLM([code("submit('4015985')")], name="root", context_window=16_384, max_output_tokens=400)
+    sub2 = ScriptedLM(reader, name="sub", context_window=16_384, max_output_tokens=120)
+    again = RLM(root2, sub2, sandbox="local", journal=str(tmp_path), max_iterations=4).resume(first.journal,
+                                                                                            text=text)
+    assert again.status == "submitted" and again.answer == "4015985"
+    assert sub2.requests == []  # both parts answered by the journal
+    assert len(root2.requests) == 1  # turns 1 and 2 served: the opening (reading included) hashed the same
+    assert opening(root2)[1] == opening(root)[1] and opening(root)[1].startswith("First reading")
