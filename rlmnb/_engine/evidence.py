@@ -6,6 +6,7 @@ Entry points:
 - `latest_other(steps, repeat_of)`: the most recent step whose output differs from a repeated one (what
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
+- `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -30,7 +31,7 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
-           "short_answer", "steps_of", "typed_at", "unevidenced"]
+           "prose_answer", "short_answer", "steps_of", "typed_at", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -111,6 +112,29 @@ def output_tails(steps: Sequence[Step], *, per_step: int = 400, total: int = 400
         kept.append(block)
         size += len(block) + 2
     return kept[::-1]
+
+
+# ---- a bare answer in prose --------------------------------------------------------------------------
+_WRAPPERS = "`'\"*"
+
+
+def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = ()) -> str | None:
+    """The value of a reply that is nothing but a short answer ("4015985", "`France`."), when a real output of
+    the run, a sub-call reply or one of the `seen` texts (a first reading) shows it; else None.
+
+    Small models often answer in prose once they have seen the value; the evidence makes that a submission
+    rather than a guess. The question and the InputsSummary do not count here: a value only they hold is read
+    from the preview, not found.
+    """
+    text = reply.strip()
+    if "\n" in text or not text:
+        return None
+    value = text.rstrip(".").strip(_WRAPPERS).strip()
+    if not short_answer(value) or value.lower().startswith(("final", "submit")):
+        return None
+    texts = [*seen, *(step.text for step in steps_of(trajectory, run_id))]
+    texts.extend(e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id)
+    return value if found_in(value, texts) else None
 
 
 # ---- the evidence check ---------------------------------------------------------------------------

@@ -131,5 +131,6 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     for (name, part, of, tokens, _), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         lines.append(f"- {where} ({tokens:,} tokens): {clip(' '.join(answer.split()), ANSWER_CHARS)}")
-    ctx.extra["first_read"] = True
-    return render("first_read", answers="\n".join(lines), calls=len(prompts))
+    message = render("first_read", answers="\n".join(lines), calls=len(prompts))
+    ctx.extra["first_read"] = message  # output the root has seen: the first-turn rule and prose answers read it
+    return message

@@ -20,7 +20,7 @@ from rlmnb._engine.budget import Budget
 from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
-from rlmnb._engine.evidence import last_lines, latest_other, steps_of, unevidenced
+from rlmnb._engine.evidence import last_lines, latest_other, prose_answer, steps_of, unevidenced
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
 from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
@@ -191,6 +191,11 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     reply = step.kept or load("empty_kept")
     notes_of_reply = reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
     if step.code is None:
+        answer = _prose_answer(ctx, step.kept)
+        if answer is not None:
+            ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=answer)
+            return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
+                           TurnRecord(turn, reply, ""))
         ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply)))
         return None
     calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
@@ -248,6 +253,16 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
             and not ctx.extra.get("first_read")):  # a first reading is output the root has seen
         return "first_turn", load("reject_first_turn")
     return None
+
+
+def _prose_answer(ctx: RunContext, text: str) -> str | None:
+    """A reply that is only a short value real output showed ends the run as a submission (not on the first turn
+    before any output, nor with an answer schema, which needs submit())."""
+    reading = ctx.extra.get("first_read")
+    if ctx.schema is not None or (ctx.turn == 1 and not reading and not ctx.config.allow_first_turn_submit):
+        return None
+    return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
+                        seen=[reading] if isinstance(reading, str) else [])
 
 
 def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str] | None:

@@ -208,6 +208,36 @@ def test_a_prose_guess_gets_a_directive_and_its_value_is_checked() -> None:
     assert [e.purpose for e in result.trajectory.of(ModelReply)] == ["turn"] * 4
 
 
+# ---- a bare answer in prose ------------------------------------------------------------------------------------
+def test_a_bare_value_an_output_showed_ends_the_run_as_a_submission() -> None:
+    # recorded (bench/realmodel.py, needle): after seeing the value the model replied with the number alone, three
+    # turns running, and each got the no-code note until the fallback
+    for reply, value in [("4015985", "4015985"), ("`4015985`.", "4015985"), ('"4015985"', "4015985")]:
+        result, root = run([LOOK, FIND, reply, code("submit('never')")])
+        assert result.status == "submitted" and result.answer == value, reply
+        assert len(root.requests) == 3 and result.trajectory.of(Submitted)[0].turn == 3
+
+
+def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> None:
+    from rlmnb._engine.evidence import prose_answer
+    from rlmnb.events import Trajectory
+
+    result, root = run([LOOK, "4742018", code("submit(4015985)")], evidence_check=False)
+    assert result.answer == 4015985 and "a value written without running code is a guess" in observations(root)[1]
+    # the preview shows the needle at its head: a bare value read there is not found by the run
+    result, root = run([LOOK, "4015985", FIND, code("submit(4015985)")], text=NEEDLE + " " + haystack())
+    assert result.trajectory.of(Submitted)[0].turn == 4
+    empty = Trajectory()
+    assert prose_answer("4015985", trajectory=empty, run_id="r", seen=["it is: 4015985"]) == "4015985"
+    for reply in ["The special magic number is 4015985.", "4015985\n4015985", "FINAL", "", "seven words in a row to say it"]:
+        assert prose_answer(reply, trajectory=empty, run_id="r", seen=["it is: 4015985 FINAL"]) is None, reply
+
+
+def test_no_bare_answer_on_the_first_turn_before_any_output() -> None:
+    result, root = run(["4015985", FIND, code("submit(4015985)")], text=NEEDLE + " " + haystack())
+    assert result.trajectory.of(Submitted)[0].turn == 3
+
+
 def test_a_trim_drops_repeated_steps_before_older_findings() -> None:
     from rlmnb._engine.conversation import Conversation, TurnRecord
 

@@ -157,3 +157,12 @@ def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_open
     assert sub2.requests == []  # both parts answered by the journal
     assert len(root2.requests) == 1  # turns 1 and 2 served: the opening (reading included) hashed the same
     assert opening(root2)[1] == opening(root)[1] and opening(root)[1].startswith("First reading")
+
+
+def test_a_bare_answer_the_reading_gave_ends_the_run_at_its_first_step() -> None:
+    # recorded (bench/realmodel.py, needle, with a first reading): the model replied "2204211" alone, three turns
+    # running, each told its reply had no code, until the fallback gave the same number
+    result, root, _ = run(["4015985", code("submit('never')")], haystack(200))
+    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
+    result, root, _ = run(["1234567", code("print(1)"), code("submit('x')")], haystack(200), evidence_check=False)
+    assert result.answer == "x"  # a bare value the reading did not give is not an answer
