@@ -6,7 +6,9 @@ Entry points:
 - `latest_other(steps, repeat_of)`: the most recent step whose output differs from a repeated one (what
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
-- `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose).
+- `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
+  `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
+  submit it).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -31,7 +33,7 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
-           "prose_answer", "short_answer", "steps_of", "typed_at", "unevidenced"]
+           "prose_answer", "short_answer", "states_shown_value", "steps_of", "typed_at", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -132,9 +134,28 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     value = text.rstrip(".").strip(_WRAPPERS).strip()
     if not short_answer(value) or value.lower().startswith(("final", "submit")):
         return None
+    return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+
+
+_STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")
+
+
+def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = ()) -> bool:
+    """Whether prose (a reply without code) states a value real output showed: a number of two or more digits or a
+    quoted or `backticked` term that the run's outputs, sub-call replies or `seen` texts hold."""
+    values: list[Any] = [m.group(0) for m in _NUMBER.finditer(reply) if len(m.group(0).replace(",", "")) >= 2]
+    values += [next(g for g in m.groups() if g) for m in _STATED.finditer(reply)]
+    if not values:
+        return False
+    texts = _shown(trajectory, run_id, seen)
+    return any(found_in(v, texts) for v in values)
+
+
+def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
+    """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
     texts = [*seen, *(step.text for step in steps_of(trajectory, run_id))]
     texts.extend(e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id)
-    return value if found_in(value, texts) else None
+    return texts
 
 
 # ---- the evidence check ---------------------------------------------------------------------------

@@ -20,7 +20,14 @@ from rlmnb._engine.budget import Budget
 from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
-from rlmnb._engine.evidence import last_lines, latest_other, prose_answer, steps_of, unevidenced
+from rlmnb._engine.evidence import (
+    last_lines,
+    latest_other,
+    prose_answer,
+    states_shown_value,
+    steps_of,
+    unevidenced,
+)
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
 from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
@@ -196,7 +203,10 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=answer)
             return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
                            TurnRecord(turn, reply, ""))
-        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply)))
+        stated = turn > 1 and states_shown_value(step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
+                                                 seen=_reading(ctx))
+        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
+                                                                  states_found=stated)))
         return None
     calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
     timeout = limits.snippet_timeout
@@ -258,11 +268,15 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
 def _prose_answer(ctx: RunContext, text: str) -> str | None:
     """A reply that is only a short value real output showed ends the run as a submission (not on the first turn
     before any output, nor with an answer schema, which needs submit())."""
-    reading = ctx.extra.get("first_read")
-    if ctx.schema is not None or (ctx.turn == 1 and not reading and not ctx.config.allow_first_turn_submit):
+    if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
-    return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
-                        seen=[reading] if isinstance(reading, str) else [])
+    return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+
+
+def _reading(ctx: RunContext) -> list[str]:
+    """The first reading's message, when the run had one (output the root has seen)."""
+    reading = ctx.extra.get("first_read")
+    return [reading] if isinstance(reading, str) else []
 
 
 def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str] | None:

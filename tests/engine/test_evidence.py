@@ -233,6 +233,18 @@ def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> 
         assert prose_answer(reply, trajectory=empty, run_id="r", seen=["it is: 4015985 FINAL"]) is None, reply
 
 
+def test_prose_stating_a_printed_value_is_told_how_to_submit_it_not_called_a_guess() -> None:
+    # recorded (bench/realmodel.py, refunds): turn 1's SQL printed "east 136"; turn 2 replied "The area with the
+    # most refunds is `east`, which has 136 occurrences." and was told a value written without code is a guess
+    sentence = "The special magic number for furtive-donation is `4015985`, as printed above."
+    result, root = run([LOOK, FIND, sentence, code("submit(4015985)")])
+    note = observations(root)[2]
+    assert "If your reply states the final answer, end the run with one block that calls submit" in note
+    assert "guess" not in note and result.status == "submitted"
+    result, root = run([LOOK, "The magic number is probably 7777777.", code("submit(1)")], evidence_check=False)
+    assert "a value written without running code is a guess" in observations(root)[1]
+
+
 def test_no_bare_answer_on_the_first_turn_before_any_output() -> None:
     result, root = run(["4015985", FIND, code("submit(4015985)")], text=NEEDLE + " " + haystack())
     assert result.trajectory.of(Submitted)[0].turn == 3
