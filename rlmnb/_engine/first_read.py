@@ -1,7 +1,7 @@
 """A first reading: before a small root model's first step, the sub-model reads the text inputs with the question.
 
 Entry points: `wants_first_read(config, limits)` (is it on for this run) and `first_read(ctx, fields)` (make
-the reading; returns the user message that joins the opening, or None).
+the reading; returns its text, which the opening message shows after the InputsSummary, or None).
 
 Why: a small model (a few billion parameters, a 16K-token window) rarely finds what a long text holds by
 writing code alone, while the same model reading the text whole answers correctly far more often (issue 22:
@@ -18,8 +18,10 @@ Contract:
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
-- The reading is a user message after the opening; it says whose reading it is and that it is unchecked.
-  With it the root may submit on its first step (the reading is output it has seen).
+- The reading goes into the opening message after the InputsSummary (it says whose reading it is and that it
+  is unchecked), whose last line then asks for one step that checks it and a submit; the fallback shows its
+  answers again beside the outputs' tails. With it the root may submit on its first step, and a bare answer
+  it gave counts as shown (the reading is output the root has seen).
 - Budget refused or every part failed: no reading, no error (the run goes on as without it).
 """
 
@@ -133,4 +135,5 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         lines.append(f"- {where} ({tokens:,} tokens): {clip(' '.join(answer.split()), ANSWER_CHARS)}")
     message = render("first_read", answers="\n".join(lines), calls=len(prompts))
     ctx.extra["first_read"] = message  # output the root has seen: the first-turn rule and prose answers read it
+    ctx.extra["first_read_answers"] = "\n".join(lines)  # what the fallback shows again
     return message

@@ -45,7 +45,10 @@ def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, An
     return rules
 
 
-def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: AnswerSchema | None) -> str:
+def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: AnswerSchema | None,
+                 reading: str | None = None) -> str:
+    """The question with its InputsSummary, limits and reach; with a first reading (`first_read`), its answers
+    after the summary and a first step that checks them."""
     extra = []
     if config.max_tokens:
         extra.append(f"{config.max_tokens:,} tokens")
@@ -54,8 +57,10 @@ def first_prompt(question: str, summary_text: str, config: RLMConfig, schema: An
     if config.max_time:
         extra.append(f"{config.max_time:g} s")
     text = render("first_user", question=question.strip(), summary=summary_text,
+                  reading=f"\n{reading}\n" if reading else "",
                   max_iterations=config.max_iterations, max_llm_calls=config.max_llm_calls,
-                  extra_limits="".join(", " + e for e in extra))
+                  extra_limits="".join(", " + e for e in extra),
+                  start=load("first_read_start") if reading else "Start by exploring the inputs with code.")
     if config.sandbox == "kernel" and config.confinement != "off" and (config.allow_paths or config.allow_network):
         reach = [*(f"files under {p}" for p in config.allow_paths), *(f"TCP {n}" for n in config.allow_network)]
         text += render("reach", reach=", ".join(reach))
@@ -90,6 +95,9 @@ async def fallback(ctx: RunContext) -> Outcome:
     limits = ctx.run_limits()
     tails = output_tails(steps_of(ctx.bus.trajectory, ctx.scope.run_id),
                          total=max(400, min(4000, limits.output_chars // 2)))
+    reading = ctx.extra.get("first_read_answers")
+    if isinstance(reading, str):  # the sub-model's reading is real output too
+        tails.insert(0, f"The first reading answered:\n{reading}")
     printed = render("fallback_outputs", outputs="\n\n".join(tails)) if tails else ""
     prompt = render("fallback", max_iterations=ctx.config.max_iterations, printed=printed)
     before = ctx.conversation.tokens()

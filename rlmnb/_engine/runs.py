@@ -125,7 +125,8 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
         if spec.conversation is None and spec.depth == 0:
             reading = await first_read(ctx, spec.fields)
             if reading is not None:
-                conversation.opening.append(reading)
+                conversation.opening[0] = first_prompt(spec.question, spec.summary.text, tree.config, schema,
+                                                       reading)
         outcome = await run_turns(ctx)
         verified: bool | None = None
         if tree.verify is not None and outcome.status in ("submitted", "fallback"):

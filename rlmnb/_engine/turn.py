@@ -237,7 +237,7 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     repeat_of = ctx.repeats.check(turn, step.code, output_of(result))
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
-                extra=notes_of_reply + notes, nudge=outcome is None, repeat_of=stalled,
+                extra=notes_of_reply + notes + _reading_again(ctx, stalled), nudge=outcome is None, repeat_of=stalled,
                 latest=_latest_other(ctx, stalled) if stalled is not None else None)
     _emit_code(ctx, turn, step.code, result, obs, repeat_of)
     if outcome is not None:
@@ -271,6 +271,13 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
     return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+
+
+def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:
+    """A stalled step is shown the first reading's answers again (recorded: the reading held the needle and the
+    root looped on a comment-only step until the fallback)."""
+    answers = ctx.extra.get("first_read_answers")
+    return [render("repeated_reading", answers=answers)] if stalled is not None and isinstance(answers, str) else []
 
 
 def _reading(ctx: RunContext) -> list[str]:

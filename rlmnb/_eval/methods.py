@@ -92,6 +92,7 @@ class Outcome:
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     tokens: TokenSplit | None = None  # root input/output and sub-call tokens; None: from usage (see tokens.py)
+    trajectory: Any = None  # the run's Trajectory (rlm methods): saved beside results.jsonl for reading
 
 
 class Method(Protocol):
@@ -141,7 +142,7 @@ class RLMMethod:
         return Outcome(answer=answer, status=result.status, usage=result.usage, error=result.error,
                        note=result.reason if result.status not in ("submitted",) else "",
                        extra={"refused_calls": refused} if refused else {},
-                       tokens=split_from_trajectory(result.usage, result.trajectory))
+                       tokens=split_from_trajectory(result.usage, result.trajectory), trajectory=result.trajectory)
 
 
 class DirectMethod:

@@ -2,7 +2,9 @@
 
 Runs go instance by instance (each instance is generated once and every method runs on it), appending
 one JSON line per (task, size, method, instance) to `<out>/results.jsonl`. A key already in the file is
-skipped, so a rerun after an interruption picks up where it stopped. With `max_cost`, the evaluation
+skipped, so a rerun after an interruption picks up where it stopped. An rlm method's trajectory is saved as
+`<out>/trajectories/<task>-<size>-<method>-<index>.json` (its path in the row's `extra["trajectory"]`), so
+the runs behind a score can be read. With `max_cost`, the evaluation
 stops before a run whose lean estimate would take the money spent (this evaluation's rows in the file,
 resumed ones included) past the limit, and each RLM run is capped at what is left.
 
@@ -13,6 +15,7 @@ call whose prompt is the input cut to the window; peers are estimated like `rlm`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,6 +235,8 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
     extra: dict[str, Any] = dict(outcome.extra)
     extra["meta"] = {k: v for k, v in instance.meta.items() if k != "counts"}
     split = outcome.tokens or TokenSplit.from_usage(usage)
+    if spec.out is not None and outcome.trajectory is not None:
+        extra["trajectory"] = str(_save_trajectory(outcome.trajectory, Path(spec.out), instance, method.name))
     return ResultRow(
         task=instance.task, size=instance.size, method=method.name, index=instance.index, seed=instance.seed,
         model=spec.setup.model_label, sub_model=spec.setup.sub_label, kind=instance.kind, tokens=instance.tokens,
@@ -245,3 +250,12 @@ def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float 
         cached_input_tokens=usage.cached_input_tokens, saved_usd=round(usage.saved_usd, 8),
         wall_s=round(usage.wall_s, 3), note=outcome.note, extra=extra,
         finished_at=now())
+
+
+def _save_trajectory(trajectory: Any, out: Path, instance: Instance, method: str) -> Path:
+    """`<out>/trajectories/<task>-<size>-<method>-<index>.json`: what the run did, for `rlmnb view` or the widget."""
+    name = re.sub(r"[^\w.-]+", "_", f"{instance.task}-{format_size(instance.size)}-{method}-{instance.index}")
+    folder = out / "trajectories"
+    folder.mkdir(parents=True, exist_ok=True)
+    path: Path = trajectory.save(folder / f"{name}.json")
+    return path

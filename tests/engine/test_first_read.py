@@ -46,14 +46,14 @@ def run(replies: list[str], text: str, *, window: int | None = 16_384, sub_windo
     return result, root, sub
 
 
-def opening(root: ScriptedLM) -> list[str]:
-    """The user messages of the root's first request (the question with its summary, then any reading)."""
-    out = []
-    for m in root.requests[0][1:]:
-        if m["role"] != "user":
-            break
-        out.append(str(m["content"]))
-    return out
+def opening(root: ScriptedLM) -> str:
+    """The root's first user message: the question, its summary, and the reading when there is one."""
+    return str(root.requests[0][1]["content"])
+
+
+def reading_of(root: ScriptedLM) -> str:
+    text = opening(root)
+    return text[text.index("First reading"):text.index("\n\nBudget:")] if "First reading" in text else ""
 
 
 def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its_first_step() -> None:
@@ -61,8 +61,11 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert len(sub.requests) == 1
     asked = str(sub.requests[0][-1]["content"])
     assert NEEDLE in asked and asked.rstrip().endswith("reply exactly: NOT FOUND") and QUESTION in asked
-    reading = opening(root)[-1]
+    reading = reading_of(root)
     assert reading.startswith("First reading (made by the harness before your first step)")
+    assert opening(root).rstrip().endswith("If the first reading answers the question, check it with one step of "
+                                           "code (print the part of the input that holds it) and then submit it; "
+                                           "otherwise start by exploring the inputs with code.")
     assert '`inputs["text"]` whole' in reading and ": 4015985" in reading
     # the reading is output the root has seen: no first-turn refusal, and the evidence check finds the value
     assert not result.trajectory.of(GuardRejected)
@@ -76,7 +79,7 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_s
     text = haystack(900)  # ~21.6K tokens: two parts of a 16K window
     result, root, sub = run([code("submit('4015985')")], text)
     assert len(sub.requests) == 2
-    reading = opening(root)[-1]
+    reading = reading_of(root)
     assert "part 1 of 2" in reading and "part 2 of 2" in reading
     assert reading.count("tokens): NOT FOUND") == 1 and reading.count("tokens): 4015985") == 1
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
@@ -97,7 +100,7 @@ def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many
         result, root, sub = run([look, code("submit('x')")], text, window=window, sub_window=sub_window,
                                 first_read=mode, evidence_check=False)
         assert not sub.requests, (window, sub_window, mode)
-        assert not any(m.startswith("First reading") for m in opening(root))
+        assert not reading_of(root) and opening(root).endswith("Start by exploring the inputs with code.")
     result, root, sub = run([code("submit('4015985')")], haystack(200), window=128_000, sub_window=128_000,
                             first_read="on")
     assert len(sub.requests) == 1 and result.status == "submitted"
@@ -124,7 +127,7 @@ def test_a_failed_reading_leaves_the_run_as_without_it() -> None:
                       max_output_tokens=400)
     sub = ScriptedLM(broken, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local", evidence_check=False, max_retries=0).run(QUESTION, text=haystack(200))
-    assert not any(m.startswith("First reading") for m in opening(root))
+    assert not reading_of(root)
     assert result.status == "submitted"
     assert len(result.trajectory.of(SubCallFinished)) == 1
 
@@ -156,7 +159,7 @@ def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_open
     assert again.status == "submitted" and again.answer == "4015985"
     assert sub2.requests == []  # both parts answered by the journal
     assert len(root2.requests) == 1  # turns 1 and 2 served: the opening (reading included) hashed the same
-    assert opening(root2)[1] == opening(root)[1] and opening(root)[1].startswith("First reading")
+    assert reading_of(root2) == reading_of(root) and "part 2 of 2" in reading_of(root)
 
 
 def test_a_bare_answer_the_reading_gave_ends_the_run_at_its_first_step() -> None:
@@ -166,3 +169,17 @@ def test_a_bare_answer_the_reading_gave_ends_the_run_at_its_first_step() -> None
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
     result, root, _ = run(["1234567", code("print(1)"), code("submit('x')")], haystack(200), evidence_check=False)
     assert result.answer == "x"  # a bare value the reading did not give is not an answer
+
+
+def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
+    # recorded (RULER niah_single_2, 8k): the reading answered 7067228, the root looped on a comment-only step and
+    # the fallback, shown only the essay's first lines, answered "5"
+    idle = code("# No output needed for this step\npass")
+    result, root, _ = run([code("print(inputs['text'][:30])"), idle, idle, "4015985"], haystack(200),
+                          max_iterations=3)
+    assert result.status == "fallback"
+    last = str(root.requests[-1][-1]["content"])
+    assert "The first reading answered:\n- `inputs[\"text\"]` whole" in last and "4015985" in last
+    stalled = str(root.requests[3][-2]["content"])  # turn 3 repeated turn 2: its stall note shows the reading again
+    assert "same code as turn 2" in stalled and "[note] The first reading answered:" in stalled
+    assert "If one of these answers the question, submit it." in stalled

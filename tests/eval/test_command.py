@@ -63,6 +63,12 @@ def test_eval_through_the_fake_server(fake_server_factory: Callable[..., Any], t
     assert all(r.score == 1.0 for r in rows), [(r.task, r.method, r.error) for r in rows if r.score < 1]
     rlm_rows = [r for r in rows if r.method == "rlm"]
     assert all(r.root_calls == 3 and r.sub_calls >= 1 and r.input_tokens > 0 for r in rlm_rows)
+    from rlmnb.events import Trajectory  # each rlm run's trajectory is kept for reading; direct has none
+
+    saved = sorted(p.name for p in (tmp_path / "trajectories").iterdir())
+    assert saved == sorted(f"{r.task}-8k-rlm-{r.index}.json" for r in rlm_rows)
+    assert all(Trajectory.load(r.extra["trajectory"]).events for r in rlm_rows)
+    assert all("trajectory" not in r.extra for r in rows if r.method == "direct")
     assert all(r.cost_usd and r.cost_usd > 0 and r.unpriced_calls == 0 for r in rows)
     stats = server.stats()
     assert stats["replies"] == sum(r.calls for r in rows)  # every call went over HTTP, none from a cache
