@@ -65,12 +65,22 @@ class MapReport:
                 f"pack{'s' if self.packs != 1 else ''}, {self.calls:,} sub-call{'s' if self.calls != 1 else ''}, "
                 f"{self.reasks:,} re-asked, {self.failures:,} failed")
         lines = [line + (" (None in the result; reasons in result.attrs['llm_errors'])" if self.failures else "")]
+        errors = list(self.errors)
         if self.stopped:
             lines.append(f"  stopped early: {self.stopped}")
-        for error in self.errors[:SHOWN_ERRORS]:
+            reason = f"not sent: {self.stopped}"
+            kept = [e for e in errors if e.reason != reason]
+            unsent = len(errors) - len(kept)
+            if unsent:  # one line for the items the stop left unsent, not one per item
+                errors = kept
+                lines.append(f"  {unsent:,} item{'s were' if unsent != 1 else ' was'} not sent.")
+            if "sub-call budget" in self.stopped:
+                lines.append("  Cut the items down with code first (filter the rows with pandas or sql(); a column "
+                             "may already hold what you need), or submit what you have.")
+        for error in errors[:SHOWN_ERRORS]:
             lines.append(f"  [{error.index!r}] {error.reason} <- {error.item!r}")
-        if len(self.errors) > SHOWN_ERRORS:
-            lines.append(f"  ... {len(self.errors) - SHOWN_ERRORS:,} more")
+        if len(errors) > SHOWN_ERRORS:
+            lines.append(f"  ... {len(errors) - SHOWN_ERRORS:,} more")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

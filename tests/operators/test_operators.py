@@ -433,3 +433,20 @@ def test_views_show_a_map_as_one_group_with_its_packing_figures() -> None:
     assert f"llm_classify: 100 items · 4 packs · {finished.reasks} re-asked · 0 failed" in text
     assert "llm_query_batched" not in text
     assert "<b>llm_classify</b> 100 items · 4 packs" in render_html(result.trajectory)
+
+
+def test_a_map_stopped_by_the_budget_says_so_once_and_how_to_go_on() -> None:
+    # recorded (bench/realmodel.py, billing, Qwen2.5-Coder 1.5B): llm_classify over 2,000 rows with 12 sub-calls;
+    # the report listed three identical "not sent" lines, and the model ran the same call four turns running
+    from rlmnb._operators.report import ItemError, MapReport
+
+    stop = "A batch of 40 sub-calls is larger than the whole sub-call budget (12 calls, none spent yet)"
+    unsent = tuple(ItemError(i, f"row {i}", f"not sent: {stop}", 0) for i in range(2_000))
+    text = MapReport("llm_classify", 2_000, 0, 0, 2_000, 0, stopped=stop, errors=unsent).text()
+    assert text.splitlines()[1:] == [
+        f"  stopped early: {stop}", "  2,000 items were not sent.",
+        "  Cut the items down with code first (filter the rows with pandas or sql(); a column may already hold what "
+        "you need), or submit what you have."]
+    other = ItemError(7, "row 7", "not one of the labels: 'cursed'", 3)
+    text = MapReport("llm_map", 10, 2, 1, 1, 3, errors=(other,)).text()
+    assert "[7] not one of the labels" in text and "not sent" not in text and "Cut the items" not in text
