@@ -7,6 +7,7 @@ Entry points:
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
 - `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
+  `restates(reply, answers)`: prose that restates a first reading's answer to the question (also an answer);
   `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
   submit it).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
@@ -32,8 +33,8 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
-           "prose_answer", "short_answer", "states_shown_value", "steps_of", "typed_at", "unevidenced"]
+__all__ = ["NOT_FOUND", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
+           "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -132,9 +133,24 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     if "\n" in text or not text:
         return None
     value = text.rstrip(".").strip(_WRAPPERS).strip()
-    if not short_answer(value) or value.lower().startswith(("final", "submit")):
+    if not short_answer(value) or value.lower().startswith(("final", "submit")) or value.upper() == NOT_FOUND:
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+
+
+NOT_FOUND = "NOT FOUND"
+"""What a first reading's part answers when it does not hold the answer (prompts/first_read_ask.md): never an answer."""
+RESTATE_CHARS = 400
+"""Longest prose reply read as restating a first reading's answer (longer prose is reasoning, not an answer)."""
+
+
+def restates(reply: str, answers: Sequence[str]) -> bool:
+    """Whether prose (a reply without code, at most `RESTATE_CHARS`) restates one of `answers` whole: the answers
+    a sub-model gave to the run's own question (a first reading), so restating one is answering with it."""
+    text = reply.strip()
+    if not text or len(text) > RESTATE_CHARS or "```" in text:
+        return False
+    return any(found_in(answer, [text]) for answer in answers if answer.strip())
 
 
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")

@@ -24,6 +24,7 @@ from rlmnb._engine.evidence import (
     last_lines,
     latest_other,
     prose_answer,
+    restates,
     states_shown_value,
     steps_of,
     unevidenced,
@@ -203,8 +204,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=answer)
             return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
                            TurnRecord(turn, reply, ""))
-        stated = turn > 1 and states_shown_value(step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
-                                                 seen=_reading(ctx))
+        stated = (turn > 1 or bool(_reading(ctx))) and states_shown_value(
+            step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
         ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
                                                                   states_found=stated)))
         return None
@@ -266,10 +267,14 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
 
 
 def _prose_answer(ctx: RunContext, text: str) -> str | None:
-    """A reply that is only a short value real output showed ends the run as a submission (not on the first turn
-    before any output, nor with an answer schema, which needs submit())."""
+    """A reply that is only a short value real output showed, or prose restating a first reading's answer, ends
+    the run as a submission (not on the first turn before any output, nor with an answer schema, which needs
+    submit())."""
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
+    values = ctx.extra.get("first_read_values")
+    if isinstance(values, list) and restates(text, values):  # affirming the reading's answer to the question
+        return text.strip()
     return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
 
 

@@ -183,3 +183,19 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     stalled = str(root.requests[3][-2]["content"])  # turn 3 repeated turn 2: its stall note shows the reading again
     assert "same code as turn 2" in stalled and "[note] The first reading answered:" in stalled
     assert "If one of these answers the question, submit it." in stalled
+
+
+def test_prose_restating_the_readings_answer_is_the_answer() -> None:
+    # recorded (RULER niah_single_2 and niah_multikey_1, 8k): turn 1 replied "The special magic number for
+    # tangy-midnight mentioned in the provided text is 7067228.", the reading's answer; it was told its value was a
+    # guess, then ran the example first step seven times, and only the fallback gave the number
+    sentence = "The special magic number for furtive-donation mentioned in the provided text is 4015985."
+    result, root, _ = run([sentence, code("submit('never')")], haystack(200))
+    assert result.status == "submitted" and result.answer == sentence and len(root.requests) == 1
+    # prose stating another value is not an answer; its note says how to submit rather than calling it a guess
+    other = "The special magic number is 1234567, I think."
+    result, root, _ = run([other, code("print(1)"), code("submit('x')")], haystack(200), evidence_check=False)
+    assert result.answer == "x"
+    # a part that said NOT FOUND gives nothing to restate
+    result, root, _ = run(["NOT FOUND", code("print(1)"), code("submit('x')")], haystack(900), evidence_check=False)
+    assert result.answer == "x"
