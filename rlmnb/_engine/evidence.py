@@ -33,7 +33,7 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["NOT_FOUND", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
+__all__ = ["NOT_FOUND", "Reading", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
            "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "unevidenced"]
 
 SHORT_CHARS = 60
@@ -136,6 +136,16 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     if not short_answer(value) or value.lower().startswith(("final", "submit")) or value.upper() == NOT_FOUND:
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A first reading the root was shown (`first_read`): the message, its answer lines (what the fallback and
+    the stall note show again) and the answers a restating reply submits (no "NOT FOUND", no error slots)."""
+
+    message: str
+    answers_text: str
+    values: tuple[str, ...]
 
 
 NOT_FOUND = "NOT FOUND"

@@ -31,7 +31,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlmnb._engine.evidence import NOT_FOUND
+from rlmnb._engine.evidence import NOT_FOUND, Reading
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.prompts import render
@@ -135,8 +135,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         lines.append(f"- {where} ({tokens:,} tokens): {clip(' '.join(answer.split()), ANSWER_CHARS)}")
     message = render("first_read", answers="\n".join(lines), calls=len(prompts))
-    ctx.extra["first_read"] = message  # output the root has seen: the first-turn rule and prose answers read it
-    ctx.extra["first_read_answers"] = "\n".join(lines)  # what the fallback shows again
-    ctx.extra["first_read_values"] = [a.strip() for a in answers  # answers a restating reply submits
-                                      if a.strip() and not a.startswith("[error]") and NOT_FOUND not in a]
+    ctx.reading = Reading(message, "\n".join(lines),
+                          tuple(a.strip() for a in answers if a.strip() and not a.startswith("[error]")
+                                and NOT_FOUND not in a))
     return message

@@ -95,9 +95,8 @@ async def fallback(ctx: RunContext) -> Outcome:
     limits = ctx.run_limits()
     tails = output_tails(steps_of(ctx.bus.trajectory, ctx.scope.run_id),
                          total=max(400, min(4000, limits.output_chars // 2)))
-    reading = ctx.extra.get("first_read_answers")
-    if isinstance(reading, str):  # the sub-model's reading is real output too
-        tails.insert(0, f"The first reading answered:\n{reading}")
+    if ctx.reading is not None:  # the sub-model's reading is real output too
+        tails.insert(0, f"The first reading answered:\n{ctx.reading.answers_text}")
     printed = render("fallback_outputs", outputs="\n\n".join(tails)) if tails else ""
     prompt = render("fallback", max_iterations=ctx.config.max_iterations, printed=printed)
     before = ctx.conversation.tokens()

@@ -21,6 +21,7 @@ from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.evidence import (
+    Reading,
     last_lines,
     latest_other,
     prose_answer,
@@ -78,6 +79,7 @@ class RunContext:
     limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
     repeats: Repeats = field(default_factory=Repeats)
     evidence_sent_back: bool = False  # the evidence check sends one submission back per run, at most
+    reading: Reading | None = None  # the first reading the root was shown (first_read.py), if any
 
     def run_limits(self) -> RunLimits:
         if self.limits is None:
@@ -261,7 +263,7 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
     if result.submit_error:
         return "jsonable", render("reject_unjsonable", error=result.submit_error)
     if (ctx.turn == 1 and not ctx.config.allow_first_turn_submit and not ctx.conversation.turns
-            and not ctx.extra.get("first_read")):  # a first reading is output the root has seen
+            and ctx.reading is None):  # a first reading is output the root has seen
         return "first_turn", load("reject_first_turn")
     return None
 
@@ -272,8 +274,7 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
     submit())."""
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
-    values = ctx.extra.get("first_read_values")
-    if isinstance(values, list) and restates(text, values):  # affirming the reading's answer to the question
+    if ctx.reading is not None and restates(text, ctx.reading.values):  # affirming the reading's answer
         return text.strip()
     return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
 
@@ -281,14 +282,14 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
 def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:
     """A stalled step is shown the first reading's answers again (recorded: the reading held the needle and the
     root looped on a comment-only step until the fallback)."""
-    answers = ctx.extra.get("first_read_answers")
-    return [render("repeated_reading", answers=answers)] if stalled is not None and isinstance(answers, str) else []
+    if stalled is None or ctx.reading is None:
+        return []
+    return [render("repeated_reading", answers=ctx.reading.answers_text)]
 
 
 def _reading(ctx: RunContext) -> list[str]:
     """The first reading's message, when the run had one (output the root has seen)."""
-    reading = ctx.extra.get("first_read")
-    return [reading] if isinstance(reading, str) else []
+    return [ctx.reading.message] if ctx.reading is not None else []
 
 
 def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str] | None:
