@@ -8,7 +8,7 @@
  * and checks that each figure agrees.
  */
 
-import { percentile } from './format';
+import { ASKED_AGAIN, percentile } from './format';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Event = { [key: string]: any };
@@ -406,6 +406,11 @@ export function fold(payload: unknown): Tree {
         t.replyTokens = [Number(u.input_tokens ?? 0), Number(u.output_tokens ?? 0)];
         t.replyCache = [Number(u.cached_input_tokens ?? 0) || 0, Number(u.saved_usd ?? 0) || 0];
         t.replyLatency = num(e.latency_s);
+        for (const n of (e.notes ?? []) as string[]) {
+          if (n in ASKED_AGAIN) {
+            t.notes.push(['info', ASKED_AGAIN[n]]);
+          }
+        }
         if (ts !== null) {
           tree.spans.push({ kind: 'reply', runId: e.run_id, turn: t.turn, start: ts - (t.replyLatency ?? 0), end: ts });
         }

@@ -56,6 +56,12 @@ export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
   return text;
 }
 
+/** A turn's note for each way the loop asks the root again before running a reply (model_reply notes). */
+export const ASKED_AGAIN: Record<string, string> = {
+  empty_retried: "asked again: the model's reply was empty",
+  repeat_reasked: "asked again: the model's reply would have run an earlier turn's code"
+};
+
 /** A turn's heading; turn 0 holds what the harness did before the root's first step (the first reading). */
 export function turnTitle(turn: number, maxTurns: number | null | undefined): string {
   if (turn === 0) {

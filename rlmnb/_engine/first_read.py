@@ -15,6 +15,9 @@ Contract:
 - Only text inputs (in-memory `str` and text files) are read, each cut into parts that fit the sub-model's
   prompt window with the instruction around them; when every text together needs more than
   `min(MAX_PARTS, max_llm_calls // 2)` parts, there is no first reading (the root works as usual).
+- A part may answer NOT FOUND (the answer can sit in another part); a text read whole is not offered that exit
+  (recorded: offered it, the whole reading of a variable-tracking text said NOT FOUND where the same model,
+  asked plainly, answered right).
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._engine.evidence import NOT_FOUND, Reading
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
-from rlmnb._ground.prompts import render
+from rlmnb._ground.prompts import load, render
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
 
@@ -107,7 +110,8 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     max_parts = min(MAX_PARTS, ctx.config.max_llm_calls // 2)
     if max_parts < 1:
         return None
-    frame = render("first_read_ask", question=ctx.question.strip(), input="x", where="", text="")
+    frame = render("first_read_ask", question=ctx.question.strip(), input="x", where="", text="",
+                   exit=load("first_read_part"))
     part_tokens = int(limits.sub_window * _FILL) - count_tokens(frame, None)
     if part_tokens < 500:
         return None
@@ -122,7 +126,8 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
             if len(pieces) > max_parts:
                 return None
     prompts = [render("first_read_ask", question=ctx.question.strip(), input=name, text=body,
-                      where=f", part {part} of {of}" if of > 1 else "")
+                      where=f", part {part} of {of}" if of > 1 else "",
+                      exit=load("first_read_part").rstrip("\n") if of > 1 else "")
                for name, part, of, _, body in pieces]
     try:
         answers = await ctx.sub.query_batched(prompts, group="first reading")

@@ -27,7 +27,8 @@ snippet), otherwise an indented block (4 spaces or a tab) that parses as Python,
 
 A small model stuck in a loop runs the same code turn after turn and reads the same output each time;
 `Repeats` remembers each turn's code (comments and layout aside) and output so the observation can
-name the earlier turn a new one repeats.
+name the earlier turn a new one repeats, and `Repeats.ran` says, before a step runs, which turn already
+ran its code (the loop then asks once for a different step).
 """
 
 from __future__ import annotations
@@ -337,11 +338,22 @@ class Repeats:
     """The steps of one run, by the hash of their normalised code and their output."""
 
     seen: dict[str, int] = field(default_factory=dict)
+    code_seen: dict[str, int] = field(default_factory=dict)
 
-    def check(self, turn: int, code: str, output: str) -> int | None:
-        """The earlier turn this one repeats, or None; remembers this turn either way."""
+    def check(self, turn: int, code: str, output: str, *, clean: bool = True) -> int | None:
+        """The earlier turn this one repeats, or None; remembers this turn either way (for `ran`, only a `clean`
+        run: one that raised, timed out or printed a failed sub-call may be worth running again)."""
         shown = _TURN_MARK.sub("<turn>", output)
         key = hashlib.sha256(f"{normal_code(code)}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
         earlier = self.seen.get(key)
         self.seen[key] = turn
+        if clean:
+            self.code_seen[normal_code(code)] = turn
+        else:
+            self.code_seen.pop(normal_code(code), None)
         return earlier
+
+    def ran(self, code: str) -> int | None:
+        """The latest earlier turn that ran this code (comments and layout aside) cleanly, before it runs again;
+        or None."""
+        return self.code_seen.get(normal_code(code))

@@ -1,7 +1,7 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
-A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`),
-its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
+A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`;
+an empty reply, or one whose code an earlier turn already ran, is asked again once), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
 evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`),
 and the observation added to the conversation (a repeated step's with the stall note, pointing at the
 latest different output). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
@@ -118,17 +118,19 @@ class Outcome:
     session: Session | None = None
 
 
-async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
-                    retry_empty: bool = False) -> tuple[Completion, Step]:
+async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, retry_empty: bool = False,
+                    retry_repeat: bool = False, **sampling: Any) -> tuple[Completion, Step]:
     """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after.
 
     The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
     where the provider takes them, so generation ends where the model starts writing output itself.
+    `retry_empty` / `retry_repeat` mark the reply's event when the caller will ask again because it is empty
+    or runs an earlier turn's code; `sampling` goes to the model (a re-ask's temperature).
     """
     tokens, cost = ctx.budget.estimate(ctx.root_lm, sum(len(str(m.get("content") or "")) for m in messages) // 4)
     reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0, est_tokens=tokens,
                                      est_cost=cost)
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = dict(sampling)
     if purpose == "turn" and await _supports_stop(ctx):
         params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
@@ -141,6 +143,8 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str,
     finish = completion.finish_reason or completion.meta.get("finish_reason")
     step = read_step(completion.text, finish_reason=finish)
     notes = step.notes + (["empty_retried"] if step.empty and retry_empty else [])
+    if retry_repeat and _repeats_code(ctx, step) is not None:
+        notes.append("repeat_reasked")
     reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
     ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
@@ -192,10 +196,14 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
                      tokens_before=before, tokens_after=ctx.conversation.tokens())
     messages = ctx.conversation.messages()
     try:
-        completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True)
+        completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True, retry_repeat=True)
         if step.empty:  # asked again once, without costing a turn; the empty reply stays out of the history
             retry = [*messages, {"role": "user", "content": load("empty_retry")}]
             completion, step = await root_call(ctx, retry, purpose="turn")
+        earlier = _repeats_code(ctx, step)
+        if earlier is not None:  # asked again once, the same way: the repeat stays out of the history
+            retry = [*messages, {"role": "user", "content": _repeat_ask(ctx, earlier)}]
+            completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
     reply = step.kept or load("empty_kept")
@@ -237,7 +245,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard=guard, reason=message)
             notes.append("[rejected] " + message)
     rejected = bool(notes)
-    repeat_of = ctx.repeats.check(turn, step.code, output_of(result))
+    shown = output_of(result)
+    repeat_of = ctx.repeats.check(turn, step.code, shown, clean=result.ok and "[error]" not in shown)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
                 extra=notes_of_reply + notes + _reading_again(ctx, stalled), nudge=outcome is None, repeat_of=stalled,
@@ -285,6 +294,36 @@ def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:
     if stalled is None or ctx.reading is None:
         return []
     return [render("repeated_reading", answers=ctx.reading.answers_text)]
+
+
+def _repeats_code(ctx: RunContext, step: Step) -> int | None:
+    """The earlier turn whose code this step would run again, or None.
+
+    Recorded (RULER at 8K, Qwen2.5-Coder 1.5B): the root ran the system prompt's example step on 7 turns in a
+    row, each time shown the stall note after the fact; it copies its own last reply, so the note never took.
+    The step is not run: the model is asked once more (`_repeat_ask`); if it sends the same code again, it runs.
+    """
+    return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
+
+
+def _repeat_ask(ctx: RunContext, earlier: int) -> str:
+    """What the re-ask after a repeated step says: the output is already above, take another step."""
+    reading = "\n" + render("repeated_reading", answers=ctx.reading.answers_text) if ctx.reading is not None else ""
+    return render("repeat_ask", turn=earlier) + reading
+
+
+REASK_TEMPERATURE = 0.7
+"""Temperature of the re-ask after a repeated step, for a root model built with a lower one: at 0 the same
+request prefix gives the same reply."""
+
+
+def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
+    """Sampling for the re-ask: a higher temperature only where the model was given a temperature (a model built
+    without one may refuse the parameter, as reasoning models do)."""
+    temperature = getattr(ctx.root_lm, "temperature", None)
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool) and temperature < REASK_TEMPERATURE:
+        return {"temperature": REASK_TEMPERATURE}
+    return {}
 
 
 def _reading(ctx: RunContext) -> list[str]:

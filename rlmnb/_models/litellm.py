@@ -218,6 +218,12 @@ class LiteLLM:
         return int(value) if isinstance(value, int) and value > 0 else None
 
     @property
+    def temperature(self) -> float | None:
+        """The sampling temperature this model was built with (`temperature=`), None when the provider decides."""
+        value = self.kwargs.get("temperature")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @property
     def supports_stop(self) -> bool:
         """Whether the provider takes stop sequences (litellm's supported parameters; imports litellm)."""
         if self._supports_stop is None:

@@ -50,6 +50,8 @@ class ScriptedLM:
         self.context_window = context_window
         self.max_output_tokens = max_output_tokens
         self.requests: list[list[Message]] = []
+        self.request_params: list[dict[str, Any]] = []
+        """The keyword parameters of each request (stop sequences, a re-ask's temperature), in order."""
         self._lock = threading.Lock()
         self._served = 0
 
@@ -81,6 +83,7 @@ class ScriptedLM:
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         reply = self._next(messages)
+        self.request_params.append(dict(params))
         scripted = reply if isinstance(reply, Completion) else Completion(text=reply, finish_reason="stop")
         text, finish = scripted.text, scripted.finish_reason
         stops = [s for s in (params.get("stop") or []) if s in text] if self.supports_stop else []

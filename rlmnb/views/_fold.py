@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlmnb.events import Event, Trajectory
-from rlmnb.views._format import percentile, quote_notes, running_time
+from rlmnb.views._format import ASKED_AGAIN, percentile, quote_notes, running_time
 
 __all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "out_counts"]
 
@@ -254,6 +254,7 @@ class RunTree:
             turn = self._turn(e.run_id, e.turn, e.ts)
             turn.reply, turn.reply_usage, turn.reply_latency = e.text, e.usage, e.latency_s
             turn.reasoning = getattr(e, "reasoning", "")
+            turn.notes.extend(("info", ASKED_AGAIN[n]) for n in getattr(e, "notes", None) or [] if n in ASKED_AGAIN)
             self._changes.add(("turn", e.run_id, e.turn))
         else:
             self._run(e.run_id, e.ts).fallback_reply = e.text

@@ -12,7 +12,7 @@ from typing import Any
 
 from rlmnb._ground.text import clip as clip_text
 
-__all__ = ["QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
+__all__ = ["ASKED_AGAIN", "QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
            "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
            "progress_text", "prompt_cache_text", "queue_text", "quote_notes", "replayed_turn", "resumed_text",
            "running_time"]
@@ -74,6 +74,13 @@ def replayed_turn(mark: dict[str, Any] | None, turn: int) -> bool:
         return False
     where = mark.get("turn")
     return where is None or turn < where or (turn == where and bool(mark.get("within")))
+
+
+ASKED_AGAIN = {
+    "empty_retried": "asked again: the model's reply was empty",
+    "repeat_reasked": "asked again: the model's reply would have run an earlier turn's code",
+}
+"""A turn's note for each way the loop asks the root again before running a reply (ModelReply.notes)."""
 
 
 def turn_title(turn: int, max_turns: int | None) -> str:

@@ -39,7 +39,8 @@ FIND = code("i = text.find('special magic number')\nprint(text[i - 40:i + 60])")
 def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_different_output() -> None:
     # recorded (needle, 8k): turn 3 printed "...for furtive-donation is: 4015985", then the model went back to
     # turn 2's code; the old note hid the output and changed nothing
-    result, root = run([LOOK, SPLIT, FIND, SPLIT, code("submit(4015985)")])
+    # the repeat is asked again once first (below); sent again, it runs with the stall note
+    result, root = run([LOOK, SPLIT, FIND, SPLIT, SPLIT, code("submit(4015985)")])
     assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, None, None, 2, None]
     obs = observations(root)[3]
     assert "chunks" in obs.splitlines()[1]  # the output is shown again
@@ -52,7 +53,7 @@ def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_differe
 
 
 def test_every_repeat_gets_the_note_and_a_chain_of_repeats_points_past_itself() -> None:
-    result, root = run([LOOK, SPLIT, FIND, SPLIT, SPLIT, SPLIT, code("submit(4015985)")])
+    result, root = run([LOOK, SPLIT, FIND, *[SPLIT] * 6, code("submit(4015985)")])
     assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)][3:6] == [2, 4, 5]
     for obs in observations(root)[3:6]:
         assert "printed the same output again" in obs and "(turn 3) ended with:" in obs and "4015985" in obs
@@ -60,10 +61,49 @@ def test_every_repeat_gets_the_note_and_a_chain_of_repeats_points_past_itself() 
 
 
 def test_a_repeat_with_no_other_output_has_no_pointer() -> None:
-    result, root = run([LOOK, LOOK, code("print(text[:10])"), code("submit('x')")], evidence_check=False)
+    result, root = run([LOOK, LOOK, LOOK, code("print(text[:10])"), code("submit('x')")], evidence_check=False)
     obs = observations(root)[1]
     assert "same code as turn 1" in obs and "most recent different output" not in obs
     assert obs.splitlines()[1] == str(len(haystack()))  # shown again
+
+
+EXAMPLE = code('data = inputs["text"]\nprint(type(data), len(data))\nprint(str(data)[:500])')
+
+
+def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> None:
+    # recorded (RULER vt, cwe and niah_multivalue at 8k): the root sent the system prompt's example step on seven
+    # turns in a row; the stall note after each run changed nothing (the model copies its own last reply)
+    look = "i = data.find('special magic number')\nprint(data[i - 40:i + 60])"
+    root = ScriptedLM([EXAMPLE, EXAMPLE, code(look), code("submit(4015985)")], name="root")
+    root.temperature = 0.0  # type: ignore[attr-defined]  # a model built with a temperature, as `rlmnb eval` does
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
+    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
+    runs = result.trajectory.of(CodeExecuted)
+    assert [e.code.splitlines()[0] for e in runs] == ['data = inputs["text"]', look.splitlines()[0], "submit(4015985)"]
+    assert "furtive-donation is: 4015985" in runs[1].stdout
+    replies = result.trajectory.of(ModelReply)
+    assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
+    reask = root.requests[2]
+    assert reask[:-1] == root.requests[1]  # the same history, the repeat left out of it
+    assert reask[-1]["role"] == "user" and str(reask[-1]["content"]).startswith(
+        "Do not send the code of turn 1 again: its output is already above")
+    assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
+    # the turn keeps the reply that ran; the repeat and the re-ask are in no later request
+    later = "\n".join(str(m["content"]) for m in root.requests[3][1:])  # after the system prompt
+    assert "Do not send the code" not in later and later.count("print(str(data)[:500])") == 1
+    assert result.status == "submitted" and result.answer == 4015985
+
+
+def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
+    # a model built without a temperature is not sent one (reasoning models refuse it)
+    result, root = run([LOOK, LOOK, FIND, code("submit(4015985)")])
+    assert "repeat_reasked" in result.trajectory.of(ModelReply)[1].notes
+    assert all("temperature" not in p for p in root.request_params)
+    # code whose run raised (or printed a failed sub-call) may be worth running again: it runs, with the stall note
+    broken = code("print(inputs['report'])")
+    result, root = run([broken, broken, FIND, code("submit(4015985)")])
+    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, 1, None, None]
+    assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
 
 
 def test_latest_other_skips_the_repeated_group() -> None:

@@ -60,7 +60,9 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     result, root, sub = run([code("submit('4015985')")], haystack(200))
     assert len(sub.requests) == 1
     asked = str(sub.requests[0][-1]["content"])
-    assert NEEDLE in asked and asked.rstrip().endswith("reply exactly: NOT FOUND") and QUESTION in asked
+    assert NEEDLE in asked and QUESTION in asked
+    # a text read whole is not offered a NOT FOUND exit (recorded, RULER vt 8k: offered it, the reading took it)
+    assert asked.rstrip().endswith("in a few words or a short list.") and "NOT FOUND" not in asked
     reading = reading_of(root)
     assert reading.startswith("First reading (made by the harness before your first step)")
     assert opening(root).rstrip().endswith("If the first reading answers the question, check it with one step of "
@@ -85,6 +87,7 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_s
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
                    for r in sub.requests)
     assert sent == text  # the parts cover the text exactly, in order
+    assert all(str(r[-1]["content"]).rstrip().endswith("reply exactly: NOT FOUND") for r in sub.requests)
     assert result.status == "submitted"
 
 
@@ -175,12 +178,14 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     # recorded (RULER niah_single_2, 8k): the reading answered 7067228, the root looped on a comment-only step and
     # the fallback, shown only the essay's first lines, answered "5"
     idle = code("# No output needed for this step\npass")
-    result, root, _ = run([code("print(inputs['text'][:30])"), idle, idle, "4015985"], haystack(200),
+    result, root, _ = run([code("print(inputs['text'][:30])"), idle, idle, idle, "4015985"], haystack(200),
                           max_iterations=3)
     assert result.status == "fallback"
     last = str(root.requests[-1][-1]["content"])
     assert "The first reading answered:\n- `inputs[\"text\"]` whole" in last and "4015985" in last
-    stalled = str(root.requests[3][-2]["content"])  # turn 3 repeated turn 2: its stall note shows the reading again
+    reask = str(root.requests[3][-1]["content"])  # turn 3 sent turn 2's code: asked again, shown the reading
+    assert reask.startswith("Do not send the code of turn 2 again") and "[note] The first reading answered:" in reask
+    stalled = str(root.requests[4][-2]["content"])  # then sent again, it ran: its stall note shows the reading too
     assert "same code as turn 2" in stalled and "[note] The first reading answered:" in stalled
     assert "If one of these answers the question, submit it." in stalled
 

@@ -213,8 +213,9 @@ def test_reasoning_is_recorded_but_not_kept_in_the_conversation() -> None:
 
 
 def test_repeated_code_with_the_same_output_gets_an_observation() -> None:
-    replies = [code("print(len(inputs['text']))"), code("# count again\nprint( len(inputs['text']) )"),
-               code("print(len(inputs['text']) + 0)"), code("submit(1)")]
+    again = code("# count again\nprint( len(inputs['text']) )")  # asked again once first, then sent again
+    replies = [code("print(len(inputs['text']))"), again, again, code("print(len(inputs['text']) + 0)"),
+               code("submit(1)")]
     result, root = run(replies)
     runs = result.trajectory.of(CodeExecuted)
     assert [e.repeat_of for e in runs] == [None, 1, None, None]

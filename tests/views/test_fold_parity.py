@@ -4,7 +4,8 @@
 Trajectories: the tutorial notebooks' saved runs, a run with a failing batch, single calls and a child
 run, a run whose calls queue for two slots, a 10,000-call run, that run cut off mid-batch (a kernel that
 died), a run interrupted with calls in flight and queued, the same runs in the old format (no `sub_call_sent`
-events, no `queued_s`), runs whose calls read the provider's prompt cache, and resumed runs (live from a batch's
+events, no `queued_s`), runs whose calls read the provider's prompt cache, a root asked again (an empty reply, a repeated step), and
+resumed runs (live from a batch's
 sub-call, from a root request, and never live). Figures compared:
 the meters (counts, in flight and queued, tokens, prompt-cache tokens and saving, cost, unpriced, root calls),
 every run (status, label, depth, parent, reason, notes, wall time), every turn (flags, timings, notes, the
@@ -97,6 +98,14 @@ def _mixed_run() -> dict[str, Any]:
     finished[5]["usage"]["cost_usd"] = None  # a call without a price
     finished[6]["usage"]["cost_usd"] = 0.0125
     return data
+
+
+def _asked_again_run() -> dict[str, Any]:
+    """A root asked again twice: once for an empty reply, once for a reply that would run turn 1's code."""
+    look = code("print(len(inputs['text']))")
+    root = ScriptedLM(["", look, look, code("print(inputs['text'][:5])"), code("submit('hello')")], name="root-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
 
 
 def _queued_run(calls: int, concurrency: int) -> dict[str, Any]:
@@ -213,7 +222,7 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
-        "prompt-cached": _prompt_cached_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
+        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -339,6 +348,8 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert old and not any("queued_s" in e for e in old)
     cached = [e["usage"] for e in trajectories["prompt-cached"]["events"] if e["kind"] == "sub_call_finished"]
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
+    notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
+    assert notes == ["empty", "empty_retried", "repeat_reasked"]
     marks = {name: [e for e in trajectories[name]["events"] if e["kind"] == "run_resumed"]
              for name in ("resumed-batch", "resumed-root", "resumed-whole")}
     assert [len(m) for m in marks.values()] == [1, 1, 1]
