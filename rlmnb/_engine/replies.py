@@ -42,7 +42,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 __all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "extract_code",
-           "final_call", "normal_code", "parses", "read_step", "split_reasoning"]
+           "final_call", "normal_code", "parses", "read_step", "split_reasoning", "without_code"]
 
 # ---- code in a text ------------------------------------------------------------------------------
 PYTHON_TAGS = frozenset({"python", "py", "python3", "repl", "ipython", "pycon"})
@@ -320,6 +320,18 @@ def _removed_note(invented: int, dropped: int) -> str:
 
 
 # ---- repeated steps -------------------------------------------------------------------------------
+def without_code(text: str, code: str, placeholder: str) -> str:
+    """`text` with `code` (comments and layout aside) left out: the whole text when its code is `code`, else each
+    fenced block whose body is `code`, replaced by `placeholder`. A model asked not to send a step again copies it
+    from wherever the request still shows it (its own earlier reply, an example)."""
+    target = normal_code(code)
+    whole = extract_code(text).code
+    if whole is not None and normal_code(whole) == target:
+        return placeholder
+    return _FENCE.sub(lambda m: placeholder if normal_code(_strip_prompts(m.group("body"))) == target else m.group(0),
+                      text.replace("\r\n", "\n"))
+
+
 _TURN_MARK = re.compile(r"<turn \d+(?:\.\d+)?>")  # tracebacks name the turn: the same error reads the same
 _LAYOUT = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
 

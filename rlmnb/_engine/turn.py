@@ -32,7 +32,7 @@ from rlmnb._engine.evidence import (
 )
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
-from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step
+from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step, without_code
 from rlmnb._engine.subcalls import SubCaller
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig
@@ -201,8 +201,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             retry = [*messages, {"role": "user", "content": load("empty_retry")}]
             completion, step = await root_call(ctx, retry, purpose="turn")
         earlier = _repeats_code(ctx, step)
-        if earlier is not None:  # asked again once, the same way: the repeat stays out of the history
-            retry = [*messages, {"role": "user", "content": _repeat_ask(ctx, earlier)}]
+        if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
+            retry = [*_code_left_out(messages, step.code), {"role": "user", "content": _repeat_ask(ctx, earlier)}]
             completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
@@ -301,9 +301,18 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
 
     Recorded (RULER at 8K, Qwen2.5-Coder 1.5B): the root ran the system prompt's example step on 7 turns in a
     row, each time shown the stall note after the fact; it copies its own last reply, so the note never took.
-    The step is not run: the model is asked once more (`_repeat_ask`); if it sends the same code again, it runs.
+    The step is not run: the model is asked once more (`_repeat_ask`), the code left out of the request wherever
+    it showed it (`_code_left_out`); if it sends the same code again, it runs.
     """
     return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
+
+
+def _code_left_out(messages: list[Message], code: str) -> list[Message]:
+    """The re-ask's request: the repeated code left out of every message that shows it (recorded, RULER vt 8k: asked
+    again with its earlier reply still in the history, the model sent those 800 tokens again word for word)."""
+    placeholder = load("repeat_left_out")
+    return [{**m, "content": without_code(m["content"], code, placeholder)} if isinstance(m.get("content"), str)
+            and m.get("role") in ("system", "assistant") else m for m in messages]
 
 
 def _repeat_ask(ctx: RunContext, earlier: int) -> str:

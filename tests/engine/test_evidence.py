@@ -83,8 +83,15 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     assert "furtive-donation is: 4015985" in runs[1].stdout
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
-    reask = root.requests[2]
-    assert reask[:-1] == root.requests[1]  # the same history, the repeat left out of it
+    reask, before = root.requests[2], root.requests[1]
+    assert len(reask) == len(before) + 1  # the same history, the repeat not added to it
+    # the code is left out wherever the request showed it: turn 1's reply and the system prompt's example step
+    # (recorded, vt: asked again with its earlier reply in view, the model sent the same 800 tokens word for word)
+    left_out = "(a step left out here: its code ran already and must not be sent again)"
+    assert "print(str(data)[:500])" in str(before[0]["content"]) and "print(str(data)[:500])" in str(before[2]["content"])
+    assert left_out in str(reask[0]["content"]) and "print(str(data)[:500])" not in str(reask[0]["content"])
+    assert reask[2] == {"role": "assistant", "content": left_out}
+    assert reask[1] == before[1] and reask[3] == before[3]  # the opening and turn 1's output are kept
     assert reask[-1]["role"] == "user" and str(reask[-1]["content"]).startswith(
         "Do not send the code of turn 1 again: its output is already above")
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]

@@ -12,7 +12,7 @@ import pytest
 from sandbox_support import code, observations
 
 from rlmnb import RLM, Trajectory
-from rlmnb._engine.replies import extract_code, read_step, split_reasoning
+from rlmnb._engine.replies import extract_code, read_step, split_reasoning, without_code
 from rlmnb._models.base import Completion
 from rlmnb.events import CodeExecuted, ModelReply, TurnStarted, event_from_dict
 from rlmnb.testing import ScriptedLM
@@ -340,3 +340,13 @@ def test_no_code() -> None:
 
 def test_unbalanced_final_is_ignored() -> None:
     assert extract_code("FINAL(oops").code is None
+
+
+def test_without_code_leaves_out_a_step_wherever_it_shows() -> None:
+    reply = "I will look.\n```python\ndata = inputs['x']\nprint(len(data))\n```\nThen:\n```python\nprint(1)\n```"
+    # one block of several: that block only, whatever its comments and layout
+    assert without_code(reply, "data = inputs['x']\n# again\nprint( len(data) )", "(out)") == \
+        "I will look.\n(out)\nThen:\n```python\nprint(1)\n```"
+    # the reply's whole code (its blocks run as one snippet): the whole reply
+    assert without_code(reply, "data = inputs['x']\nprint(len(data))\nprint(1)", "(out)") == "(out)"
+    assert without_code(reply, "print(2)", "(out)") == reply  # other code: unchanged
