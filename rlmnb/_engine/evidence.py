@@ -10,6 +10,8 @@ Entry points:
   `restates(reply, answers)`: prose that restates a first reading's answer to the question (also an answer);
   `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
   submit it).
+- `typed_data(code, opening)`: the characters of string literals in the code that copy lines the opening showed
+  (the InputsSummary's preview): code that analyses its own copy of the preview says nothing about the input.
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -34,7 +36,8 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["NOT_FOUND", "Reading", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
-           "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "unevidenced"]
+           "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data",
+           "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -303,6 +306,33 @@ def _distinctive(answer: Any) -> bool:
     if isinstance(answer, str):
         return any(ch.isdigit() for ch in answer) and len(answer.strip()) >= 3
     return number is not None and (not number.is_integer() or abs(number) >= 100)
+
+
+TYPED_DATA_CHARS = 200
+"""Fewest characters of copied lines in a step's string literals before its output carries the typed-data note."""
+_COPIED_LINE = 30
+"""A literal's line counts as copied from the opening when it has at least this many characters and the opening
+holds it."""
+
+
+def typed_data(code: str, opening: Sequence[str]) -> int:
+    """Characters of the code's string literals whose lines (each at least `_COPIED_LINE` characters) the opening
+    texts hold; 0 when below `TYPED_DATA_CHARS` or the code does not parse.
+
+    Recorded (RULER vt at 8K, Qwen2.5-Coder 1.5B): the root pasted eight lines of the preview into
+    `text = \"\"\"...\"\"\"`, searched that for the value and printed 0; nothing told it the count was of its
+    own copy.
+    """
+    tree = _parse(code)
+    if tree is None:
+        return 0
+    shown = "\n".join(opening)
+    copied = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) >= TYPED_DATA_CHARS:
+            copied += sum(len(line) for line in (ln.strip() for ln in node.value.splitlines())
+                          if len(line) >= _COPIED_LINE and line in shown)
+    return copied if copied >= TYPED_DATA_CHARS else 0
 
 
 def _parse(code: str) -> ast.Module | None:

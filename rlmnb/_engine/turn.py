@@ -28,6 +28,7 @@ from rlmnb._engine.evidence import (
     restates,
     states_shown_value,
     steps_of,
+    typed_data,
     unevidenced,
 )
 from rlmnb._engine.limits import RunLimits, run_limits
@@ -249,7 +250,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     repeat_of = ctx.repeats.check(turn, step.code, shown, clean=result.ok and "[error]" not in shown)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
-                extra=notes_of_reply + notes + _reading_again(ctx, stalled), nudge=outcome is None, repeat_of=stalled,
+                extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _reading_again(ctx, stalled),
+                nudge=outcome is None, repeat_of=stalled,
                 latest=_latest_other(ctx, stalled) if stalled is not None else None)
     _emit_code(ctx, turn, step.code, result, obs, repeat_of)
     if outcome is not None:
@@ -333,6 +335,12 @@ def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
     if isinstance(temperature, int | float) and not isinstance(temperature, bool) and temperature < REASK_TEMPERATURE:
         return {"temperature": REASK_TEMPERATURE}
     return {}
+
+
+def _typed_data(ctx: RunContext, code: str) -> list[str]:
+    """The note for a step whose string literals copy the data the opening showed (`evidence.typed_data`)."""
+    copied = typed_data(code, ctx.conversation.given())
+    return ["[note] " + render("typed_data", chars=f"{copied:,}")] if copied else []
 
 
 def _reading(ctx: RunContext) -> list[str]:

@@ -11,7 +11,15 @@ from typing import Any
 from sandbox_support import code, observations
 
 from rlmnb import RLM
-from rlmnb._engine.evidence import Step, found_in, latest_other, output_tails, short_answer, typed_at
+from rlmnb._engine.evidence import (
+    Step,
+    found_in,
+    latest_other,
+    output_tails,
+    short_answer,
+    typed_at,
+    typed_data,
+)
 from rlmnb.events import CodeExecuted, Fallback, GuardRejected, ModelReply, Submitted
 from rlmnb.testing import ScriptedLM
 
@@ -307,3 +315,24 @@ def test_a_trim_drops_repeated_steps_before_older_findings() -> None:
     dropped = conversation.trim(conversation.tokens() - per_turn)
     assert dropped == [3]  # the oldest repeated step, not turn 1
     assert conversation.trim(conversation.tokens() - 2 * per_turn) == [1, 4]
+
+
+def test_code_that_works_on_a_typed_copy_of_the_preview_is_told_so() -> None:
+    # recorded (RULER vt, 8k): the root pasted eight preview lines into `text = """..."""`, searched that copy for
+    # the value and printed 0; nothing said the count was of its own copy
+    pasted = "text = '''\n" + FILLER.strip() + "\n" + FILLER.strip() + "\n" + FILLER.strip() + "\n'''\n"
+    counted = code(pasted + "print(text.count('41551'))")
+    result, root = run([counted, FIND.replace("text.find", "inputs['text'].find").replace("print(text", "print(inputs['text']"),
+                        code("submit(4015985)")])
+    first, second = observations(root)[:2]
+    assert f"typed {3 * len(FILLER.strip())} characters of the data's preview into a string literal" in first
+    assert "Work on `inputs[...]` itself." in first and "typed" not in second
+    assert result.status == "submitted"
+
+
+def test_typed_data_counts_only_long_literals_of_lines_the_opening_showed() -> None:
+    opening = ["Question: what?\nPreview:\n" + FILLER * 3]
+    assert typed_data("x = '''" + (FILLER.strip() + "\n") * 3 + "'''", opening) == 3 * len(FILLER.strip())
+    assert typed_data("x = '" + "a" * 300 + "'", opening) == 0  # long, but not the data
+    assert typed_data("x = '" + FILLER.strip() + "'", opening) == 0  # one line: below the threshold
+    assert typed_data("x = (", opening) == 0  # does not parse
