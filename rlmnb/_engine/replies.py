@@ -365,6 +365,10 @@ class Repeats:
             self.code_seen.pop(normal_code(code), None)
         return earlier
 
+    def ran_codes(self) -> list[str]:
+        """The normalised code of every step that ran cleanly so far (`without_code` takes it as code)."""
+        return list(self.code_seen)
+
     def ran(self, code: str) -> int | None:
         """The latest earlier turn that ran this code (comments and layout aside) cleanly, before it runs again;
         or None."""

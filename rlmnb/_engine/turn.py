@@ -203,7 +203,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             completion, step = await root_call(ctx, retry, purpose="turn")
         earlier = _repeats_code(ctx, step)
         if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
-            retry = [*_code_left_out(messages, step.code), {"role": "user", "content": _repeat_ask(ctx, earlier)}]
+            left_out = [step.code, *ctx.repeats.ran_codes()]
+            retry = [*_code_left_out(messages, left_out), {"role": "user", "content": _repeat_ask(ctx, earlier)}]
             completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
@@ -309,12 +310,23 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
     return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
 
 
-def _code_left_out(messages: list[Message], code: str) -> list[Message]:
-    """The re-ask's request: the repeated code left out of every message that shows it (recorded, RULER vt 8k: asked
-    again with its earlier reply still in the history, the model sent those 800 tokens again word for word)."""
+def _code_left_out(messages: list[Message], codes: list[str]) -> list[Message]:
+    """The re-ask's request: the code of every step that already ran left out of every message that shows it.
+
+    Recorded (RULER vt 8k): asked again with its earlier reply in view, the model sent those 800 tokens again word
+    for word; with only that code left out, it sent the system prompt's example step, and asked again about that, its
+    first step again. A small model copies whatever step the request shows; the outputs stay.
+    """
     placeholder = load("repeat_left_out")
-    return [{**m, "content": without_code(m["content"], code, placeholder)} if isinstance(m.get("content"), str)
-            and m.get("role") in ("system", "assistant") else m for m in messages]
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str) and message.get("role") in ("system", "assistant"):
+            for code in codes:
+                content = without_code(content, code, placeholder)
+            message = {**message, "content": content}
+        out.append(message)
+    return out
 
 
 def _repeat_ask(ctx: RunContext, earlier: int) -> str:

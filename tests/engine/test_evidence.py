@@ -111,9 +111,15 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
 
 def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
     # a model built without a temperature is not sent one (reasoning models refuse it)
-    result, root = run([LOOK, LOOK, FIND, code("submit(4015985)")])
-    assert "repeat_reasked" in result.trajectory.of(ModelReply)[1].notes
+    result, root = run([LOOK, SPLIT, LOOK, FIND, code("submit(4015985)")])
+    assert "repeat_reasked" in result.trajectory.of(ModelReply)[2].notes
     assert all("temperature" not in p for p in root.request_params)
+    # the re-ask shows no step that already ran, the repeated one or another (recorded, vt: asked again about its
+    # example step, the model sent its first step again): only their outputs
+    reask = root.requests[3]
+    assert [m["content"] for m in reask if m["role"] == "assistant"] == [
+        "(a step left out here: its code ran already and must not be sent again)"] * 2
+    assert [m["content"] for m in reask if m["role"] == "user"][1:3] == ["Turn 1/20\n10867", "Turn 2/20\n6 chunks"]
     # code whose run raised (or printed a failed sub-call) may be worth running again: it runs, with the stall note
     broken = code("print(inputs['report'])")
     result, root = run([broken, broken, FIND, code("submit(4015985)")])
