@@ -1,10 +1,11 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`;
-an empty reply, or one whose code an earlier turn already ran, is asked again once), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
-evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`),
-and the observation added to the conversation (a repeated step's with the stall note, pointing at the
-latest different output). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
+an empty reply, or one whose code an earlier turn already ran cleanly, is asked again once), its code
+executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
+short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and the
+observation added to the conversation (a repeated step's with the stall note, pointing at the latest
+different output; a step that worked on a typed copy of the preview with a note saying so). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
 sub-call budget) goes back to the model; terminal trouble raises. Also here: the records a run's turns
 share, `RunContext` (the live run) and `Outcome` (how a run ended).
 """
