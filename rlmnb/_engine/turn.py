@@ -204,8 +204,7 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             completion, step = await root_call(ctx, retry, purpose="turn")
         earlier = _repeats_code(ctx, step)
         if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
-            left_out = [step.code, *ctx.repeats.ran_codes()]
-            retry = [*_code_left_out(messages, left_out), {"role": "user", "content": _repeat_ask(ctx, earlier)}]
+            retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], _repeat_ask(ctx, earlier))
             completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
@@ -249,7 +248,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             notes.append("[rejected] " + message)
     rejected = bool(notes)
     shown = output_of(result)
-    repeat_of = ctx.repeats.check(turn, step.code, shown, clean=result.ok and "[error]" not in shown)
+    clean = result.ok and "[error]" not in shown and not result.submitted  # a rejected submit may be sent again
+    repeat_of = ctx.repeats.check(turn, step.code, shown, clean=clean)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
                 extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _reading_again(ctx, stalled),
@@ -305,29 +305,37 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
 
     Recorded (RULER at 8K, Qwen2.5-Coder 1.5B): the root ran the system prompt's example step on 7 turns in a
     row, each time shown the stall note after the fact; it copies its own last reply, so the note never took.
-    The step is not run: the model is asked once more (`_repeat_ask`), the code left out of the request wherever
-    it showed it (`_code_left_out`); if it sends the same code again, it runs.
+    The step is not run: the model is asked once more (`_repeat_ask`) in a request that shows none of its earlier
+    replies (`_reask_request`); if it sends the same code again, it runs.
     """
     return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
 
 
-def _code_left_out(messages: list[Message], codes: list[str]) -> list[Message]:
-    """The re-ask's request: the code of every step that already ran left out of every message that shows it.
+def _reask_request(messages: list[Message], codes: list[str], ask: str) -> list[Message]:
+    """The re-ask's request: the system prompt with the code of every step that already ran left out, then one user
+    message holding the opening, every output so far and `ask`; none of the model's own replies.
 
-    Recorded (RULER vt 8k): asked again with its earlier reply in view, the model sent those 800 tokens again word
-    for word; with only that code left out, it sent the system prompt's example step, and asked again about that, its
-    first step again. A small model copies whatever step the request shows; the outputs stay.
+    Recorded (RULER vt and cwe, 8k): asked again with its earlier reply in view, the model sent those 800 tokens
+    again word for word; with only that code left out it sent the system prompt's example step, then its first
+    step again; with each earlier reply replaced by a placeholder line it sent the placeholder as its next reply.
+    A small model copies its own earlier replies, so the re-ask shows none: the outputs carry what they found.
     """
     placeholder = load("repeat_left_out")
-    out: list[Message] = []
+    system: list[Message] = []
+    said: list[str] = []
     for message in messages:
         content = message.get("content")
-        if isinstance(content, str) and message.get("role") in ("system", "assistant"):
-            for code in codes:
-                content = without_code(content, code, placeholder)
-            message = {**message, "content": content}
-        out.append(message)
-    return out
+        if message.get("role") == "system":
+            if isinstance(content, str):
+                for code in codes:
+                    content = without_code(content, code, placeholder)
+            system.append({**message, "content": content})
+        elif message.get("role") == "user":
+            if not isinstance(content, str):  # images or parts: the request keeps its own shape
+                return [*system, *(m for m in messages if m.get("role") != "assistant" and m.get("role") != "system"),
+                        {"role": "user", "content": ask}]
+            said.append(content)
+    return [*system, {"role": "user", "content": "\n\n".join([*said, ask])}]
 
 
 def _repeat_ask(ctx: RunContext, earlier: int) -> str:

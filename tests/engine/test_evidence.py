@@ -92,16 +92,15 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
     reask, before = root.requests[2], root.requests[1]
-    assert len(reask) == len(before) + 1  # the same history, the repeat not added to it
-    # the code is left out wherever the request showed it: turn 1's reply and the system prompt's example step
-    # (recorded, vt: asked again with its earlier reply in view, the model sent the same 800 tokens word for word)
-    left_out = "(a step left out here: its code ran already and must not be sent again)"
+    # the re-ask shows none of the model's replies, and the step's code nowhere (the system prompt's example is this
+    # step): recorded (vt, cwe) it copied whatever earlier step the request showed, even a placeholder line
+    assert [m["role"] for m in reask] == ["system", "user"]
     assert "print(str(data)[:500])" in str(before[0]["content"]) and "print(str(data)[:500])" in str(before[2]["content"])
-    assert left_out in str(reask[0]["content"]) and "print(str(data)[:500])" not in str(reask[0]["content"])
-    assert reask[2] == {"role": "assistant", "content": left_out}
-    assert reask[1] == before[1] and reask[3] == before[3]  # the opening and turn 1's output are kept
-    assert reask[-1]["role"] == "user" and str(reask[-1]["content"]).startswith(
-        "Do not send the code of turn 1 again: its output is already above")
+    assert "print(str(data)[:500])" not in str(reask[0]["content"]) + str(reask[1]["content"])
+    assert "(left out: this step was run already)" in str(reask[0]["content"])
+    said = str(reask[1]["content"])
+    assert said.startswith(str(before[1]["content"])) and str(before[3]["content"]) in said  # opening, turn 1's output
+    assert said.endswith("on the part of the data that holds the answer.")
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
     # the turn keeps the reply that ran; the repeat and the re-ask are in no later request
     later = "\n".join(str(m["content"]) for m in root.requests[3][1:])  # after the system prompt
@@ -117,14 +116,17 @@ def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() ->
     # the re-ask shows no step that already ran, the repeated one or another (recorded, vt: asked again about its
     # example step, the model sent its first step again): only their outputs
     reask = root.requests[3]
-    assert [m["content"] for m in reask if m["role"] == "assistant"] == [
-        "(a step left out here: its code ran already and must not be sent again)"] * 2
-    assert [m["content"] for m in reask if m["role"] == "user"][1:3] == ["Turn 1/20\n10867", "Turn 2/20\n6 chunks"]
+    assert [m["role"] for m in reask] == ["system", "user"]
+    assert "Turn 1/20\n10867\n\nTurn 2/20\n6 chunks\n\nDo not send the code of turn 1 again" in str(reask[1]["content"])
     # code whose run raised (or printed a failed sub-call) may be worth running again: it runs, with the stall note
     broken = code("print(inputs['report'])")
     result, root = run([broken, broken, FIND, code("submit(4015985)")])
     assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, 1, None, None]
     assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
+    # a submission the evidence check sent back is meant to be sent again: it is not asked about
+    result, root = run([LOOK, code("submit(4015985)"), code("submit(4015985)")])
+    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert result.status == "submitted" and len(root.requests) == 3
 
 
 def test_latest_other_skips_the_repeated_group() -> None:

@@ -184,7 +184,8 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     last = str(root.requests[-1][-1]["content"])
     assert "The first reading answered:\n- `inputs[\"text\"]` whole" in last and "4015985" in last
     reask = str(root.requests[3][-1]["content"])  # turn 3 sent turn 2's code: asked again, shown the reading
-    assert reask.startswith("Do not send the code of turn 2 again") and "[note] The first reading answered:" in reask
+    ask = reask[reask.index("Do not send the code of turn 2 again"):]
+    assert "[note] The first reading answered:" in ask
     stalled = str(root.requests[4][-2]["content"])  # then sent again, it ran: its stall note shows the reading too
     assert "same code as turn 2" in stalled and "[note] The first reading answered:" in stalled
     assert "If one of these answers the question, submit it." in stalled
