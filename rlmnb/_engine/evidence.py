@@ -10,8 +10,8 @@ Entry points:
   `restates(reply, answers)`: prose that restates a first reading's answer to the question (also an answer);
   `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
   submit it).
-- `typed_data(code, opening)`: the characters of string literals in the code that copy lines the opening showed
-  (the InputsSummary's preview): code that analyses its own copy of the preview says nothing about the input.
+- `typed_data(code, shown)`: the characters of long string literals in the code that copy text the model was shown
+  (the InputsSummary's preview, earlier outputs): code that analyses its own copy says nothing about the input.
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -309,29 +309,29 @@ def _distinctive(answer: Any) -> bool:
 
 
 TYPED_DATA_CHARS = 200
-"""Fewest characters of copied lines in a step's string literals before its output carries the typed-data note."""
-_COPIED_LINE = 30
-"""A literal's line counts as copied from the opening when it has at least this many characters and the opening
-holds it."""
+"""Fewest characters of shown text in a step's string literals before its output carries the typed-data note."""
+_CHUNK = 40
+"""Literals are compared with what was shown in pieces of this many characters (a copy may start mid-line)."""
 
 
-def typed_data(code: str, opening: Sequence[str]) -> int:
-    """Characters of the code's string literals whose lines (each at least `_COPIED_LINE` characters) the opening
-    texts hold; 0 when below `TYPED_DATA_CHARS` or the code does not parse.
+def typed_data(code: str, shown: Sequence[str]) -> int:
+    """Characters of the code's long string literals (at least `TYPED_DATA_CHARS`) that copy text the model was
+    shown (the opening's preview, earlier outputs), counted in `_CHUNK`-character pieces; 0 below the threshold or
+    when the code does not parse.
 
-    Recorded (RULER vt at 8K, Qwen2.5-Coder 1.5B): the root pasted eight lines of the preview into
-    `text = \"\"\"...\"\"\"`, searched that for the value and printed 0; nothing told it the count was of its
-    own copy.
+    Recorded (RULER vt and cwe at 8K, Qwen2.5-Coder 1.5B): the root pasted the preview, or the 500 characters an
+    earlier step printed, into `text = \"\"\"...\"\"\"`, counted in that copy and printed the count as if it were
+    the input's; nothing told it the count was of its own copy.
     """
     tree = _parse(code)
     if tree is None:
         return 0
-    shown = "\n".join(opening)
+    seen = "\n".join(" ".join(text.split()) for text in shown)
     copied = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) >= TYPED_DATA_CHARS:
-            copied += sum(len(line) for line in (ln.strip() for ln in node.value.splitlines())
-                          if len(line) >= _COPIED_LINE and line in shown)
+            flat = " ".join(node.value.split())
+            copied += sum(_CHUNK for i in range(0, len(flat) - _CHUNK + 1, _CHUNK) if flat[i:i + _CHUNK] in seen)
     return copied if copied >= TYPED_DATA_CHARS else 0
 
 

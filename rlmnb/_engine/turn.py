@@ -360,7 +360,8 @@ def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
 
 def _typed_data(ctx: RunContext, code: str) -> list[str]:
     """The note for a step whose string literals copy the data the opening showed (`evidence.typed_data`)."""
-    copied = typed_data(code, ctx.conversation.given())
+    shown = [*ctx.conversation.given(), *(s.text for s in steps_of(ctx.bus.trajectory, ctx.scope.run_id))]
+    copied = typed_data(code, shown)
     return ["[note] " + render("typed_data", chars=f"{copied:,}")] if copied else []
 
 

@@ -333,14 +333,18 @@ def test_code_that_works_on_a_typed_copy_of_the_preview_is_told_so() -> None:
     result, root = run([counted, FIND.replace("text.find", "inputs['text'].find").replace("print(text", "print(inputs['text']"),
                         code("submit(4015985)")])
     first, second = observations(root)[:2]
-    assert f"typed {3 * len(FILLER.strip())} characters of the data's preview into a string literal" in first
+    assert re.search(r"This code typed 2\d\d characters of text you were shown \(the preview or an earlier output\) "
+                     r"into a string literal", first)
     assert "Work on `inputs[...]` itself." in first and "typed" not in second
     assert result.status == "submitted"
 
 
-def test_typed_data_counts_only_long_literals_of_lines_the_opening_showed() -> None:
+def test_typed_data_counts_only_long_literals_of_text_the_model_was_shown() -> None:
     opening = ["Question: what?\nPreview:\n" + FILLER * 3]
-    assert typed_data("x = '''" + (FILLER.strip() + "\n") * 3 + "'''", opening) == 3 * len(FILLER.strip())
+    assert 200 <= typed_data("x = '''" + (FILLER.strip() + "\n") * 3 + "'''", opening) <= 3 * len(FILLER)
+    # recorded (cwe, 8k): the copy was of an earlier output (500 characters of a numbered word list), one long line
+    printed = " ".join(f"{i}. word{i % 7}" for i in range(1, 60))
+    assert typed_data(f"context = {printed[3:]!r}", [opening[0], "<class 'str'> 18557\n" + printed]) >= 400
     assert typed_data("x = '" + "a" * 300 + "'", opening) == 0  # long, but not the data
     assert typed_data("x = '" + FILLER.strip() + "'", opening) == 0  # one line: below the threshold
     assert typed_data("x = (", opening) == 0  # does not parse
