@@ -62,7 +62,7 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     asked = str(sub.requests[0][-1]["content"])
     assert NEEDLE in asked and QUESTION in asked
     # a text read whole is not offered a NOT FOUND exit (recorded, RULER vt 8k: offered it, the reading took it)
-    assert asked.rstrip().endswith("in the form the question asks for.") and "NOT FOUND" not in asked
+    assert asked.rstrip().endswith("in a few words or a short list.") and "NOT FOUND" not in asked
     reading = reading_of(root)
     assert reading.startswith("First reading (made by the harness before your first step)")
     assert opening(root).rstrip().endswith("If the first reading answers the question, check it with one step of "
