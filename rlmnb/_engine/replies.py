@@ -356,13 +356,14 @@ class Repeats:
         """The earlier turn this one repeats, or None; remembers this turn either way (for `ran`, only a `clean`
         run: one that raised, timed out or printed a failed sub-call may be worth running again)."""
         shown = _TURN_MARK.sub("<turn>", output)
-        key = hashlib.sha256(f"{normal_code(code)}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
+        normal = normal_code(code)
+        key = hashlib.sha256(f"{normal}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
         earlier = self.seen.get(key)
         self.seen[key] = turn
         if clean:
-            self.code_seen[normal_code(code)] = turn
+            self.code_seen[normal] = turn
         else:
-            self.code_seen.pop(normal_code(code), None)
+            self.code_seen.pop(normal, None)
         return earlier
 
     def ran_codes(self) -> list[str]:
