@@ -15,6 +15,8 @@ Contract:
 - Only text inputs (in-memory `str` and text files) are read, each cut into parts that fit the sub-model's
   prompt window with the instruction around them; when every text together needs more than
   `min(MAX_PARTS, max_llm_calls // 2)` parts, there is no first reading (the root works as usual).
+- Each prompt states the question before the text and again after it (recorded, RULER vt 8k: with it only
+  after, the reading named one variable of five, where `direct`'s prompt, instruction first, named all five).
 - A part may answer NOT FOUND (the answer can sit in another part); a text read whole is not offered that exit
   (recorded: offered it, the whole reading of a variable-tracking text said NOT FOUND where the same model,
   asked plainly, answered right).

@@ -351,26 +351,36 @@ class Repeats:
 
     seen: dict[str, int] = field(default_factory=dict)
     code_seen: dict[str, int] = field(default_factory=dict)
+    failing: set[str] = field(default_factory=set)
 
     def check(self, turn: int, code: str, output: str, *, clean: bool = True) -> int | None:
-        """The earlier turn this one repeats, or None; remembers this turn either way (for `ran`, only a `clean`
-        run: one that raised, timed out or printed a failed sub-call may be worth running again)."""
+        """The earlier turn this one repeats, or None; remembers this turn either way. For `ran`, a `clean` run
+        counts at once; one that raised, timed out or printed a failed sub-call only once it printed the same
+        output twice (a retry after an error may be the point; a second identical error shows it was not)."""
         shown = _TURN_MARK.sub("<turn>", output)
         normal = normal_code(code)
         key = hashlib.sha256(f"{normal}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
         earlier = self.seen.get(key)
         self.seen[key] = turn
-        if clean:
+        if clean or earlier is not None:
             self.code_seen[normal] = turn
         else:
             self.code_seen.pop(normal, None)
+        if clean:
+            self.failing.discard(normal)
+        else:
+            self.failing.add(normal)
         return earlier
 
     def ran_codes(self) -> list[str]:
-        """The normalised code of every step that ran cleanly so far (`without_code` takes it as code)."""
+        """The normalised code of every step `ran` knows (`without_code` takes it as code)."""
         return list(self.code_seen)
 
+    def failed(self, code: str) -> bool:
+        """Whether this code's latest run failed (raised, timed out or printed a failed sub-call)."""
+        return normal_code(code) in self.failing
+
     def ran(self, code: str) -> int | None:
-        """The latest earlier turn that ran this code (comments and layout aside) cleanly, before it runs again;
-        or None."""
+        """The latest earlier turn after which this code (comments and layout aside) is not run again unasked: it
+        ran cleanly, or failed the same way twice; or None."""
         return self.code_seen.get(normal_code(code))

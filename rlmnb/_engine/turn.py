@@ -1,13 +1,14 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
-A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`;
-an empty reply, or one whose code an earlier turn already ran cleanly, is asked again once), its code
-executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
-short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and the
-observation added to the conversation (a repeated step's with the stall note, pointing at the latest
-different output; a step that worked on a typed copy of the preview with a note saying so). Recoverable trouble (bad code, timeouts, rejected submissions, exhausted
-sub-call budget) goes back to the model; terminal trouble raises. Also here: the records a run's turns
-share, `RunContext` (the live run) and `Outcome` (how a run ended).
+A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`; an empty
+reply, or one whose code an earlier turn already ran cleanly or failed with twice the same way, is asked again
+once), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
+evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and
+the observation added to the conversation (a repeated step's with the stall note, pointing at the latest
+different output; a step that worked on a typed copy of the preview with a note saying so). Recoverable
+trouble (bad code, timeouts, rejected submissions, exhausted sub-call budget) goes back to the model; terminal
+trouble raises. Also here: the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a
+run ended).
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             completion, step = await root_call(ctx, retry, purpose="turn")
         earlier = _repeats_code(ctx, step)
         if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
-            retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], _repeat_ask(ctx, earlier))
+            ask = _repeat_ask(ctx, earlier, failed=ctx.repeats.failed(step.code))
+            retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], ask)
             completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
@@ -305,6 +307,9 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
 
     Recorded (RULER at 8K, Qwen2.5-Coder 1.5B): the root ran the system prompt's example step on 7 turns in a
     row, each time shown the stall note after the fact; it copies its own last reply, so the note never took.
+    A step that failed is run again once (the retry may be the point); recorded, the same model then sent a step
+    that raised the same TypeError (or NameError) a third and fourth time, so after two identical failures it is
+    asked too (`Repeats.ran`).
     The step is not run: the model is asked once more (`_repeat_ask`) in a request that shows none of its earlier
     replies (`_reask_request`); if it sends the same code again, it runs.
     """
@@ -338,10 +343,11 @@ def _reask_request(messages: list[Message], codes: list[str], ask: str) -> list[
     return [*system, {"role": "user", "content": "\n\n".join([*said, ask])}]
 
 
-def _repeat_ask(ctx: RunContext, earlier: int) -> str:
-    """What the re-ask after a repeated step says: the output is already above, take another step."""
+def _repeat_ask(ctx: RunContext, earlier: int, *, failed: bool) -> str:
+    """What the re-ask after a repeated step says: the output (or the error, for a step that `failed` the same way
+    twice) is already above, take another step."""
     reading = "\n" + render("repeated_reading", answers=ctx.reading.answers_text) if ctx.reading is not None else ""
-    return render("repeat_ask", turn=earlier) + reading
+    return render("repeat_error_ask" if failed else "repeat_ask", turn=earlier) + reading
 
 
 REASK_TEMPERATURE = 0.7

@@ -129,6 +129,43 @@ def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() ->
     assert result.status == "submitted" and len(root.requests) == 3
 
 
+def test_a_step_that_failed_the_same_way_twice_is_asked_again_before_its_third_run() -> None:
+    # recorded (RULER niah_multivalue at 8k): the root passed one string to llm_map at turn 2 (TypeError), wrapped
+    # it at turn 3 (it ran), then sent turn 2's code at turns 4 and 5, the same TypeError each time
+    count = ("# Define the custom instruction to count the occurrences of 'abashed-aftershave'\n"
+             "instruction = \"Count how many times the word 'abashed-aftershave' appears in the text.\"\n\n"
+             "# Use llm_map to map over the input and count occurrences\n{call}\n")
+    unwrapped = code(count.format(call='llm_map(inputs["text"], instruction, output=str)'))
+    wrapped = code(count.format(call='llm_map([inputs["text"]], instruction, output=str)'))
+    root = ScriptedLM([LOOK, unwrapped, wrapped, unwrapped, unwrapped, FIND, code("submit(4015985)")], name="root")
+    rlm = RLM(root, ScriptedLM(lambda m: "2", name="sub"), sandbox="local")
+    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
+    runs = result.trajectory.of(CodeExecuted)
+    assert [e.turn for e in runs] == [1, 2, 3, 4, 5, 6]
+    assert [e.error_type for e in runs] == [None, "TypeError", None, "TypeError", None, None]
+    replies = result.trajectory.of(ModelReply)
+    assert [r.turn for r in replies] == [1, 2, 3, 4, 5, 5, 6]
+    assert replies[4].notes == ["repeat_reasked"] and not any("repeat_reasked" in r.notes for r in replies[:4])
+    ask = str(root.requests[5][-1]["content"])
+    assert "Do not send the code of turn 4 again: it failed the same way twice" in ask
+    assert "llm_map() takes a list of items" in ask  # the error it must avoid is in view, its code is not
+    assert "# Define the custom instruction" not in ask + str(root.requests[5][0]["content"])
+    assert result.status == "submitted" and result.answer == 4015985
+    # a failure is retried once unasked; after two alike the next send is asked about, even past another step
+    other = code("print(inputs['report'])")
+    result, root = run([other, other, code("print(inputs['text'][10**9])"), other, LOOK, FIND, code("submit(4015985)")])
+    assert [r.notes for r in result.trajectory.of(ModelReply)][3] == ["repeat_reasked"]
+    assert [e.error_type for e in result.trajectory.of(CodeExecuted)] == ["KeyError", "KeyError", "IndexError", None,
+                                                                           None, None]
+    assert result.status == "submitted"
+    # a failure of another kind in between is no second identical failure
+    result, root = run([other, code("print(inputs['text'][10**9])"), other, LOOK, FIND, code("submit(4015985)")])
+    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+    # the same code failing with another message each time is no stall either
+    flaky = code("tries = globals().get('tries', 0) + 1\nraise ValueError(f'try {tries}')")
+    result, root = run([flaky, flaky, flaky, LOOK, FIND, code("submit(4015985)")])
+    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+
 def test_latest_other_skips_the_repeated_group() -> None:
     steps = [Step(1, "a", "one"), Step(2, "b", "two"), Step(3, "c", "three"), Step(4, "b", "two", repeat_of=2),
              Step(5, "d", ""), Step(6, "b", "two", repeat_of=4)]

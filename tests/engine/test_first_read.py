@@ -61,6 +61,8 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert len(sub.requests) == 1
     asked = str(sub.requests[0][-1]["content"])
     assert NEEDLE in asked and QUESTION in asked
+    # the question comes before the text as well as after it (a model reading 8K tokens knows what to look for)
+    assert asked.index(QUESTION) < asked.index(NEEDLE) < asked.rindex(QUESTION)
     # a text read whole is not offered a NOT FOUND exit (recorded, RULER vt 8k: offered it, the reading took it)
     assert asked.rstrip().endswith("in a few words or a short list.") and "NOT FOUND" not in asked
     reading = reading_of(root)

@@ -123,7 +123,7 @@ def test_indented_and_final_in_prose_layers_run() -> None:
 
 
 def test_turn_headers_and_end_warnings() -> None:
-    result, root = run([code("print(i)") for i in range(4)] + ["FINAL('x')"], max_iterations=4)
+    result, root = run([code(f"print({i})") for i in range(4)] + ["FINAL('x')"], max_iterations=4)
     obs = observations(root)[:-1]  # the last user message is the fallback request
     assert [o.splitlines()[0] for o in obs] == ["Turn 1/4", "Turn 2/4", "Turn 3/4", "Turn 4/4"]
     assert "left:" not in obs[0] and "left:" not in obs[3]

@@ -55,12 +55,12 @@ def test_an_openai_style_prefix_is_byte_identical_across_turns_and_its_cache_cou
 
 
 def test_trimming_keeps_the_system_prompt_and_opening_byte_identical(fake_server_factory: Any) -> None:
-    noisy = [code(f"print('{c}' * 3000)\nraise ValueError('{c}')") for c in "vwxy"]
+    noisy = [code(f"tries = globals().get('tries', 0) + 1\nprint('{c}' * 3000)\nraise ValueError(f'{c} {{tries}}')")
+             for c in "vwxy"]
     server = fake_server_factory(script={"fake-root": [*noisy, code("submit('done')")]}, record_bodies=True)
     # the fake server picks a reply by the number of assistant messages it is sent, so the window must keep two
-    # turns: at 3000 tokens only one fits, the server sends turn 2's code again, and a repeated step's output,
-    # shown again, keeps it there (each step raises, so a repeat runs without being asked again); 'done' is never
-    # printed, so the evidence check is off
+    # turns: at 3000 tokens only one fits and the server sends turn 2's code again (each run raises another
+    # error, so a repeat runs without being asked again); 'done' is never printed, so the evidence check is off
     result = RLM(server.lm("fake-root"), server.lm("fake-sub"), max_context_tokens=3500, max_output_chars=4000,
                  evidence_check=False, **LOCAL).run("What is it?", text="alpha")
     assert result.answer == "done", result.error

@@ -285,6 +285,17 @@ def test_errors_are_observations_with_snippet_frames_only(kind: str) -> None:
     assert "SystemExit: 3" in obs[1]
 
 
+def test_a_standard_module_used_without_its_import_says_to_import_it(kind: str) -> None:
+    # recorded (Qwen2.5-Coder 1.5B, RULER cwe): `collections.Counter(words)` without the import, sent twice
+    body = "words = ['a', 'b', 'a']\nprint(collections.Counter(words).most_common(1))"
+    result, root = run(kind, [code(body), code("print(counter)"), code("import collections\n" + body),
+                              code("submit(1)")])
+    obs = observations(root)
+    assert "NameError: name 'collections' is not defined. Did you forget to import 'collections'?" in obs[0]
+    assert "NameError: name 'counter' is not defined" in obs[1] and "import" not in obs[1]  # not a module
+    assert "[('a', 2)]" in obs[2]
+
+
 def test_interactive_builtins_are_disabled(kind: str) -> None:
     body = ("for name in ('input', 'breakpoint', 'exit', 'quit', 'help'):\n"
             "    try:\n        eval(name + '()')\n    except RuntimeError as exc:\n"
