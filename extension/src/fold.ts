@@ -403,16 +403,20 @@ export function fold(payload: unknown): Tree {
         const t = turn(e);
         t.reply = e.text ?? '';
         const u = e.usage ?? {};
-        t.replyTokens = [Number(u.input_tokens ?? 0), Number(u.output_tokens ?? 0)];
-        t.replyCache = [Number(u.cached_input_tokens ?? 0) || 0, Number(u.saved_usd ?? 0) || 0];
-        t.replyLatency = num(e.latency_s);
+        // a turn asked again (an empty or repeated reply) made two calls: its chip counts both
+        const [inBefore, outBefore] = t.replyTokens ?? [0, 0];
+        t.replyTokens = [inBefore + Number(u.input_tokens ?? 0), outBefore + Number(u.output_tokens ?? 0)];
+        t.replyCache = [t.replyCache[0] + (Number(u.cached_input_tokens ?? 0) || 0),
+          t.replyCache[1] + (Number(u.saved_usd ?? 0) || 0)];
+        const latency = num(e.latency_s);
+        t.replyLatency = latency === null ? null : (t.replyLatency ?? 0) + latency;
         for (const n of (e.notes ?? []) as string[]) {
           if (n in ASKED_AGAIN) {
             t.notes.push(['info', ASKED_AGAIN[n]]);
           }
         }
         if (ts !== null) {
-          tree.spans.push({ kind: 'reply', runId: e.run_id, turn: t.turn, start: ts - (t.replyLatency ?? 0), end: ts });
+          tree.spans.push({ kind: 'reply', runId: e.run_id, turn: t.turn, start: ts - (latency ?? 0), end: ts });
         }
         break;
       }

@@ -122,13 +122,14 @@ class Outcome:
 
 
 async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, retry_empty: bool = False,
-                    retry_repeat: bool = False, **sampling: Any) -> tuple[Completion, Step]:
+                    retry_repeat: bool = False, cache_marks: bool = True, **sampling: Any) -> tuple[Completion, Step]:
     """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after.
 
     The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
     where the provider takes them, so generation ends where the model starts writing output itself.
     `retry_empty` / `retry_repeat` mark the reply's event when the caller will ask again because it is empty
-    or runs an earlier turn's code; `sampling` goes to the model (a re-ask's temperature).
+    or runs an earlier turn's code; `sampling` goes to the model (a re-ask's temperature). `cache_marks=False`
+    sends a one-off request (a re-ask's prefix is read by no later call) without prompt-cache marks.
     """
     tokens, cost = ctx.budget.estimate(ctx.root_lm, sum(len(str(m.get("content") or "")) for m in messages) // 4)
     reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0, est_tokens=tokens,
@@ -138,7 +139,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
         params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
     try:
-        completion = await ctx.root_lm.acomplete(cache_marked(ctx, messages), **params)
+        completion = await ctx.root_lm.acomplete(cache_marked(ctx, messages) if cache_marks else messages, **params)
     except BaseException:
         ctx.budget.settle(reservation, CallUsage(), root=True)
         raise
@@ -207,7 +208,7 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
         if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
             ask = _repeat_ask(ctx, earlier, failed=ctx.repeats.failed(step.code))
             retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], ask)
-            completion, step = await root_call(ctx, retry, purpose="turn", **_reask_sampling(ctx))
+            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
     reply = step.kept or load("empty_kept")

@@ -26,6 +26,17 @@ __all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "
 _METERS = ("meters",)
 
 
+def _added(earlier: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+    """`usage` with each number of `earlier` added to it (None and missing count as 0)."""
+    if not earlier:
+        return dict(usage)
+    out = dict(usage)
+    for key, value in earlier.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = value + (out.get(key) or 0)
+    return out
+
+
 @dataclass
 class TurnNode:
     run_id: str
@@ -252,7 +263,9 @@ class RunTree:
         self.totals.add_usage(e.usage)
         if e.purpose == "turn":
             turn = self._turn(e.run_id, e.turn, e.ts)
-            turn.reply, turn.reply_usage, turn.reply_latency = e.text, e.usage, e.latency_s
+            # a turn asked again (an empty or repeated reply) made two calls: its chip counts both
+            turn.reply, turn.reply_usage = e.text, _added(turn.reply_usage, e.usage or {})
+            turn.reply_latency = (turn.reply_latency or 0.0) + e.latency_s if e.latency_s is not None else None
             turn.reasoning = getattr(e, "reasoning", "")
             turn.notes.extend(("info", ASKED_AGAIN[n]) for n in getattr(e, "notes", None) or [] if n in ASKED_AGAIN)
             self._changes.add(("turn", e.run_id, e.turn))

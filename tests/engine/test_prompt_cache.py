@@ -82,3 +82,17 @@ def test_which_models_need_marks_and_what_marking_changes() -> None:
     assert json.dumps(messages) == before  # the conversation itself is never changed
     assert marked[0]["content"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
     assert marked[2] == messages[2] and marked[3]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_a_re_ask_is_sent_without_cache_marks() -> None:
+    # its request (the code of earlier steps left out, one user message) is a prefix no later call reads again
+    from rlmnb.testing import ScriptedLM
+
+    look = code("print(len(inputs['text']))")
+    root = ScriptedLM([look, look, code("print(inputs['text'][:4])"), code("submit('some')")],
+                      name="anthropic/claude-x")
+    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), **LOCAL).run("What is it?", text="some text")
+    assert result.answer == "some", result.error
+    marked = [any(isinstance(m["content"], list) and m["content"][-1].get("cache_control") for m in request)
+              for request in root.requests]
+    assert marked == [True, True, False, True]

@@ -350,6 +350,15 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
     notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert notes == ["empty", "empty_retried", "repeat_reasked"]
+    # a turn asked again counts both of its calls (the fold parity test holds the extension to the same)
+    replies = [e for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply"]
+    turns = next(iter(python_figures(trajectories["asked-again"])["runs"].values()))["turns"]
+    for n in (1, 2):
+        calls = [e for e in replies if e["turn"] == n]
+        assert len(calls) == 2
+        assert turns[n - 1]["reply_tokens"] == [sum(e["usage"]["input_tokens"] for e in calls),
+                                                sum(e["usage"]["output_tokens"] for e in calls)]
+        assert turns[n - 1]["reply_latency"] == pytest.approx(sum(e["latency_s"] for e in calls))
     marks = {name: [e for e in trajectories[name]["events"] if e["kind"] == "run_resumed"]
              for name in ("resumed-batch", "resumed-root", "resumed-whole")}
     assert [len(m) for m in marks.values()] == [1, 1, 1]
