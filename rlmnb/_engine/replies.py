@@ -353,23 +353,25 @@ class Repeats:
     code_seen: dict[str, int] = field(default_factory=dict)
     failing: set[str] = field(default_factory=set)
 
-    def check(self, turn: int, code: str, output: str, *, clean: bool = True) -> int | None:
+    def check(self, turn: int, code: str, output: str, *, clean: bool = True, submitted: bool = False) -> int | None:
         """The earlier turn this one repeats, or None; remembers this turn either way. For `ran`, a `clean` run
         counts at once; one that raised, timed out or printed a failed sub-call only once it printed the same
-        output twice (a retry after an error may be the point; a second identical error shows it was not)."""
+        output twice (a retry after an error may be the point; a second identical error shows it was not); a
+        `submitted` step never (a guard or a verifier that sent it back may take it the next time)."""
         shown = _TURN_MARK.sub("<turn>", output)
         normal = normal_code(code)
         key = hashlib.sha256(f"{normal}\x00{shown}".encode("utf-8", "surrogatepass")).hexdigest()
         earlier = self.seen.get(key)
         self.seen[key] = turn
-        if clean or earlier is not None:
+        failed = not clean and not submitted
+        if clean or (failed and earlier is not None):
             self.code_seen[normal] = turn
         else:
             self.code_seen.pop(normal, None)
-        if clean:
-            self.failing.discard(normal)
-        else:
+        if failed:
             self.failing.add(normal)
+        else:
+            self.failing.discard(normal)
         return earlier
 
     def ran_codes(self) -> list[str]:

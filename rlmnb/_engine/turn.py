@@ -252,7 +252,7 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     rejected = bool(notes)
     shown = output_of(result)
     clean = result.ok and "[error]" not in shown and not result.submitted  # a rejected submit may be sent again
-    repeat_of = ctx.repeats.check(turn, step.code, shown, clean=clean)
+    repeat_of = ctx.repeats.check(turn, step.code, shown, clean=clean, submitted=result.submitted)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
                 extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _reading_again(ctx, stalled),

@@ -161,6 +161,11 @@ def test_a_step_that_failed_the_same_way_twice_is_asked_again_before_its_third_r
     # a failure of another kind in between is no second identical failure
     result, root = run([other, code("print(inputs['text'][10**9])"), other, LOOK, FIND, code("submit(4015985)")])
     assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+    # a submission a guard sent back is never asked about, however often it comes back the same
+    unjsonable = code("submit(object())")
+    result, root = run([LOOK, unjsonable, unjsonable, unjsonable, FIND, code("submit(4015985)")])
+    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["jsonable"] * 3
+    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
     # the same code failing with another message each time is no stall either
     flaky = code("tries = globals().get('tries', 0) + 1\nraise ValueError(f'try {tries}')")
     result, root = run([flaky, flaky, flaky, LOOK, FIND, code("submit(4015985)")])
