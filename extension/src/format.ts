@@ -59,6 +59,7 @@ export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
 /** A turn's note for each way the loop asks the root again before running a reply (model_reply notes). */
 export const ASKED_AGAIN: Record<string, string> = {
   empty_retried: "asked again: the model's reply was empty",
+  echo_retried: "asked again: the model's reply only copied the request",
   repeat_reasked: "asked again: the model's reply would have run an earlier turn's code"
 };
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["NOT_FOUND", "Reading", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
+__all__ = ["NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
            "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data",
            "unevidenced"]
 

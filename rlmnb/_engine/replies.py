@@ -18,7 +18,8 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
   before it do. An unclosed last block of a reply that was not cut is taken as complete.
 - Prose after the last code block describes a result the model has not seen yet: it is left out of
   the history (silently: small models copy every note they are shown), and the trajectory says so.
-- A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once.
+- A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once. So is a
+  reply without code that only copies the message it answers (`echoes`).
 
 Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
 / ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
@@ -41,7 +42,7 @@ import textwrap
 import tokenize
 from dataclasses import dataclass, field
 
-__all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "extract_code",
+__all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "echoes", "extract_code",
            "final_call", "normal_code", "parses", "read_step", "split_reasoning", "without_code"]
 
 # ---- code in a text ------------------------------------------------------------------------------
@@ -184,6 +185,8 @@ class Step:
     cut: bool = False
     """The provider stopped the reply at the token limit."""
     empty: bool = False
+    echoed: bool = False
+    """The reply only copied the request's text back (`echoes`); it counts as empty."""
     trailing_removed: bool = False
     """Prose after the last code block (about a result not yet seen) was left out of the history."""
 
@@ -203,6 +206,8 @@ class Step:
             out.append("unfinished_block")
         if self.empty:
             out.append("empty")
+        if self.echoed:
+            out.append("echo")
         if self.trailing_removed:
             out.append("trailing_text_removed")
         return out
@@ -317,6 +322,21 @@ def _removed_note(invented: int, dropped: int) -> str:
     if dropped:
         parts.append(f"{dropped} later code block(s)")
     return f"[rlmnb removed {' and '.join(parts)} from this reply; they were not run.]"
+
+
+ECHO_SHARE = 0.6
+"""Share of a reply's lines found in the request for the reply to count as copying it."""
+
+
+def echoes(reply: str, request: str) -> bool:
+    """Whether a reply mostly copies `request`, the message it answers: at least two of its non-blank lines, and
+    `ECHO_SHARE` of them, are lines of the request (whitespace at their ends aside). Recorded (Qwen2.5-Coder
+    1.5B, RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." outputs
+    back as its reply, then copied each next turn's note the same way until the run ended."""
+    lines = [line.strip() for line in reply.splitlines() if line.strip()]
+    asked = {line.strip() for line in request.splitlines() if line.strip()}
+    copied = sum(1 for line in lines if line in asked)
+    return copied >= 2 and copied >= ECHO_SHARE * len(lines)
 
 
 # ---- repeated steps -------------------------------------------------------------------------------

@@ -1,14 +1,15 @@
 """One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`; an empty
-reply, or one whose code an earlier turn already ran cleanly or failed with twice the same way, is asked again
-once), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema,
-evidence: a short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and
-the observation added to the conversation (a repeated step's with the stall note, pointing at the latest
-different output; a step that worked on a typed copy of the preview with a note saying so). Recoverable
-trouble (bad code, timeouts, rejected submissions, exhausted sub-call budget) goes back to the model; terminal
-trouble raises. Also here: the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a
-run ended).
+reply or one that only copies the request, or one whose code an earlier turn already ran cleanly or failed with
+twice the same way, is asked again once; short prose stating a shown value twice in a row is the answer), its
+code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
+short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and the
+observation added to the conversation (a repeated step's with the stall note, pointing at the latest different
+output; a step that worked on a typed copy of the preview with a note saying so). Recoverable trouble (bad
+code, timeouts, rejected submissions, exhausted sub-call budget) goes back to the model; terminal trouble
+raises. Also here: the records a run's turns share, `RunContext` (the live run) and `Outcome` (how a run
+ended).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.evidence import (
+    RESTATE_CHARS,
     Reading,
     last_lines,
     latest_other,
@@ -35,7 +37,7 @@ from rlmnb._engine.evidence import (
 )
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
-from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, read_step, without_code
+from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, echoes, read_step, without_code
 from rlmnb._engine.subcalls import SubCaller
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig
@@ -146,7 +148,9 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     ctx.budget.settle(reservation, completion.usage, root=True)
     finish = completion.finish_reason or completion.meta.get("finish_reason")
     step = read_step(completion.text, finish_reason=finish)
-    notes = step.notes + (["empty_retried"] if step.empty and retry_empty else [])
+    if step.code is None and not step.empty and echoes(step.kept, _last_user(messages)):
+        step = Step(None, "", reasoning=step.reasoning, empty=True, echoed=True)
+    notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
     if retry_repeat and _repeats_code(ctx, step) is not None:
         notes.append("repeat_reasked")
     reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
@@ -202,7 +206,7 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     try:
         completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True, retry_repeat=True)
         if step.empty:  # asked again once, without costing a turn; the empty reply stays out of the history
-            retry = [*messages, {"role": "user", "content": load("empty_retry")}]
+            retry = [*messages, {"role": "user", "content": load("echo_retry" if step.echoed else "empty_retry")}]
             completion, step = await root_call(ctx, retry, purpose="turn")
         earlier = _repeats_code(ctx, step)
         if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
@@ -221,6 +225,10 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
                            TurnRecord(turn, reply, ""))
         stated = (turn > 1 or bool(_reading(ctx))) and states_shown_value(
             step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+        if stated and _stated_again(ctx, turn, step.kept):
+            ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=step.kept.strip())
+            return Outcome("submitted", step.kept.strip(), "stated the same answer in prose twice in a row, with "
+                           "values real output showed", TurnRecord(turn, reply, ""))
         ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
                                                                   states_found=stated)))
         return None
@@ -293,6 +301,29 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
     if ctx.reading is not None and restates(text, ctx.reading.values):  # affirming the reading's answer
         return text.strip()
     return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+
+
+def _stated_again(ctx: RunContext, turn: int, text: str) -> bool:
+    """Whether the previous turn's reply was this same short prose (no code, stating a value real output showed).
+
+    Recorded (RULER niah_multivalue 8k): the root stated the numbers in prose at turn 2, was told to end the run
+    with `submit(...)`, and sent the same sentence at turns 3 to 6; its answer was then lost to the fallback. A
+    statement made twice in a row is the model's answer. Not with an answer schema (that needs `submit()`), not
+    for long prose (reasoning, not an answer)."""
+    said = " ".join(text.split())
+    earlier = ctx.extra.get("stated_prose")
+    ctx.extra["stated_prose"] = (turn, said)
+    return (ctx.schema is None and len(said) <= RESTATE_CHARS and earlier is not None
+            and tuple(earlier) == (turn - 1, said))
+
+
+def _last_user(messages: list[Message]) -> str:
+    """The text of the request's last user message (what a reply that echoes copies)."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
 
 
 def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:

@@ -78,6 +78,7 @@ def replayed_turn(mark: dict[str, Any] | None, turn: int) -> bool:
 
 ASKED_AGAIN = {
     "empty_retried": "asked again: the model's reply was empty",
+    "echo_retried": "asked again: the model's reply only copied the request",
     "repeat_reasked": "asked again: the model's reply would have run an earlier turn's code",
 }
 """A turn's note for each way the loop asks the root again before running a reply (ModelReply.notes)."""

@@ -390,3 +390,69 @@ def test_typed_data_counts_only_long_literals_of_text_the_model_was_shown() -> N
     assert typed_data("x = '" + "a" * 300 + "'", opening) == 0  # long, but not the data
     assert typed_data("x = '" + FILLER.strip() + "'", opening) == 0  # one line: below the threshold
     assert typed_data("x = (", opening) == 0  # does not parse
+
+
+# ---- prose stated twice, and replies that copy the request ---------------------------------------------------
+MULTI = "What are all the special magic numbers for abashed-aftershave mentioned in the provided text?"
+
+
+def multivalue_text() -> str:
+    lines = [FILLER * 20 + f"One of the special magic numbers for abashed-aftershave is: {n}.\n"
+             for n in ("3997281", "9398441", "9517485", "5418934")]
+    return "".join(lines) + FILLER * 20
+
+
+def test_the_same_prose_answer_twice_in_a_row_is_the_answer() -> None:
+    # recorded (RULER niah_multivalue 8k): the reading named all four numbers; the root's regex printed [], then it
+    # stated three of them in prose at turn 2, was told to submit, and sent the same sentence at turns 3 to 6
+    said = ("The special magic numbers for abashed-aftershave mentioned in the provided text are: 9398441, 9517485, "
+            "5418934.")
+    regex = code("import re\nprint(re.findall(r'abashed-aftershave: (\\d+)', inputs['text']))")
+    root = ScriptedLM([regex, said, said, said], name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(lambda m: "3997281, 9398441, 9517485, 5418934", name="sub", context_window=16_384,
+                     max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
+    assert result.status == "submitted" and result.answer == said and len(root.requests) == 3
+    assert "stated the same answer in prose twice" in result.reason
+    # once is not enough (the note asks for submit()), nor twice apart, nor prose stating nothing shown
+    other = "I am not sure yet, let me look again at 1234567."
+    root = ScriptedLM([regex, said, other, said, code("print(1)"), said, "9398441"], name="root",
+                      context_window=16_384, max_output_tokens=400)
+    result = RLM(root, sub, sandbox="local", max_iterations=6).run(MULTI, text=multivalue_text())
+    assert result.status == "fallback"
+
+
+def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -> None:
+    # recorded (RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." text
+    # back, then copied each next turn's note, adding "If you have any other questions ..." until the run ended
+    def root_reply(messages: list[dict[str, Any]]) -> str:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        last = str(messages[-1]["content"])
+        if turn == 0:
+            return LOOK
+        if last.startswith("Your reply only copied"):
+            return FIND
+        if "furtive-donation is: 4015985" in last:
+            return code("submit(4015985)")
+        return last + "\n\nIf you have any other questions or need further assistance, feel free to ask!"
+
+    root = ScriptedLM(root_reply, name="root")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
+    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
+    replies = result.trajectory.of(ModelReply)
+    assert [r.turn for r in replies] == [1, 2, 2, 3]
+    assert replies[1].notes == ["empty", "echo", "echo_retried"] and replies[1].text.startswith("Turn 1/20")
+    assert str(root.requests[2][-1]["content"]) == ("Your reply only copied the message above. Write your own next "
+                                                    "step: one ```python block.")
+    later = "\n".join(str(m["content"]) for m in root.requests[3] if m["role"] == "assistant")
+    assert "any other questions" not in later  # the copy stays out of the history
+    assert result.status == "submitted" and result.answer == 4015985
+
+
+def test_echoes_needs_most_lines_copied() -> None:
+    from rlmnb._engine.replies import echoes
+
+    request = "Turn 3/8\nYour reply had no ```python block, so nothing ran.\nWrite the next step."
+    assert echoes("Turn 3/8\nYour reply had no ```python block, so nothing ran.\n\nAnything else?", request)
+    assert not echoes("Turn 3/8\nI will split the text into parts.\nThen count.", request)
+    assert not echoes("Write the next step.", request)  # one line: too little to tell

@@ -108,6 +108,19 @@ def _asked_again_run() -> dict[str, Any]:
     return result.trajectory.to_dict()
 
 
+def _echoed_run() -> dict[str, Any]:
+    """A root asked again because its reply only copied the request back."""
+    def root(messages: list[dict[str, Any]]) -> str:
+        last = str(messages[-1]["content"])
+        if sum(1 for m in messages if m["role"] == "assistant") == 1 and not last.startswith("Your reply only"):
+            return last  # turn 2: the model sends the request back
+        return code("submit('hello')") if "hello" in last else code("print(inputs['text'][:5])")
+
+    result = RLM(ScriptedLM(root, name="root-model"), ScriptedLM(_sub_reply, name="sub-model"),
+                 sandbox="local").run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
+
+
 def _queued_run(calls: int, concurrency: int) -> dict[str, Any]:
     root = ScriptedLM([code(f"r = llm_query_batched([f'q{{i}}' for i in range({calls})])"),
                        code("submit(len(r))")])
@@ -222,7 +235,7 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
-        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
+        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "echoed": _echoed_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -350,6 +363,10 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
     notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert notes == ["empty", "empty_retried", "repeat_reasked"]
+    echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
+    assert echoed == ["empty", "echo", "echo_retried"]
+    assert ["info", "asked again: the model's reply only copied the request"] in next(
+        iter(python_figures(trajectories["echoed"])["runs"].values()))["turns"][1]["notes"]
     # a turn asked again counts both of its calls (the fold parity test holds the extension to the same)
     replies = [e for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply"]
     turns = next(iter(python_figures(trajectories["asked-again"])["runs"].values()))["turns"]
