@@ -41,6 +41,10 @@ __all__ = ["NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "foun
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
+PROSE_WORDS = 4
+"""Most words of a prose reply taken as a bare answer (`prose_answer`). Recorded (RULER niah_multivalue 8k): the
+root sent back a six-word line its own code had printed ("The phrase '...' appears 0 times.") and the run ended
+with it; a looked-up value ("4015985", "France", "William the Conqueror") is a few words."""
 SHORT_WORDS = 6
 
 
@@ -136,7 +140,8 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     if "\n" in text or not text:
         return None
     value = text.rstrip(".").strip(_WRAPPERS).strip()
-    if not short_answer(value) or value.lower().startswith(("final", "submit")) or value.upper() == NOT_FOUND:
+    if (not short_answer(value) or len(value.split()) > PROSE_WORDS or value.lower().startswith(("final", "submit"))
+            or value.upper() == NOT_FOUND):
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
 

@@ -336,6 +336,12 @@ def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> 
     assert prose_answer("4015985", trajectory=empty, run_id="r", seen=["it is: 4015985"]) == "4015985"
     for reply in ["The special magic number is 4015985.", "4015985\n4015985", "FINAL", "", "seven words in a row to say it"]:
         assert prose_answer(reply, trajectory=empty, run_id="r", seen=["it is: 4015985 FINAL"]) is None, reply
+    # recorded (RULER niah_multivalue 8k): a line the root's own code printed, sent back as prose, is no answer
+    printed = ["abashed-aftershav\nThe phrase 'abashed-aftershav' appears 0 times.\n"]
+    assert prose_answer("The phrase 'abashed-aftershav' appears 0 times.", trajectory=empty, run_id="r",
+                        seen=printed) is None
+    assert prose_answer("William the Conqueror.", trajectory=empty, run_id="r",
+                        seen=["the answer: William the Conqueror"]) == "William the Conqueror"
 
 
 def test_prose_stating_a_printed_value_is_told_how_to_submit_it_not_called_a_guess() -> None:
