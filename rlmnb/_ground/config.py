@@ -114,8 +114,9 @@ class RLMConfig:
     pack_tokens: int | None = None
     """Token target of one packed llm_map/llm_classify/llm_filter prompt; None: a quarter of the sub-model's
     window (at most 8,000), or 4,000 when the window is unknown."""
-    pack_items: int = 50
-    """Most items packed into one llm_map sub-call."""
+    pack_items: int | None = None
+    """Most items packed into one llm_map sub-call; None: 50, or 1 for a sub-model whose context window is known
+    and at most 32,768 tokens (a small model: packing cost it accuracy and calls, see bench/packing.py)."""
     map_retries: int = 2
     """Times an llm_map item whose answer is missing or invalid is re-asked on its own before it is None."""
     confinement: str = "auto"
@@ -134,7 +135,7 @@ class RLMConfig:
     def validate(self) -> RLMConfig:
         positive_ints = ("max_iterations", "max_concurrency", "min_concurrency", "max_output_chars",
                          "max_context_tokens", "summary_max_tokens", "max_columns_shown", "max_event_chars",
-                         "max_child_concurrency", "rounds", "pack_items", "journal_keep")
+                         "max_child_concurrency", "rounds", "journal_keep")
         for name in positive_ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -145,7 +146,7 @@ class RLMConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")
         parse_size(self.memory_limit, "memory_limit")
-        for name in ("max_tokens", "max_sub_prompt_tokens", "refine", "pack_tokens"):
+        for name in ("max_tokens", "max_sub_prompt_tokens", "refine", "pack_tokens", "pack_items"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
                 raise ConfigError(f"{name} must be a positive whole number or None, got {value!r}.")
