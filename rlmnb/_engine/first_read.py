@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._engine.evidence import NOT_FOUND, Reading
+from rlmnb._engine.limits import SMALL_WINDOW
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.prompts import load, render
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_PARTS", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
 
-SMALL_ROOT_WINDOW = 32_768
+SMALL_ROOT_WINDOW = SMALL_WINDOW
 """A root model whose window is at most this many tokens gets a first reading in mode "auto"."""
 MAX_PARTS = 4
 """Most sub-calls one first reading makes (all text inputs together)."""

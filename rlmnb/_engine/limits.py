@@ -17,7 +17,7 @@ from typing import Any
 
 from rlmnb._ground.config import RLMConfig
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_REPLY_TOKENS", "LOCAL_SNIPPET_MARGIN", "MIN_CONTEXT_TOKENS", "MIN_OUTPUT_CHARS",
+__all__ = ["CHARS_PER_TOKEN", "SMALL_WINDOW", "DEFAULT_REPLY_TOKENS", "LOCAL_SNIPPET_MARGIN", "MIN_CONTEXT_TOKENS", "MIN_OUTPUT_CHARS",
            "OPENING_EXTRA", "TOKENIZER_MARGIN", "RunLimits", "reply_tokens", "run_limits", "sub_prompt_window",
            "window_of"]
 
@@ -54,6 +54,11 @@ class RunLimits:
     def from_dict(cls, data: dict[str, Any]) -> RunLimits:
         return cls(**{k: data[k] for k in ("context_tokens", "output_chars", "snippet_timeout", "root_window",
                                             "sub_window") if k in data})
+
+
+SMALL_WINDOW = 32_768
+"""A model whose context window is at most this many tokens is small (the local models of issue 22): a small root
+gets a first reading, a small sub-model one item per map call."""
 
 
 def window_of(lm: Any) -> int | None:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from rlmnb._engine.budget import Budget, Reservation
 from rlmnb._engine.cache import ResponseCache, cache_identity, open_cache, prompt_sha, request_key
-from rlmnb._engine.limits import sub_prompt_window, window_of
+from rlmnb._engine.limits import SMALL_WINDOW, sub_prompt_window, window_of
 from rlmnb._ground.concurrency import AdaptiveLimiter
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import EmptyAnswer, ImagesRefused, ModelError, PromptTooLarge, format_error_slot
@@ -335,10 +335,7 @@ DEFAULT_PACK_TOKENS = 4_000  # when the sub-model's window is unknown
 MAX_PACK_TOKENS = 8_000  # larger packs save little and make long replies (and their mistakes) likelier
 MAX_ERRORS_KEPT = 20  # failed items listed in a MapFinished event
 DEFAULT_PACK_ITEMS = 50
-SMALL_SUB_WINDOW = 32_768
-"""A sub-model whose context window is at most this many tokens is small: it gets one item per map call by default
-(bench/packing.py, Qwen2.5-Coder 1.5B: 97% right at one item a call, 57% at five, with more calls, re-asks
-included)."""
+# a small sub-model (limits.SMALL_WINDOW) gets one item per map call by default (bench/packing.py)
 
 
 def pack_limits(sub: SubCaller) -> dict[str, Any]:
@@ -354,7 +351,7 @@ def pack_limits(sub: SubCaller) -> dict[str, Any]:
     items = sub.config.pack_items
     if items is None:
         window = window_of(sub.lm)
-        items = 1 if window is not None and window <= SMALL_SUB_WINDOW else DEFAULT_PACK_ITEMS
+        items = 1 if window is not None and window <= SMALL_WINDOW else DEFAULT_PACK_ITEMS
     return {"pack_tokens": int(target), "pack_items": items, "retries": sub.config.map_retries,
             "max_prompt_tokens": cap, "concurrency": sub.limiter.max_limit}
 
