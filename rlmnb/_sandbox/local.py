@@ -244,9 +244,12 @@ class LocalSandbox:
             _Capture.release()
         self._ns = {}
 
+    def _protected(self) -> set[str]:
+        """The names the model's code may not rebind: `inputs`, the primitives and the user's tools."""
+        return set(RESERVED_NAMES) | set(self._host.tools if self._host else ())
+
     async def variables(self) -> list[str]:
-        hidden = set(RESERVED_NAMES) | set(self._host.tools if self._host else ())
-        return [name for name, _ in user_variables(self._ns, hidden)]
+        return [name for name, _ in user_variables(self._ns, self._protected())]
 
     @property
     def stray_threads(self) -> int:
@@ -270,7 +273,7 @@ class LocalSandbox:
         def work() -> None:
             _Capture.bind_thread(out, err)
             try:
-                outcome = run_snippet(code, self._ns, filename, echo, tables)
+                outcome = run_snippet(code, self._ns, filename, echo, tables, protected=self._protected())
             except BaseException as exc:  # an injected signal landing outside run_snippet
                 outcome = None
                 if not isinstance(exc, SnippetInterrupted):

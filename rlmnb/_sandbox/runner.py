@@ -18,6 +18,7 @@ import itertools
 import linecache
 import sys
 import traceback
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,15 +137,77 @@ def snippet_filename(turn: int) -> str:
     return f"<turn {turn}.{next(_counter)}>"
 
 
+def assigned_names(tree: ast.AST, names: Collection[str]) -> list[tuple[str, int]]:
+    """Which of `names` the code binds or deletes, anywhere (assignment, loop or `with` target, `def`, `class`,
+    `import ... as`, `global`), with the line of the first place; a function's own parameters are left alone."""
+    found: dict[str, int] = {}
+
+    def note(name: str, node: ast.AST) -> None:
+        if name in names and name not in found:
+            found[name] = getattr(node, "lineno", 0)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            note(node.id, node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            note(node.name, node)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                note(alias.asname or alias.name.split(".")[0], node)
+        elif isinstance(node, ast.Global):
+            for name in node.names:
+                note(name, node)
+    return sorted(found.items(), key=lambda item: item[1])
+
+
+def _protected_outcome(assigned: list[tuple[str, int]]) -> SnippetOutcome:
+    from rlmnb._ground.prompts import render
+
+    names = ", ".join(f"`{name}`" for name, _ in assigned)
+    return SnippetOutcome(error=render("protected_names", names=names, line=assigned[0][1]),
+                          error_type="ProtectedName")
+
+
+def _restore(namespace: dict[str, Any], originals: dict[str, Any], outcome: SnippetOutcome) -> SnippetOutcome:
+    """Put back any protected name the snippet rebound by other means (`globals()[...]`, `exec`) and say so."""
+    changed = sorted(name for name, value in originals.items() if namespace.get(name, _MISSING) is not value)
+    if not changed:
+        return outcome
+    namespace.update({name: originals[name] for name in changed})
+    from rlmnb._ground.prompts import render
+
+    note = render("protected_restored", names=", ".join(f"`{name}`" for name in changed))
+    outcome.error = f"{outcome.error}\n{note}" if outcome.error else note
+    outcome.error_type = outcome.error_type or "ProtectedName"
+    return outcome
+
+
+_MISSING = object()
+
+
 def run_snippet(code: str, namespace: dict[str, Any], filename: str, echo: Any,
-                tables: list[dict[str, Any]] | None = None) -> SnippetOutcome:
+                tables: list[dict[str, Any]] | None = None, protected: Collection[str] = ()) -> SnippetOutcome:
     """Execute `code` in `namespace`; print the value of a trailing expression through `echo` (which writes
-    its repr). With `tables`, the DataFrames and Series printed or echoed are noted there (`table_record`)."""
+    its repr). With `tables`, the DataFrames and Series printed or echoed are noted there (`table_record`).
+
+    `protected` names (`inputs`, the primitives, the user's tools) keep their values: code that assigns one is
+    refused before anything runs (recorded: a small model replaced `inputs` with a text it invented and computed
+    its answer from that), and one rebound by other means is put back after the snippet, with an error saying so.
+    """
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     if tables is not None and isinstance(namespace.get("__builtins__"), dict):
         namespace["__builtins__"]["print"] = _noting_print(tables)
+    originals = {name: namespace[name] for name in protected if name in namespace}
+    return _restore(namespace, originals, _run(code, namespace, filename, echo, tables, originals))
+
+
+def _run(code: str, namespace: dict[str, Any], filename: str, echo: Any, tables: list[dict[str, Any]] | None,
+         protected: Collection[str]) -> SnippetOutcome:
     try:
         tree = ast.parse(code, filename=filename)
+        assigned = assigned_names(tree, protected)
+        if assigned:
+            return _protected_outcome(assigned)
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         body = ast.Module(body=tree.body[:-1] if last else tree.body, type_ignores=[])
         exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running model code is the product
@@ -184,6 +247,6 @@ def trimmed_traceback(exc: BaseException, filename: str) -> str:
 
 
 __all__ = [
-    "BoundedBuffer", "SnippetInterrupted", "SnippetOutcome", "run_snippet", "snippet_filename", "table_record",
-    "trimmed_traceback",
+    "BoundedBuffer", "SnippetInterrupted", "SnippetOutcome", "assigned_names", "run_snippet", "snippet_filename",
+    "table_record", "trimmed_traceback",
 ]

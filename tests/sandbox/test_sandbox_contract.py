@@ -296,6 +296,37 @@ def test_a_standard_module_used_without_its_import_says_to_import_it(kind: str) 
     assert "[('a', 2)]" in obs[2]
 
 
+def test_code_that_replaces_inputs_or_a_primitive_is_refused_and_the_real_ones_stay(kind: str) -> None:
+    # recorded (Qwen2.5-Coder 1.5B, RULER vt 8k, turn 3): "Let's correct the input format" and
+    # `inputs = {"context": """The grass is green. ..."""}`, an invented text; its search printed "[]" from that
+    invented = ('inputs = {"context": "The grass is green."}\n'
+                "print('green' in inputs['context'])")
+    rebinds = "globals()['submit'] = print\ndel globals()['inputs']\nprint('rebound')"
+    replies = [code(invented), code("sql = 'SELECT 1'"), code(rebinds),
+               code("print(len(inputs['text']), 'green' in inputs['text'])"), code("submit(len(inputs['text']))")]
+    result, root = run(kind, replies)
+    obs = observations(root)
+    assert "Nothing in this step ran: it assigns `inputs` (line 1)" in obs[0] and "True" not in obs[0]
+    assert "it assigns `sql` (line 1)" in obs[1]
+    assert "rebound" in obs[2] and "This step replaced `inputs`, `submit`" in obs[2] and "originals are back" in obs[2]
+    assert "16 False" in obs[3]
+    assert result.status == "submitted" and result.answer == 16
+    executed = result.trajectory.of(CodeExecuted)
+    assert [e.error_type for e in executed[:4]] == ["ProtectedName", "ProtectedName", "ProtectedName", None]
+
+
+def test_assigned_names_finds_each_way_of_binding_a_name() -> None:
+    import ast
+
+    from rlmnb._sandbox.runner import assigned_names
+
+    protected = {"inputs", "submit", "sql", "llm_query"}
+    source = ("x = 1\nfor inputs in []: pass\nwith open('f') as sql: pass\ndef llm_query(p): return p\n"
+              "def ok(inputs): return inputs\nimport json as submit\n")
+    assert assigned_names(ast.parse(source), protected) == [("inputs", 2), ("sql", 3), ("llm_query", 4),
+                                                           ("submit", 6)]
+    assert assigned_names(ast.parse("y = inputs['text']\nprint(submit)"), protected) == []
+
 def test_interactive_builtins_are_disabled(kind: str) -> None:
     body = ("for name in ('input', 'breakpoint', 'exit', 'quit', 'help'):\n"
             "    try:\n        eval(name + '()')\n    except RuntimeError as exc:\n"

@@ -318,7 +318,8 @@ class Runtime:
         outcome = None
         tables: list[dict[str, Any]] = []
         try:
-            outcome = run_snippet(code, self.ns, snippet_filename(turn), lambda v: out.write(repr(v) + "\n"), tables)
+            outcome = run_snippet(code, self.ns, snippet_filename(turn), lambda v: out.write(repr(v) + "\n"), tables,
+                                  protected=self.protected())
         finally:
             self.out.swap(BoundedBuffer(self.max_output_chars))
             self.err.swap(BoundedBuffer(self.max_output_chars))
@@ -337,11 +338,14 @@ class Runtime:
             err.discard()
         return result
 
-    def variables(self) -> list[str]:
-        hidden = {"inputs", *self.tools}
+    def protected(self) -> set[str]:
+        """The names the model's code may not rebind: `inputs`, the primitives and the user's tools."""
         from rlmnb._sandbox.base import RESERVED_NAMES
 
-        return [name for name, _ in user_variables(self.ns, hidden | set(RESERVED_NAMES))]
+        return {"inputs", *self.tools, *RESERVED_NAMES}
+
+    def variables(self) -> list[str]:
+        return [name for name, _ in user_variables(self.ns, self.protected())]
 
 
 def _loader(spec: Mapping[str, Any]) -> Callable[[], Any]:
