@@ -50,8 +50,10 @@ def _limit(value: Any, default: int, name: str, fn: str, minimum: int = 1) -> in
 
 def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator: str, model: str | None = None,
             pack_tokens: int | None = None, pack_items: int | None = None, retries: int | None = None,
-            quiet: bool = False, images: Any = None) -> Any:
+            quiet: bool = False, images: Any = None, note: str | None = None) -> Any:
     """The body of the three operators: open a map on the host, drive it, close it, shape the result.
+
+    `note` is printed under the report (llm_classify's word on a column that already holds its labels).
 
     `images` (one image, a list of images or None per item) sends each item alone with its images: a
     packed prompt cannot tie images to the items it numbers, and one item's images stay within what a
@@ -102,9 +104,37 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
             figures["errors"] = [{"item": str(e.index), "reason": e.reason} for e in report.errors[:20]]
             end(map_id, figures)
     if not quiet:
-        print(report.text())
+        print(report.text() + (f"\n  {note}" if note else ""))
     attrs = {"llm_errors": [e.to_dict() for e in report.errors], "llm_map": report.to_dict()}
     return shape_result(source, driver.state.values, attrs)
+
+
+def labelled_column(items: Any, labels: Sequence[str]) -> str | None:
+    """A note when a pandas DataFrame given to llm_classify has a text column whose values already include some of
+    the labels (case and surrounding spaces aside), else None. Recorded (a billing count over a 2,000-row ticket
+    table, Qwen2.5-Coder 1.5B): the root classified every row into 'billing' with the sub-model, four turns running,
+    while the table's `category` column held that label; the report's general advice did not change its step."""
+    cls = type(items)
+    if cls.__module__.split(".", 1)[0] != "pandas" or cls.__name__ != "DataFrame":
+        return None
+    wanted = {str(label).strip().lower(): str(label) for label in labels}
+    for name in items.columns:
+        column = items[name]
+        if column.dtype.kind not in "OSU" and str(column.dtype) not in ("category", "string", "str"):
+            continue
+        try:
+            values = {str(v).strip().lower() for v in column.dropna().unique()[:LABEL_VALUES_READ]}
+        except Exception:  # noqa: S112 - an odd column (unhashable cells): it is no label column
+            continue
+        held = [label for key, label in wanted.items() if key in values]
+        if held:
+            shown = ", ".join(repr(label) for label in held)
+            return (f"note: the column {str(name)!r} already holds {shown}; to select or count by it, use code "
+                    f"(e.g. frame[frame[{str(name)!r}] == {held[0]!r}]) rather than a sub-call per row.")
+    return None
+
+
+LABEL_VALUES_READ = 10_000  # distinct values of a column compared with the labels
 
 
 def _window(plan: dict[str, Any], images: bool) -> int:
@@ -161,7 +191,7 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
         text = _check_text(instruction, "instruction", "llm_classify").strip()
         text = (text + "\n\n" if text else "") + "Classify each item into exactly one of the labels."
         return run_map(bridge, items, text, spec, operator="llm_classify", model=model, pack_tokens=pack_tokens,
-                       pack_items=pack_items, retries=retries, images=images)
+                       pack_items=pack_items, retries=retries, images=images, note=labelled_column(items, labels))
 
     def llm_filter(items: Any, condition: str, *, model: str | None = None, pack_tokens: int | None = None,
                    pack_items: int | None = None, retries: int | None = None, images: Any = None) -> Any:
@@ -179,4 +209,4 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
     return {"llm_map": llm_map, "llm_classify": llm_classify, "llm_filter": llm_filter}
 
 
-__all__ = ["MapBridge", "MapList", "MapReport", "make_operators", "run_map"]
+__all__ = ["MapBridge", "MapList", "MapReport", "labelled_column", "make_operators", "run_map"]

@@ -20,7 +20,7 @@ from sandbox_support import code
 from rlmnb import RLM
 from rlmnb._operators.outputs import output_spec
 from rlmnb._operators.packing import parse_reply, plan_packs, render_pack
-from rlmnb.events import BatchStarted, MapFinished, MapStarted, SubCallStarted
+from rlmnb.events import BatchStarted, CodeExecuted, MapFinished, MapStarted, SubCallStarted
 from rlmnb.testing import ScriptedLM
 from rlmnb.testing.packed import PackedResponder, packed_items
 
@@ -467,3 +467,24 @@ def test_a_small_sub_model_gets_one_item_per_call_unless_told_otherwise() -> Non
     assert calls(16_384) == [1] * 6
     assert calls(200_000) == [6] and calls(None) == [6]
     assert calls(16_384, pack_items=3) == [3, 3]
+
+
+def test_classifying_a_table_whose_column_already_holds_the_labels_says_to_use_the_column() -> None:
+    # recorded (bench/realmodel.py, billing, Qwen2.5-Coder 1.5B): llm_classify(tickets, labels=['billing']) over
+    # 2,000 rows, four turns running, while the `category` column held 'billing'
+    import pandas as pd
+
+    tickets = pd.DataFrame({"id": [1, 2, 3], "category": ["billing", "shipping", " Billing"],
+                            "text": ["charged twice", "late parcel", "wrong invoice"]})
+    body = "r = llm_classify(inputs['tickets'], labels=['billing', 'other'])\nout = list(r)"
+    result = run_code(body, sub=PackedResponder(lambda t: "billing"), inputs={"tickets": tickets})
+    (printed,) = [e.stdout for e in result.trajectory.of(CodeExecuted)][1:2]
+    assert ("note: the column 'category' already holds 'billing'; to select or count by it, use code "
+            "(e.g. frame[frame['category'] == 'billing']) rather than a sub-call per row.") in printed
+    assert result.answer == ["billing"] * 3  # the map itself still ran: the note only informs
+
+    from rlmnb._operators import labelled_column
+
+    assert labelled_column(tickets, ["urgent", "other"]) is None
+    assert labelled_column(tickets[["id"]], ["billing"]) is None  # no text column
+    assert labelled_column(list(tickets["category"]), ["billing"]) is None  # not a table
