@@ -16,6 +16,7 @@ Standard library and rlmnb's light modules only: this is imported inside the san
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -53,7 +54,7 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
             quiet: bool = False, images: Any = None, note: str | None = None) -> Any:
     """The body of the three operators: open a map on the host, drive it, close it, shape the result.
 
-    `note` is printed under the report (llm_classify's word on a column that already holds its labels).
+    `note` is printed under the report (`column_note`: a column that already holds what the request names).
 
     `images` (one image, a list of images or None per item) sends each item alone with its images: a
     packed prompt cannot tie images to the items it numbers, and one item's images stay within what a
@@ -109,32 +110,37 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
     return shape_result(source, driver.state.values, attrs)
 
 
-def labelled_column(items: Any, labels: Sequence[str]) -> str | None:
-    """A note when a pandas DataFrame given to llm_classify has a text column whose values already include some of
-    the labels (case and surrounding spaces aside), else None. Recorded (a billing count over a 2,000-row ticket
-    table, Qwen2.5-Coder 1.5B): the root classified every row into 'billing' with the sub-model, four turns running,
-    while the table's `category` column held that label; the report's general advice did not change its step."""
+def column_note(items: Any, request: str) -> str | None:
+    """A note when `items` is a pandas DataFrame with a label-like text column (at most LABEL_COLUMN_VALUES
+    distinct values) one of whose values the operator's request (instruction, condition or labels) names as a
+    word, else None: code can select or count by that column for no sub-call. Recorded (a billing count over a
+    2,000-row ticket table, Qwen2.5-Coder 1.5B): `llm_classify(tickets, labels=['billing'])`, then
+    `llm_filter(tickets, "category != 'billing'")`, turn after turn, while the `category` column held the label;
+    the report's general advice did not change the step."""
     cls = type(items)
     if cls.__module__.split(".", 1)[0] != "pandas" or cls.__name__ != "DataFrame":
         return None
-    wanted = {str(label).strip().lower(): str(label) for label in labels}
+    said = " ".join(request.lower().split())
     for name in items.columns:
         column = items[name]
         if column.dtype.kind not in "OSU" and str(column.dtype) not in ("category", "string", "str"):
             continue
         try:
-            values = {str(v).strip().lower() for v in column.dropna().unique()[:LABEL_VALUES_READ]}
+            values = column.dropna().unique()
         except Exception:  # noqa: S112 - an odd column (unhashable cells): it is no label column
             continue
-        held = [label for key, label in wanted.items() if key in values]
-        if held:
-            shown = ", ".join(repr(label) for label in held)
-            return (f"note: the column {str(name)!r} already holds {shown}; to select or count by it, use code "
-                    f"(e.g. frame[frame[{str(name)!r}] == {held[0]!r}]) rather than a sub-call per row.")
+        if len(values) > LABEL_COLUMN_VALUES:
+            continue
+        for value in values:
+            key = " ".join(str(value).lower().split())
+            if len(key) >= 3 and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", said):
+                return (f"note: the column {str(name)!r} already holds {str(value)!r}; to select or count by it, "
+                        f"use code (e.g. frame[frame[{str(name)!r}] == {str(value)!r}]) rather than a sub-call per "
+                        "row.")
     return None
 
 
-LABEL_VALUES_READ = 10_000  # distinct values of a column compared with the labels
+LABEL_COLUMN_VALUES = 50  # a text column with more distinct values is no label column
 
 
 def _window(plan: dict[str, Any], images: bool) -> int:
@@ -176,7 +182,7 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
         if not text.strip():
             raise ValueError("llm_map() needs an instruction, e.g. 'Extract the customer's name'.")
         return run_map(bridge, items, text, output, operator="llm_map", model=model, pack_tokens=pack_tokens,
-                       pack_items=pack_items, retries=retries, images=images)
+                       pack_items=pack_items, retries=retries, images=images, note=column_note(items, text))
 
     def llm_classify(items: Any, labels: Sequence[str], instruction: str = "", *, model: str | None = None,
                      pack_tokens: int | None = None, pack_items: int | None = None,
@@ -191,7 +197,8 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
         text = _check_text(instruction, "instruction", "llm_classify").strip()
         text = (text + "\n\n" if text else "") + "Classify each item into exactly one of the labels."
         return run_map(bridge, items, text, spec, operator="llm_classify", model=model, pack_tokens=pack_tokens,
-                       pack_items=pack_items, retries=retries, images=images, note=labelled_column(items, labels))
+                       pack_items=pack_items, retries=retries, images=images,
+                       note=column_note(items, "\n".join([*map(str, labels), instruction])))
 
     def llm_filter(items: Any, condition: str, *, model: str | None = None, pack_tokens: int | None = None,
                    pack_items: int | None = None, retries: int | None = None, images: Any = None) -> Any:
@@ -204,9 +211,10 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
             raise ValueError("llm_filter() needs a condition, e.g. 'the ticket mentions a refund'.")
         instruction = f"Decide for each item whether this condition holds: {text}\nAnswer true or false."
         return run_map(bridge, items, instruction, bool, operator="llm_filter", model=model,
-                       pack_tokens=pack_tokens, pack_items=pack_items, retries=retries, images=images)
+                       pack_tokens=pack_tokens, pack_items=pack_items, retries=retries, images=images,
+                       note=column_note(items, text))
 
     return {"llm_map": llm_map, "llm_classify": llm_classify, "llm_filter": llm_filter}
 
 
-__all__ = ["MapBridge", "MapList", "MapReport", "labelled_column", "make_operators", "run_map"]
+__all__ = ["MapBridge", "MapList", "MapReport", "column_note", "make_operators", "run_map"]

@@ -469,22 +469,35 @@ def test_a_small_sub_model_gets_one_item_per_call_unless_told_otherwise() -> Non
     assert calls(16_384, pack_items=3) == [3, 3]
 
 
-def test_classifying_a_table_whose_column_already_holds_the_labels_says_to_use_the_column() -> None:
-    # recorded (bench/realmodel.py, billing, Qwen2.5-Coder 1.5B): llm_classify(tickets, labels=['billing']) over
-    # 2,000 rows, four turns running, while the `category` column held 'billing'
+def test_an_operator_asked_for_what_a_column_already_holds_says_to_use_the_column() -> None:
+    # recorded (bench/realmodel.py, billing, Qwen2.5-Coder 1.5B): llm_classify(tickets, labels=['billing']), then
+    # llm_filter(tickets, "category != 'billing'"), over 2,000 rows, turn after turn, while `category` held 'billing'
     import pandas as pd
 
-    tickets = pd.DataFrame({"id": [1, 2, 3], "category": ["billing", "shipping", " Billing"],
+    tickets = pd.DataFrame({"id": [1, 2, 3], "category": ["billing", "shipping", "billing"],
                             "text": ["charged twice", "late parcel", "wrong invoice"]})
-    body = "r = llm_classify(inputs['tickets'], labels=['billing', 'other'])\nout = list(r)"
-    result = run_code(body, sub=PackedResponder(lambda t: "billing"), inputs={"tickets": tickets})
-    (printed,) = [e.stdout for e in result.trajectory.of(CodeExecuted)][1:2]
-    assert ("note: the column 'category' already holds 'billing'; to select or count by it, use code "
-            "(e.g. frame[frame['category'] == 'billing']) rather than a sub-call per row.") in printed
-    assert result.answer == ["billing"] * 3  # the map itself still ran: the note only informs
+    body = ("a = llm_classify(inputs['tickets'], labels=['Billing', 'other'])\n"
+            "b = llm_filter(inputs['tickets'], \"category != 'billing'\")\n"
+            "c = llm_map(inputs['tickets'], 'Give the customer mood.')\nout = [list(a), list(b), list(c)]")
 
-    from rlmnb._operators import labelled_column
+    def sub(messages: Any) -> str:
+        prompt = str(messages[-1]["content"])
+        value = True if "Decide for each item" in prompt else "calm" if "mood" in prompt else "Billing"
+        return PackedResponder(lambda _text: value)(messages)
 
-    assert labelled_column(tickets, ["urgent", "other"]) is None
-    assert labelled_column(tickets[["id"]], ["billing"]) is None  # no text column
-    assert labelled_column(list(tickets["category"]), ["billing"]) is None  # not a table
+    result = run_code(body, sub=sub, inputs={"tickets": tickets})
+    printed = [e.stdout for e in result.trajectory.of(CodeExecuted)][1]
+    note = ("  note: the column 'category' already holds 'billing'; to select or count by it, use code "
+            "(e.g. frame[frame['category'] == 'billing']) rather than a sub-call per row.")
+    assert printed.splitlines().count(note) == 2  # after llm_classify's and llm_filter's reports, not llm_map's
+    assert printed.splitlines()[1] == note and printed.splitlines()[3] == note
+    assert result.answer[0] == ["Billing"] * 3  # the maps still ran: the note only informs
+
+    from rlmnb._operators import column_note
+
+    assert column_note(tickets, "urgent\nother") is None
+    assert column_note(tickets, "the billings") is None  # a whole word or phrase only
+    assert column_note(tickets[["id"]], "billing") is None  # no text column
+    assert column_note(list(tickets["category"]), "billing") is None  # not a table
+    many = pd.DataFrame({"word": [f"w{i:03d}" for i in range(51)]})
+    assert column_note(many, "w001") is None  # more than 50 distinct values: no label column
