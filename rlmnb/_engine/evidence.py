@@ -12,6 +12,8 @@ Entry points:
   submit it).
 - `typed_data(code, shown)`: the characters of long string literals in the code that copy text the model was shown
   (the InputsSummary's preview, earlier outputs): code that analyses its own copy says nothing about the input.
+- `says_nothing(answer)`: a submission that says nothing was found (None, empty, "not found"): sent back once
+  when the run's first reading found an answer.
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -35,9 +37,9 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines", "latest_other", "output_tails", "output_text",
-           "prose_answer", "restates", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data",
-           "unevidenced"]
+__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines",
+           "latest_other", "output_tails", "output_text", "prose_answer", "restates", "says_nothing", "short_answer",
+           "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -154,6 +156,22 @@ class Reading:
     message: str
     answers_text: str
     values: tuple[str, ...]
+
+
+EMPTY_WORDS = frozenset({"", "none", "null", "nan", "n/a", "not found", "nothing", "nothing found", "no answer",
+                         "unknown"})
+
+
+def says_nothing(answer: Any) -> bool:
+    """Whether a submitted answer says nothing was found: None, an empty string or collection, or one of
+    `EMPTY_WORDS` (case and a trailing full stop aside)."""
+    if answer is None:
+        return True
+    if isinstance(answer, str):
+        return answer.strip().rstrip(".").strip().lower() in EMPTY_WORDS
+    if isinstance(answer, list | tuple | dict | set | frozenset):
+        return len(answer) == 0
+    return False
 
 
 NOT_FOUND = "NOT FOUND"

@@ -30,6 +30,7 @@ from rlmnb._engine.evidence import (
     latest_other,
     prose_answer,
     restates,
+    says_nothing,
     states_shown_value,
     steps_of,
     typed_data,
@@ -409,13 +410,19 @@ def _reading(ctx: RunContext) -> list[str]:
 
 
 def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str] | None:
-    """The evidence check: a short answer the model typed, which nothing it saw contained, goes back once.
+    """The evidence check: a short answer the model typed, which nothing it saw contained, goes back once; so
+    does an answer that says nothing was found when the first reading found one (recorded, RULER 8k on
+    Qwen2.5-Coder 1.5B: the reading named two magic numbers, the root printed "No special magic numbers found."
+    from a string in its code and submitted None; on vt the reading named a variable and the root submitted []).
 
     Never on the last turn (sending it back there would end the run in the fallback), and at most once
     per run: the next submission is accepted whatever it is.
     """
     if not ctx.config.evidence_check or ctx.evidence_sent_back or ctx.turn >= ctx.config.max_iterations:
         return None
+    if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
+        ctx.evidence_sent_back = True
+        return "evidence", render("reject_empty", value=repr(result.answer), answers=ctx.reading.answers_text)
     found = unevidenced(result.answer, turn=ctx.turn, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
                         code=code, opening=ctx.conversation.given())
     if found is None:

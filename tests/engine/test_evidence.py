@@ -428,6 +428,40 @@ def test_the_same_prose_answer_twice_in_a_row_is_the_answer() -> None:
     assert result.status == "fallback"
 
 
+def test_an_answer_that_says_nothing_was_found_goes_back_once_when_the_reading_found_one() -> None:
+    # recorded (RULER niah_multivalue 8k, instance 1): the reading answered "9897858, 3710343"; the root printed a
+    # string of its own ("No special magic numbers found."), then `print("None")` and `submit(None)`, accepted
+    said = code("print(\"No special magic numbers found.\")")
+    nothing = code("print(\"None\")\nsubmit(None)")
+    search = code("import re\nprint(re.findall(r\"abashed-aftershave is: (\\d+)\", inputs[\"text\"]))")
+    found = code("submit([\"3997281\", \"9398441\", \"9517485\", \"5418934\"])")
+    root = ScriptedLM([said, nothing, search, found], name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(lambda m: "9398441, 9517485", name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
+    assert result.status == "submitted" and result.answer == ["3997281", "9398441", "9517485", "5418934"]
+    (rejected,) = result.trajectory.of(GuardRejected)
+    assert rejected.guard == "evidence" and rejected.turn == 2
+    assert rejected.reason.startswith("submit(None) was not accepted yet: it says nothing was found, but the first "
+                                      "reading found this:\n- `inputs[\"text\"]` whole")
+    assert rejected.reason.endswith(": 9398441, 9517485\nCheck it with code: search the data for it and print the "
+                                    "lines that hold it. Then submit what the data shows.")
+    # without a reading that found something, or when the answer says something, None is accepted as before
+    for reading, expected in (("NOT FOUND", None), ("9398441", None)):
+        root = ScriptedLM([said, nothing, nothing], name="root", context_window=16_384, max_output_tokens=400)
+        sub = ScriptedLM(lambda m, r=reading: r, name="sub", context_window=16_384, max_output_tokens=120)
+        result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
+        assert result.status == "submitted" and result.answer is expected
+        assert len(result.trajectory.of(GuardRejected)) == (0 if reading == "NOT FOUND" else 1)
+
+
+def test_says_nothing_reads_empty_answers_only() -> None:
+    from rlmnb._engine.evidence import says_nothing
+
+    for empty in (None, "", "  ", "None", "null", "Not found.", [], {}, (), set()):
+        assert says_nothing(empty), empty
+    for something in (0, False, "0", "no", "Nothing here is 42", ["x"], {"a": 1}, 0.0):
+        assert not says_nothing(something), something
+
 def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -> None:
     # recorded (RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." text
     # back, then copied each next turn's note, adding "If you have any other questions ..." until the run ended
