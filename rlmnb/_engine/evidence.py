@@ -14,6 +14,7 @@ Entry points:
   (the InputsSummary's preview, earlier outputs): code that analyses its own copy says nothing about the input.
 - `says_nothing(answer)`: a submission that says nothing was found (None, empty, "not found"): sent back once
   when the run's first reading found an answer.
+- `prints_own_text(code)`: a step that only prints literals written in its code (it read no data).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -38,8 +39,8 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines",
-           "latest_other", "output_tails", "output_text", "prose_answer", "restates", "says_nothing", "short_answer",
-           "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
+           "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restates",
+           "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -312,6 +313,47 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
             and len(node.args) == 1 and not node.keywords):
         return _literal(node.args[0])
     return False, None
+
+
+def prints_own_text(code: str) -> bool:
+    """Whether a step only writes out text of its own: every statement assigns a literal (a constant, or a list,
+    tuple, set or dict of them) or prints / echoes literals and names so assigned, and it prints something.
+    Its output then says nothing about the input. Recorded (RULER niah_multivalue 8k, Qwen2.5-Coder 1.5B): the
+    root's first step was `print("No special magic numbers found.")`; the next turn took that line as a finding
+    and submitted None, while the first reading had named two of the numbers."""
+    tree = _parse(code)
+    if tree is None:
+        return False
+    own: set[str] = set()
+    printed = False
+
+    def plain(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in own
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return all(plain(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return all(k is not None and plain(k) for k in node.keys) and all(plain(v) for v in node.values)
+        return _literal(node)[0]
+
+    for statement in tree.body:
+        if isinstance(statement, ast.Pass):
+            continue
+        if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
+            if not plain(statement.value):
+                return False
+            own.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+        elif isinstance(statement, ast.Expr) and (plain(statement.value) or _prints_plain(statement.value, plain)):
+            printed = True
+        else:
+            return False
+    return printed
+
+
+def _prints_plain(node: ast.AST, plain: Any) -> bool:
+    """A `print(...)` call whose arguments are all `plain`."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+            and all(plain(a) for a in node.args))
 
 
 def _same(value: Any, answer: Any) -> bool:

@@ -28,6 +28,7 @@ from rlmnb._engine.evidence import (
     Reading,
     last_lines,
     latest_other,
+    prints_own_text,
     prose_answer,
     restates,
     says_nothing,
@@ -401,7 +402,9 @@ def _typed_data(ctx: RunContext, code: str) -> list[str]:
     """The note for a step whose string literals copy the data the opening showed (`evidence.typed_data`)."""
     shown = [*ctx.conversation.given(), *(s.text for s in steps_of(ctx.bus.trajectory, ctx.scope.run_id))]
     copied = typed_data(code, shown)
-    return ["[note] " + render("typed_data", chars=f"{copied:,}")] if copied else []
+    if copied:
+        return ["[note] " + render("typed_data", chars=f"{copied:,}")]
+    return ["[note] " + load("own_text")] if prints_own_text(code) else []
 
 
 def _reading(ctx: RunContext) -> list[str]:

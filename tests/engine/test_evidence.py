@@ -445,6 +445,11 @@ def test_an_answer_that_says_nothing_was_found_goes_back_once_when_the_reading_f
                                       "reading found this:\n- `inputs[\"text\"]` whole")
     assert rejected.reason.endswith(": 9398441, 9517485\nCheck it with code: search the data for it and print the "
                                     "lines that hold it. Then submit what the data shows.")
+    first = observations(root)[0]
+    assert first.startswith("Turn 1/20\nNo special magic numbers found.\n")
+    assert ("[note] This step only printed text written in its own code; it read no data, so its output says "
+            "nothing about the input.") in first
+    assert "read no data" not in observations(root)[2]  # the search read the input
     # without a reading that found something, or when the answer says something, None is accepted as before
     for reading, expected in (("NOT FOUND", None), ("9398441", None)):
         root = ScriptedLM([said, nothing, nothing], name="root", context_window=16_384, max_output_tokens=400)
@@ -496,3 +501,14 @@ def test_echoes_needs_most_lines_copied() -> None:
     assert echoes("Turn 3/8\nYour reply had no ```python block, so nothing ran.\n\nAnything else?", request)
     assert not echoes("Turn 3/8\nI will split the text into parts.\nThen count.", request)
     assert not echoes("Write the next step.", request)  # one line: too little to tell
+
+
+def test_prints_own_text_is_a_step_that_prints_only_its_own_literals() -> None:
+    from rlmnb._engine.evidence import prints_own_text
+
+    for own in ('print("No special magic numbers found.")', 'print("None")', "[]", "x = 'none'\nprint('found:', x)",
+                "found = []\nprint(found)", "pass\nprint({'a': [1, 2]})"):
+        assert prints_own_text(own), own
+    for reads in ("print(inputs['text'][:100])", "print(len(text))", "x = 'a'", "import re\nprint(re.findall('a', 'a'))",
+                  "print(llm_query('hi'))", "x = inputs\nprint('ok')", "print('a'", "for i in range(3):\n    print(i)"):
+        assert not prints_own_text(reads), reads
