@@ -125,7 +125,9 @@ def column_note(items: Any, request: str) -> str | None:
         column = items[name]
         if column.dtype.kind not in "OSU" and str(column.dtype) not in ("category", "string", "str"):
             continue
-        try:
+        try:  # the head first: a free-text column of a large table is passed over without hashing all of it
+            if len(column.iloc[:LABEL_HEAD_ROWS].dropna().unique()) > LABEL_COLUMN_VALUES:
+                continue
             values = column.dropna().unique()
         except Exception:  # noqa: S112 - an odd column (unhashable cells): it is no label column
             continue
@@ -141,6 +143,7 @@ def column_note(items: Any, request: str) -> str | None:
 
 
 LABEL_COLUMN_VALUES = 50  # a text column with more distinct values is no label column
+LABEL_HEAD_ROWS = 10_000  # rows read first to pass over a free-text column cheaply
 
 
 def _window(plan: dict[str, Any], images: bool) -> int:
