@@ -293,6 +293,15 @@ def sampling(setup: Setup) -> dict[str, Any]:
     return out
 
 
+def _cap_by_its_plain_name(sample: dict[str, Any]) -> dict[str, Any]:
+    """An `extra_body` that sends the reply cap as `max_tokens` too, for an OpenAI-compatible server.
+
+    rlms and litellm (dspy.RLM's client) rename `max_tokens` to `max_completion_tokens` on the wire, which
+    llama-cpp-python's server ignores: a reply then runs to the end of the window. The body carries both names.
+    """
+    return {"max_tokens": sample["max_tokens"]}
+
+
 class RLMsMethod:
     """The `rlms` package's RLM at depth 1 (sub-calls through its `llm_query`)."""
 
@@ -310,6 +319,8 @@ class RLMsMethod:
         if key:
             kwargs["api_key"] = key
         sample = sampling(setup)
+        if base and "max_tokens" in sample:
+            sample["extra_body"] = _cap_by_its_plain_name(sample)
         if sample:
             kwargs["sampling_args"] = sample
         sub_kwargs = {**kwargs, "model_name": sub.split("/", 1)[-1]}
@@ -356,6 +367,8 @@ class DSPyRLMMethod:
         if key:
             options["api_key"] = key
         options.update(sampling(setup))
+        if base and "max_tokens" in options:
+            options["extra_body"] = _cap_by_its_plain_name(options)
         lm = dspy.LM(_model_name(setup.model, "model"), **options)
         sub = dspy.LM(_model_name(setup.sub_model if setup.sub_model is not None else setup.model, "sub_model"),
                       **options)

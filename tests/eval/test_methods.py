@@ -40,12 +40,20 @@ class RLMsProtocolOracle:
                 "answer['ready'] = True\n```")
 
 
+def assert_capped(bodies: list[dict[str, Any]]) -> None:
+    """Every request carries the evaluation's temperature and `max_tokens`, the reply cap's name that every
+    OpenAI-compatible server reads (llama-cpp-python's ignores `max_completion_tokens`)."""
+    assert bodies
+    assert all(b.get("max_tokens") == 800 and b.get("temperature") == 0 for b in bodies), \
+        [{k: v for k, v in b.items() if k != "messages"} for b in bodies]
+
+
 def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any]) -> None:
     pytest.importorskip("rlm", reason="the rlms package is not installed (pip install rlms)")
-    server = fake_server_factory(responder=RLMsProtocolOracle())
+    server = fake_server_factory(responder=RLMsProtocolOracle(), record_bodies=True)
     from rlmnb._models.litellm import LiteLLM
 
-    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key")
+    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key", temperature=0, max_tokens=800)
     sub = LiteLLM("openai/fake-sub", api_base=server.url, api_key="fake-key")
     spec = EvalSpec(tasks=["niah", "oolong_pairs"], sizes=["8k"], methods=["rlms"], setup=Setup(root, sub), n=1)
     rows = run_eval(spec).rows
@@ -55,6 +63,7 @@ def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable
     assert all(r.root_input_tokens and r.sub_tokens for r in rows)  # split by model name (root and sub differ)
     models = server.stats()["models"]
     assert models.get("fake-root", 0) >= 2 and models.get("fake-sub", 0) >= 2
+    assert_capped(server.bodies())
     json.dumps([r.to_dict() for r in rows])
 
 
@@ -104,13 +113,14 @@ class DSPyProtocolOracle:
 
 def test_dspy_rlm_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any]) -> None:
     pytest.importorskip("dspy", reason="DSPy is not installed (pip install dspy)")
-    server = fake_server_factory(responder=DSPyProtocolOracle())
+    server = fake_server_factory(responder=DSPyProtocolOracle(), record_bodies=True)
     from rlmnb._models.litellm import LiteLLM
 
-    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key")
+    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key", temperature=0, max_tokens=800)
     sub = LiteLLM("openai/fake-sub", api_base=server.url, api_key="fake-key")
     spec = EvalSpec(tasks=["niah", "oolong"], sizes=["8k"], methods=["dspy_rlm"], setup=Setup(root, sub), n=1)
     rows = run_eval(spec).rows
     assert [r.status for r in rows] == ["submitted", "submitted"], [r.error for r in rows]
     assert [r.score for r in rows] == [1.0, 1.0], [(r.prediction, r.truth) for r in rows]
     assert all(r.root_calls >= 2 and r.sub_calls >= 1 for r in rows)
+    assert_capped(server.bodies())  # litellm alone would send max_completion_tokens, which llama.cpp ignores

@@ -51,7 +51,7 @@ def test_minrlm_adapter_runs_against_the_fake_server(fake_server_factory: Callab
         pytest.skip("pip install minrlm")
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     responder = MinRLMProtocol()
-    server = fake_server_factory(responder=responder)
+    server = fake_server_factory(responder=responder, record_bodies=True)
     from rlmnb._models.litellm import LiteLLM
 
     root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key", temperature=0.0, max_tokens=800)
@@ -68,6 +68,7 @@ def test_minrlm_adapter_runs_against_the_fake_server(fake_server_factory: Callab
     stats = server.stats()
     assert stats["prompt_tokens"] == sum(r.input_tokens for r in rows)  # minrlm's count is the server's
     assert len(responder.sub_prompts) == 2
+    assert all(b.get("max_tokens") == 800 and b.get("temperature") == 0 for b in server.bodies())
     # minrlm installs SIGINT/SIGTERM handlers at import that kill the process; the adapter keeps ours
     assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
 
