@@ -120,13 +120,18 @@ async def fallback(ctx: RunContext) -> Outcome:
 
 
 def final_text(text: str) -> Any:
-    """The answer in a fallback reply: the literal inside FINAL(...) if there is one, else the text."""
+    """The answer in a fallback reply: the literal inside FINAL(...) if there is one, else the text.
+
+    `FINAL(...)` itself (the fallback request's own words, copied back) is not a literal answer: the text is.
+    """
     call = final_call(text)
     if call and call.startswith("FINAL("):
         try:
             node = ast.parse(call, mode="eval").body
             if isinstance(node, ast.Call) and len(node.args) == 1:
-                return ast.literal_eval(node.args[0])
+                value = ast.literal_eval(node.args[0])
+                if value is not Ellipsis:
+                    return value
         except (ValueError, SyntaxError):
             pass
     return text.strip()

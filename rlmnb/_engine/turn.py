@@ -150,7 +150,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     ctx.budget.settle(reservation, completion.usage, root=True)
     finish = completion.finish_reason or completion.meta.get("finish_reason")
     step = read_step(completion.text, finish_reason=finish)
-    if step.code is None and not step.empty and echoes(step.kept, _last_user(messages)):
+    if purpose == "turn" and step.code is None and not step.empty and echoes(step.kept, _last_user(messages)):
         step = Step(None, "", reasoning=step.reasoning, empty=True, echoed=True)
     notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
     if retry_repeat and _repeats_code(ctx, step) is not None:

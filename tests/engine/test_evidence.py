@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from sandbox_support import code, observations
 
 from rlmnb import RLM
@@ -492,6 +493,26 @@ def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -
     later = "\n".join(str(m["content"]) for m in root.requests[3] if m["role"] == "assistant")
     assert "any other questions" not in later  # the copy stays out of the history
     assert result.status == "submitted" and result.answer == 4015985
+
+
+@pytest.mark.parametrize("copied", ["whole", "without FINAL"])
+def test_only_a_turn_reply_is_read_for_copying_the_request(copied: str) -> None:
+    # the fallback answers with its text as it is; a reply that restates the fallback request is not a turn to
+    # ask again, and its event carries no "empty"/"echo" notes for the views; the request's own "FINAL(...)",
+    # copied back, is not the literal answer `...`
+    def root_reply(messages: list[dict[str, Any]]) -> str:
+        last = str(messages[-1]["content"])
+        if not last.startswith("You have used all"):
+            return LOOK
+        return last if copied == "whole" else "\n".join(line for line in last.splitlines() if "FINAL(" not in line)
+
+    root = ScriptedLM(root_reply, name="root")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", max_iterations=1)
+    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
+    fallback = [r for r in result.trajectory.of(ModelReply) if r.purpose == "fallback"]
+    assert len(fallback) == 1 and fallback[0].notes == [], fallback[0].notes
+    assert "Turn 1 printed:" in fallback[0].text  # it copied the outputs the fallback request showed
+    assert result.status == "fallback" and result.answer == fallback[0].text.strip()
 
 
 def test_echoes_needs_most_lines_copied() -> None:
