@@ -7,7 +7,7 @@ Entry points:
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
 - `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
-  `restates(reply, answers)`: prose that restates a first reading's answer to the question (also an answer);
+  `restated(reply, answers)`: the first reading's answer that prose restates (that answer is the run's answer);
   `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
   submit it).
 - `typed_data(code, shown)`: the characters of long string literals in the code that copy text the model was shown
@@ -39,7 +39,7 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines",
-           "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restates",
+           "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
            "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
@@ -181,13 +181,20 @@ RESTATE_CHARS = 400
 """Longest prose reply read as restating a first reading's answer (longer prose is reasoning, not an answer)."""
 
 
-def restates(reply: str, answers: Sequence[str]) -> bool:
-    """Whether prose (a reply without code, at most `RESTATE_CHARS`) restates one of `answers` whole: the answers
-    a sub-model gave to the run's own question (a first reading), so restating one is answering with it."""
+def restated(reply: str, answers: Sequence[str]) -> str | None:
+    """The answer of `answers` that prose (a reply without code, at most `RESTATE_CHARS`) restates whole, or None.
+
+    `answers` are what a sub-model answered to the run's own question (a first reading), so restating one is
+    answering with it, and that answer, not the sentence around it, is the run's answer: the reading was asked for
+    the answer alone, the sentence adds only words (recorded, `rlmnb eval`'s niah at 8K: "The special magic
+    number for scarlet jackal is 1892269." for "Answer with the 7-digit number only", scored 0 by exact match where
+    the reading said "1892269"). Prose that restates several different answers (it combines them) is returned whole.
+    """
     text = reply.strip()
     if not text or len(text) > RESTATE_CHARS or "```" in text:
-        return False
-    return any(found_in(answer, [text]) for answer in answers if answer.strip())
+        return None
+    found = {answer.strip() for answer in answers if answer.strip() and found_in(answer, [text])}
+    return found.pop() if len(found) == 1 else (text if found else None)
 
 
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")

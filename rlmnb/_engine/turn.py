@@ -30,7 +30,7 @@ from rlmnb._engine.evidence import (
     latest_other,
     prints_own_text,
     prose_answer,
-    restates,
+    restated,
     says_nothing,
     states_shown_value,
     steps_of,
@@ -300,8 +300,10 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
     submit())."""
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
-    if ctx.reading is not None and restates(text, ctx.reading.values):  # affirming the reading's answer
-        return text.strip()
+    if ctx.reading is not None:  # affirming the reading's answer
+        answer = restated(text, ctx.reading.values)
+        if answer is not None:
+            return answer
     return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
 
 

@@ -15,6 +15,7 @@ import pytest
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._engine.evidence import restated
 from rlmnb._engine.first_read import parts_of
 from rlmnb._ground.errors import ConfigError
 from rlmnb._models.base import Message
@@ -199,7 +200,13 @@ def test_prose_restating_the_readings_answer_is_the_answer() -> None:
     # guess, then ran the example first step seven times, and only the fallback gave the number
     sentence = "The special magic number for furtive-donation mentioned in the provided text is 4015985."
     result, root, _ = run([sentence, code("submit('never')")], haystack(200))
-    assert result.status == "submitted" and result.answer == sentence and len(root.requests) == 1
+    # the answer is the reading's, not the sentence around it (recorded, `rlmnb eval` niah 8k: "The special magic
+    # number for scarlet jackal is 1892269." for "Answer with the 7-digit number only" scored 0 by exact match)
+    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
+    assert restated(sentence, ["4015985"]) == "4015985"
+    assert restated("Both: 4015985 and 7067228.", ["4015985", "7067228"]) == "Both: 4015985 and 7067228."
+    assert restated("It is 4015985.", ["NOT FOUND", "4015985", " 4015985 "]) == "4015985"
+    assert restated("It is 1234567.", ["4015985"]) is None and restated("x" * 500 + " 4015985", ["4015985"]) is None
     # prose stating another value is not an answer; its note says how to submit rather than calling it a guess
     other = "The special magic number is 1234567, I think."
     result, root, _ = run([other, code("print(1)"), code("submit('x')")], haystack(200), evidence_check=False)
