@@ -150,7 +150,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     ctx.budget.settle(reservation, completion.usage, root=True)
     finish = completion.finish_reason or completion.meta.get("finish_reason")
     step = read_step(completion.text, finish_reason=finish)
-    if purpose == "turn" and step.code is None and not step.empty and echoes(step.kept, _last_user(messages)):
+    if purpose == "turn" and step.code is None and not step.empty and echoes(step.kept, _given(messages)):
         step = Step(None, "", reasoning=step.reasoning, empty=True, echoed=True)
     notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
     if retry_repeat and _repeats_code(ctx, step) is not None:
@@ -321,13 +321,24 @@ def _stated_again(ctx: RunContext, turn: int, text: str) -> bool:
             and tuple(earlier) == (turn - 1, said))
 
 
-def _last_user(messages: list[Message]) -> str:
-    """The text of the request's last user message (what a reply that echoes copies)."""
+def _given(messages: list[Message]) -> str:
+    """The instructions a reply that echoes copies: the request's last user message and its system prompt.
+
+    Recorded (`rlmnb eval` oolong_pairs 8k): turns 7 and 8 replied with the system prompt's paragraph on
+    `llm_map` / `llm_classify` / `llm_filter` word for word and one line of their own, and no code. Earlier
+    outputs are not included: a prose answer may quote what the code printed.
+    """
+    texts = [_text(m) for m in messages if m.get("role") == "system"]
     for message in reversed(messages):
         if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else ""
-    return ""
+            texts.append(_text(message))
+            break
+    return "\n".join(texts)
+
+
+def _text(message: Message) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
 
 
 def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:

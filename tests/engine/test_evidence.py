@@ -488,8 +488,8 @@ def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3]
     assert replies[1].notes == ["empty", "echo", "echo_retried"] and replies[1].text.startswith("Turn 1/20")
-    assert str(root.requests[2][-1]["content"]) == ("Your reply only copied the message above. Write your own next "
-                                                    "step: one ```python block.")
+    assert str(root.requests[2][-1]["content"]) == ("Your reply only copied text you were given. Write your own "
+                                                    "next step: one ```python block.")
     later = "\n".join(str(m["content"]) for m in root.requests[3] if m["role"] == "assistant")
     assert "any other questions" not in later  # the copy stays out of the history
     assert result.status == "submitted" and result.answer == 4015985
@@ -513,6 +513,33 @@ def test_only_a_turn_reply_is_read_for_copying_the_request(copied: str) -> None:
     assert len(fallback) == 1 and fallback[0].notes == [], fallback[0].notes
     assert "Turn 1 printed:" in fallback[0].text  # it copied the outputs the fallback request showed
     assert result.status == "fallback" and result.answer == fallback[0].text.strip()
+
+
+def test_a_reply_that_copies_the_system_prompt_is_asked_again_as_an_empty_one() -> None:
+    # recorded (`rlmnb eval` oolong_pairs 8k, turns 7 and 8): the system prompt's paragraph on the operators word
+    # for word, one line of its own, no code; each got the no-code note and cost a turn
+    def root_reply(messages: list[dict[str, Any]]) -> str:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        last = str(messages[-1]["content"])
+        if last.startswith("Your reply only copied"):
+            return FIND
+        if "furtive-donation is: 4015985" in last:
+            return code("submit(4015985)")
+        if turn == 0:
+            return LOOK
+        system = str(messages[0]["content"])
+        start = system.index("To read every row or item of a collection")
+        paragraph = system[start:system.index("\n\n", start)]
+        return paragraph + "\n\nThis will help you extract relevant information from the input data."
+
+    root = ScriptedLM(root_reply, name="root")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
+    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
+    replies = result.trajectory.of(ModelReply)
+    assert [r.turn for r in replies] == [1, 2, 2, 3]
+    assert replies[1].notes == ["empty", "echo", "echo_retried"]
+    assert replies[1].text.startswith("To read every row or item of a collection")
+    assert result.status == "submitted" and result.answer == 4015985
 
 
 def test_echoes_needs_most_lines_copied() -> None:
