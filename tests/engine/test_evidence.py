@@ -6,6 +6,7 @@ evidence check on submit(), the fallback answered from real outputs, and the dir
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -468,9 +469,24 @@ def test_says_nothing_reads_empty_answers_only() -> None:
     for something in (0, False, "0", "no", "Nothing here is 42", ["x"], {"a": 1}, 0.0):
         assert not says_nothing(something), something
 
-def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -> None:
+def _copy_of_the_request(messages: list[dict[str, Any]]) -> str:
     # recorded (RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." text
     # back, then copied each next turn's note, adding "If you have any other questions ..." until the run ended
+    return str(messages[-1]["content"]) + "\n\nIf you have any other questions or need further assistance, feel free to ask!"
+
+
+def _copy_of_the_system_prompt(messages: list[dict[str, Any]]) -> str:
+    # recorded (`rlmnb eval` oolong_pairs 8k, turns 7 and 8): the system prompt's paragraph on the operators word
+    # for word, one line of its own, no code; each got the no-code note and cost a turn
+    system = str(messages[0]["content"])
+    start = system.index("To read every row or item of a collection")
+    return system[start:system.index("\n\n", start)] + "\n\nThis will help you extract relevant information."
+
+
+@pytest.mark.parametrize(("copy", "starts"), [(_copy_of_the_request, "Turn 1/20"),
+                                              (_copy_of_the_system_prompt, "To read every row or item")])
+def test_a_reply_that_only_copies_what_it_was_given_is_asked_again_as_an_empty_one(
+        copy: Callable[[list[dict[str, Any]]], str], starts: str) -> None:
     def root_reply(messages: list[dict[str, Any]]) -> str:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         last = str(messages[-1]["content"])
@@ -480,18 +496,18 @@ def test_a_reply_that_only_copies_the_request_is_asked_again_as_an_empty_one() -
             return FIND
         if "furtive-donation is: 4015985" in last:
             return code("submit(4015985)")
-        return last + "\n\nIf you have any other questions or need further assistance, feel free to ask!"
+        return copy(messages)
 
     root = ScriptedLM(root_reply, name="root")
     rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3]
-    assert replies[1].notes == ["empty", "echo", "echo_retried"] and replies[1].text.startswith("Turn 1/20")
+    assert replies[1].notes == ["empty", "echo", "echo_retried"] and replies[1].text.startswith(starts)
     assert str(root.requests[2][-1]["content"]) == ("Your reply only copied text you were given. Write your own "
                                                     "next step: one ```python block.")
     later = "\n".join(str(m["content"]) for m in root.requests[3] if m["role"] == "assistant")
-    assert "any other questions" not in later  # the copy stays out of the history
+    assert "any other questions" not in later and "help you extract" not in later  # the copy stays out
     assert result.status == "submitted" and result.answer == 4015985
 
 
@@ -513,33 +529,6 @@ def test_only_a_turn_reply_is_read_for_copying_the_request(copied: str) -> None:
     assert len(fallback) == 1 and fallback[0].notes == [], fallback[0].notes
     assert "Turn 1 printed:" in fallback[0].text  # it copied the outputs the fallback request showed
     assert result.status == "fallback" and result.answer == fallback[0].text.strip()
-
-
-def test_a_reply_that_copies_the_system_prompt_is_asked_again_as_an_empty_one() -> None:
-    # recorded (`rlmnb eval` oolong_pairs 8k, turns 7 and 8): the system prompt's paragraph on the operators word
-    # for word, one line of its own, no code; each got the no-code note and cost a turn
-    def root_reply(messages: list[dict[str, Any]]) -> str:
-        turn = sum(1 for m in messages if m["role"] == "assistant")
-        last = str(messages[-1]["content"])
-        if last.startswith("Your reply only copied"):
-            return FIND
-        if "furtive-donation is: 4015985" in last:
-            return code("submit(4015985)")
-        if turn == 0:
-            return LOOK
-        system = str(messages[0]["content"])
-        start = system.index("To read every row or item of a collection")
-        paragraph = system[start:system.index("\n\n", start)]
-        return paragraph + "\n\nThis will help you extract relevant information from the input data."
-
-    root = ScriptedLM(root_reply, name="root")
-    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
-    result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
-    replies = result.trajectory.of(ModelReply)
-    assert [r.turn for r in replies] == [1, 2, 2, 3]
-    assert replies[1].notes == ["empty", "echo", "echo_retried"]
-    assert replies[1].text.startswith("To read every row or item of a collection")
-    assert result.status == "submitted" and result.answer == 4015985
 
 
 def test_echoes_needs_most_lines_copied() -> None:
