@@ -297,7 +297,8 @@ def _cap_by_its_plain_name(sample: dict[str, Any]) -> dict[str, Any]:
     """An `extra_body` that sends the reply cap as `max_tokens` too, for an OpenAI-compatible server.
 
     rlms and litellm (dspy.RLM's client) rename `max_tokens` to `max_completion_tokens` on the wire, which
-    llama-cpp-python's server ignores: a reply then runs to the end of the window. The body carries both names.
+    llama-cpp-python's server ignores: a reply then runs to the end of the window. With this the request carries
+    `max_tokens` too (rlms: both names; litellm sends `max_tokens` alone), which every such server reads.
     """
     return {"max_tokens": sample["max_tokens"]}
 
