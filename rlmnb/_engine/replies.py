@@ -372,6 +372,7 @@ class Repeats:
     seen: dict[str, int] = field(default_factory=dict)
     code_seen: dict[str, int] = field(default_factory=dict)
     failing: set[str] = field(default_factory=set)
+    raised: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
 
     def check(self, turn: int, code: str, output: str, *, clean: bool = True, submitted: bool = False) -> int | None:
         """The earlier turn this one repeats, or None; remembers this turn either way. For `ran`, a `clean` run
@@ -394,6 +395,24 @@ class Repeats:
             self.failing.discard(normal)
         return earlier
 
+    def same_error(self, turn: int, code: str, error: str | None) -> tuple[int, str] | None:
+        """The earlier turn, and the line, when this step's error was raised by the same line with the same
+        message at an earlier turn whose code differed; else None. Remembers this turn's error either way.
+
+        Recorded (Qwen2.5-Coder 1.5B, `rlmnb eval` oolong_pairs 8k): `df = pd.read_csv(pd.compat.StringIO(...))`
+        raised the same AttributeError on five steps whose code around it changed; `check` keys on identical code,
+        so no note said that the one line was what kept failing.
+        """
+        site = _error_site(code, error)
+        if site is None:
+            return None
+        normal = normal_code(code)
+        earlier = self.raised.get(site)
+        self.raised[site] = (turn, normal)
+        if earlier is None or earlier[1] == normal:
+            return None
+        return earlier[0], site[0]
+
     def ran_codes(self) -> list[str]:
         """The normalised code of every step `ran` knows (`without_code` takes it as code)."""
         return list(self.code_seen)
@@ -406,3 +425,20 @@ class Repeats:
         """The latest earlier turn after which this code (comments and layout aside) is not run again unasked: it
         ran cleanly, or failed the same way twice; or None."""
         return self.code_seen.get(normal_code(code))
+
+
+_FRAME = re.compile(r'File "<turn \d+(?:\.\d+)?>", line (\d+)')
+
+
+def _error_site(code: str, error: str | None) -> tuple[str, str] | None:
+    """(the code line the snippet's innermost own frame raised at, the error's last line), or None when the error
+    names no line of the code."""
+    if not error:
+        return None
+    frames = _FRAME.findall(error)
+    lines = code.splitlines()
+    if not frames or not 0 < int(frames[-1]) <= len(lines):
+        return None
+    line = lines[int(frames[-1]) - 1].strip()
+    last = error.strip().rsplit("\n", 1)[-1].strip()
+    return (line, last) if line and last else None

@@ -265,7 +265,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     repeat_of = ctx.repeats.check(turn, step.code, shown, clean=clean, submitted=result.submitted)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
-                extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _reading_again(ctx, stalled),
+                extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _same_error(ctx, step.code, result, stalled)
+                + _reading_again(ctx, stalled),
                 nudge=outcome is None, repeat_of=stalled,
                 latest=_latest_other(ctx, stalled) if stalled is not None else None)
     _emit_code(ctx, turn, step.code, result, obs, repeat_of)
@@ -339,6 +340,18 @@ def _given(messages: list[Message]) -> str:
 def _text(message: Message) -> str:
     content = message.get("content")
     return content if isinstance(content, str) else ""
+
+
+def _same_error(ctx: RunContext, code: str, result: ExecResult, stalled: int | None) -> list[str]:
+    """The note for a step whose error the same line raised at an earlier turn with other code around it
+    (`Repeats.same_error`); a stalled step (same code) has the stall note instead."""
+    if result.ok or result.timed_out:
+        return []
+    earlier = ctx.repeats.same_error(ctx.turn, code, result.error)
+    if earlier is None or stalled is not None:
+        return []
+    turn, line = earlier
+    return ["[note] " + render("same_error", turn=turn, line=line if len(line) <= 160 else line[:157] + "...")]
 
 
 def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:

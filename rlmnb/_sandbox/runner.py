@@ -234,7 +234,8 @@ def _run(code: str, namespace: dict[str, Any], filename: str, echo: Any, tables:
 def trimmed_traceback(exc: BaseException, filename: str) -> str:
     """The traceback with only the snippet's own frames, and the exception line; a NameError for a standard
     library module says to import it, as Python 3.12 and later do (recorded, Python 3.11: a small model sent
-    `collections.Counter(...)` without the import twice, shown only "name 'collections' is not defined")."""
+    `collections.Counter(...)` without the import twice, shown only "name 'collections' is not defined"), and an
+    AttributeError for a name a module lacks says where the standard library has it (`_elsewhere`)."""
     te = traceback.TracebackException.from_exception(exc, capture_locals=False)
     te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == filename])
     te.__cause__ = te.__context__ = None
@@ -243,7 +244,32 @@ def trimmed_traceback(exc: BaseException, filename: str) -> str:
     if (isinstance(exc, NameError) and isinstance(name, str) and name in sys.stdlib_module_names
             and "import" not in text.rsplit("\n", 1)[-1]):
         text += f". Did you forget to import '{name}'?"
+    elif isinstance(exc, AttributeError) and isinstance(name, str):
+        home = _elsewhere(getattr(exc, "obj", None), name)
+        if home is not None:
+            text += f". '{name}' is in the standard library: from {home} import {name}"
     return text
+
+
+_HOMES = ("io", "re", "json", "collections", "itertools", "functools", "math", "statistics", "string", "datetime",
+          "csv", "textwrap", "operator", "os", "pathlib")
+"""Standard modules whose public names a snippet is told of when it asks another module for them."""
+
+
+def _elsewhere(obj: object, name: str) -> str | None:
+    """The standard module in `_HOMES` that has public `name`, when `obj` is a module without it; else None.
+
+    Recorded (Qwen2.5-Coder 1.5B, `rlmnb eval` oolong_pairs 8k): `pd.read_csv(pd.compat.StringIO(text))` (removed
+    from pandas in 0.25) failed on five steps with different code around it; the error named only what was missing.
+    Only modules already loaded are looked in, so the hint imports nothing.
+    """
+    if not isinstance(obj, type(sys)) or name.startswith("_"):
+        return None
+    for home in _HOMES:
+        module = sys.modules.get(home)
+        if module is not None and module is not obj and hasattr(module, name):
+            return home
+    return None
 
 
 __all__ = [

@@ -173,6 +173,29 @@ def test_a_step_that_failed_the_same_way_twice_is_asked_again_before_its_third_r
     result, root = run([flaky, flaky, flaky, LOOK, FIND, code("submit(4015985)")])
     assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
 
+def test_the_same_line_raising_the_same_error_behind_other_code_is_named() -> None:
+    # recorded (`rlmnb eval` oolong_pairs 8k): `df = pd.read_csv(pd.compat.StringIO(...))` raised the same
+    # AttributeError on five steps whose code around it changed; no note said that this one line kept failing
+    bad = "df = text.no_such_method()"
+    first = code(f"text = inputs['text']\n{bad}\nprint(len(df))")
+    second = code(f"import re\ntext = inputs['text']\n{bad}\nprint(df[:3])")
+    third = code(f"text = inputs['text'].strip()\n{bad}")
+    result, root = run([first, second, code("print(inputs['text'][10**9])"), third, FIND, code("submit(4015985)")])
+    assert [e.error_type for e in result.trajectory.of(CodeExecuted)] == ["AttributeError"] * 2 + ["IndexError",
+                                                                           "AttributeError", None, None]
+    obs = observations(root)
+    note = f"The line `{bad}` raised this same error at turn 1 too: the code around it changed, that line did not."
+    assert note not in obs[0] and note in obs[1]
+    assert "raised this same error at turn 2 too" in obs[3]  # the latest earlier turn, past a different error
+    assert not any("raised this same error" in o for o in obs[2:3] + obs[4:])
+    assert result.status == "submitted"
+    # the same code failing the same way is the stall rule's case, not this note's; another message is not the same
+    again = code(f"text = inputs['text']\n{bad}")
+    result, root = run([again, again, code(f"text = 'x'\n{bad.replace('no_such_method', 'other_missing')}"), FIND,
+                        code("submit(4015985)")])
+    assert not any("raised this same error" in o for o in observations(root))
+
+
 def test_latest_other_skips_the_repeated_group() -> None:
     steps = [Step(1, "a", "one"), Step(2, "b", "two"), Step(3, "c", "three"), Step(4, "b", "two", repeat_of=2),
              Step(5, "d", ""), Step(6, "b", "two", repeat_of=4)]

@@ -296,6 +296,17 @@ def test_a_standard_module_used_without_its_import_says_to_import_it(kind: str) 
     assert "[('a', 2)]" in obs[2]
 
 
+def test_a_name_a_module_lacks_says_which_standard_module_has_it(kind: str) -> None:
+    # recorded (Qwen2.5-Coder 1.5B, `rlmnb eval` oolong_pairs 8k): `pd.compat.StringIO` on five steps
+    body = "import json\nprint(json.StringIO('a|b').read())"
+    result, root = run(kind, [code(body), code("import json\njson.nothing_here"), code("'abc'.StringIO"),
+                              code("submit(1)")])
+    obs = observations(root)
+    assert "'StringIO' is in the standard library: from io import StringIO" in obs[0]
+    assert "has no attribute 'nothing_here'" in obs[1] and "standard library" not in obs[1]  # nowhere else
+    assert "has no attribute 'StringIO'" in obs[2] and "standard library" not in obs[2]  # not a module
+
+
 def test_code_that_replaces_inputs_or_a_primitive_is_refused_and_the_real_ones_stay(kind: str) -> None:
     # recorded (Qwen2.5-Coder 1.5B, RULER vt 8k, turn 3): "Let's correct the input format" and
     # `inputs = {"context": """The grass is green. ..."""}`, an invented text; its search printed "[]" from that
