@@ -40,10 +40,11 @@ import io
 import re
 import textwrap
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "echoes", "extract_code",
-           "final_call", "normal_code", "parses", "read_step", "split_reasoning", "without_code"]
+           "final_call", "normal_code", "parses", "read_step", "split_reasoning", "without_code",
+           "without_copied_head"]
 
 # ---- code in a text ------------------------------------------------------------------------------
 PYTHON_TAGS = frozenset({"python", "py", "python3", "repl", "ipython", "pycon"})
@@ -189,6 +190,8 @@ class Step:
     """The reply only copied the request's text back (`echoes`); it counts as empty."""
     trailing_removed: bool = False
     """Prose after the last code block (about a result not yet seen) was left out of the history."""
+    head_removed: int = 0
+    """Lines at the reply's start that copied the system prompt or the opening, left out of the history."""
 
     @property
     def notes(self) -> list[str]:
@@ -210,6 +213,8 @@ class Step:
             out.append("echo")
         if self.trailing_removed:
             out.append("trailing_text_removed")
+        if self.head_removed:
+            out.append(f"copied_head_removed:{self.head_removed}")
         return out
 
 
@@ -337,6 +342,32 @@ def echoes(reply: str, request: str) -> bool:
     asked = {line.strip() for line in request.splitlines() if line.strip()}
     copied = sum(1 for line in lines if line in asked)
     return copied >= 2 and copied >= ECHO_SHARE * len(lines)
+
+
+def without_copied_head(step: Step, given: str) -> Step:
+    """`step` with the lines its reply opens with that copy `given` (the system prompt and the opening) left out of
+    what the history keeps; blank lines among them go too. Only a step with code, only two copied lines or more,
+    and never into a fenced block; what runs is unchanged.
+
+    Recorded (Qwen2.5-Coder 1.5B, RULER vt and `rlmnb eval` oolong_pairs, 8k): the root's turn-1 reply opened
+    with the first reading's message copied whole before its own plan and code; turn 2's reply opened with the
+    same copy, the model following its own reply in the history. Nothing is noted in the kept text (a small model
+    copies notes as well).
+    """
+    if step.code is None or not step.kept:
+        return step
+    asked = {line.strip() for line in given.splitlines() if line.strip()}
+    lines = step.kept.split("\n")
+    copied = end = 0
+    for index, line in enumerate(lines):
+        text = line.strip()
+        if text.startswith(("```", "~~~")) or (text and text not in asked):
+            break
+        copied += bool(text)
+        end = index + 1
+    if copied < 2 or not any(line.strip() for line in lines[end:]):
+        return step
+    return replace(step, kept="\n".join(lines[end:]).lstrip("\n"), head_removed=copied)
 
 
 # ---- repeated steps -------------------------------------------------------------------------------

@@ -39,7 +39,15 @@ from rlmnb._engine.evidence import (
 )
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
-from rlmnb._engine.replies import STOP_SEQUENCES, Repeats, Step, echoes, read_step, without_code
+from rlmnb._engine.replies import (
+    STOP_SEQUENCES,
+    Repeats,
+    Step,
+    echoes,
+    read_step,
+    without_code,
+    without_copied_head,
+)
 from rlmnb._engine.subcalls import SubCaller
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig
@@ -152,6 +160,8 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     step = read_step(completion.text, finish_reason=finish)
     if purpose == "turn" and step.code is None and not step.empty and echoes(step.kept, _given(messages)):
         step = Step(None, "", reasoning=step.reasoning, empty=True, echoed=True)
+    if purpose == "turn":
+        step = without_copied_head(step, "\n".join([ctx.conversation.system, *ctx.conversation.given()]))
     notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
     if retry_repeat and _repeats_code(ctx, step) is not None:
         notes.append("repeat_reasked")

@@ -17,9 +17,10 @@ from sandbox_support import code
 from rlmnb import RLM
 from rlmnb._engine.evidence import restated
 from rlmnb._engine.first_read import parts_of
+from rlmnb._engine.replies import read_step, without_copied_head
 from rlmnb._ground.errors import ConfigError
 from rlmnb._models.base import Message
-from rlmnb.events import BatchStarted, GuardRejected, SubCallFinished
+from rlmnb.events import BatchStarted, GuardRejected, ModelReply, SubCallFinished
 from rlmnb.testing import ScriptedLM
 
 NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
@@ -39,7 +40,7 @@ def reader(messages: list[Message]) -> str:
     return found.group(1) if found else "NOT FOUND"
 
 
-def run(replies: list[str], text: str, *, window: int | None = 16_384, sub_window: int | None = 16_384,
+def run(replies: Any, text: str, *, window: int | None = 16_384, sub_window: int | None = 16_384,
         **kw: Any) -> tuple[Any, ScriptedLM, ScriptedLM]:
     root = ScriptedLM(replies, name="root", context_window=window, max_output_tokens=400)
     sub = ScriptedLM(reader, name="sub", context_window=sub_window, max_output_tokens=120)
@@ -214,3 +215,33 @@ def test_prose_restating_the_readings_answer_is_the_answer() -> None:
     # a part that said NOT FOUND gives nothing to restate
     result, root, _ = run(["NOT FOUND", code("print(1)"), code("submit('x')")], haystack(900), evidence_check=False)
     assert result.answer == "x"
+
+
+def test_a_reply_opening_with_a_copy_of_the_reading_keeps_only_its_own_text() -> None:
+    # recorded (`rlmnb eval` oolong_pairs and RULER vt, 8k): turn 1 opened with the reading's message copied whole,
+    # then its plan and code; turn 2 opened with the same copy, following its own reply in the history
+    plan = "To find the number, we search the text:\n\n"
+    step = code("print(inputs['text'].count('furtive'))")
+
+    def copying(messages: list[Message]) -> str:
+        if sum(1 for m in messages if m["role"] == "assistant"):
+            return code("submit('4015985')")
+        text = str(messages[1]["content"])
+        return text[text.index("First reading"):text.index("\n\nBudget:")] + "\n\n" + plan + step
+
+    result, root, _ = run(copying, haystack(200))
+    turn1 = result.trajectory.of(ModelReply)[0]
+    assert turn1.text.startswith("First reading") and turn1.notes[-1].startswith("copied_head_removed:")
+    kept = str(root.requests[1][2]["content"])  # turn 1's reply as turn 2's request shows it
+    assert kept == plan + step and "First reading" not in kept
+    assert result.status == "submitted" and result.answer == "4015985"
+
+
+def test_without_copied_head_leaves_code_single_lines_and_all_copy_replies() -> None:
+    given = "Rules.\nUse code.\n```python\nprint(1)\n```"
+    body = "```python\nprint(1)\n```"
+    assert without_copied_head(read_step("Rules.\n\nUse code.\nMine.\n" + body), given).kept == "Mine.\n" + body
+    assert without_copied_head(read_step("Rules.\nMine.\n" + body), given).head_removed == 0  # one line only
+    assert without_copied_head(read_step(body), given).kept == body  # a copied fence is never cut into
+    assert without_copied_head(read_step("Rules.\nUse code.\n" + body), given).kept == body
+    assert without_copied_head(read_step("Rules.\nUse code."), given).kept == "Rules.\nUse code."  # no code: kept
