@@ -8,7 +8,9 @@
   to retry it gives its concurrency slot back, and its 429s reach the run's AdaptiveLimiter.
 - A server on this machine (loopback `api_base`, Ollama) gets a 600 s default timeout instead of
   120 s, and a request to it that timed out is not retried: the server may still be working on it,
-  and a second copy would queue behind the first (`request_policy`).
+  and a second copy would queue behind the first (`request_policy`). Requests to one server wait on our
+  side for one of its `parallel` slots (default 1 for a server on this machine), so a request's timeout
+  starts when the server can take it, not while it queues behind the others (`server_gate`).
 - Stop sequences are passed only where litellm says the provider supports them (`supports_stop`).
 - Usage comes from the provider, else it is counted with tiktoken; cost comes from litellm's price
   map (None when the model has no price: unknown, not free). Give a model a price with
@@ -55,11 +57,13 @@ from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
 from rlmnb._models.openai_lane import OpenAILane, choose_transport, close_lane_sessions
 from rlmnb._models.request_policy import (
+    LOCAL_PARALLEL,
     LOCAL_TIMEOUT,
     REMOTE_TIMEOUT,
     classify,
     is_local,
     retry_after,
+    server_gate,
     timed_out,
 )
 
@@ -154,6 +158,10 @@ class LiteLLM:
         context_window: the model's input limit in tokens; default: litellm's model info, if known.
         local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
             request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
+        parallel: requests sent at once to the server, shared by every LiteLLM of the same server; the
+            others wait on our side, where their timeout has not started. Default: 1 for a server on this
+            machine (llama.cpp and Ollama answer one at a time by default; give a batching server such as
+            vLLM its slot count), no limit for a hosted provider.
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
         vision: whether the model reads images (llm_query(images=...)); default: litellm's model info,
             and a model litellm does not know is refused images until you say vision=True.
@@ -164,7 +172,7 @@ class LiteLLM:
 
     def __init__(self, model: str, *, max_retries: int = 4, timeout: float | None = None, backoff: float = 0.5,
                  max_backoff: float = 30.0, context_window: int | None = None, local: bool | None = None,
-                 input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
+                 parallel: int | None = None, input_cost_per_token: float | None = None, output_cost_per_token: float | None = None,
                  vision: bool | None = None, transport: str = "auto", **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
@@ -173,6 +181,9 @@ class LiteLLM:
             timeout = LOCAL_TIMEOUT if self.local else REMOTE_TIMEOUT
         if max_retries < 0 or timeout <= 0 or backoff < 0 or max_backoff < 0:
             raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0.")
+        if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
+            raise ValueError(f"parallel is a number of requests (1 or more), or None; got {parallel!r}.")
+        self.parallel = parallel if parallel is not None else (LOCAL_PARALLEL if self.local else None)
         for reserved in ("model", "messages", "stream"):
             if reserved in litellm_kwargs:
                 raise ValueError(f"LiteLLM does not take {reserved!r} as a litellm argument.")
@@ -334,7 +345,7 @@ class LiteLLM:
         retries = rate_limited = 0
         while True:
             try:
-                async with asyncio.timeout(self.timeout):
+                async with server_gate(self._server(), self.parallel), asyncio.timeout(self.timeout):
                     if lane is not None:
                         response = await lane.send(messages, call)
                     else:
@@ -366,6 +377,11 @@ class LiteLLM:
                 await _backoff(delay)
         return read_response(response, messages, name=self.name, retries=retries, rate_limited=rate_limited,
                              cost=self._cost, priced=lane is None, saved=self._saved)
+
+    def _server(self) -> str:
+        """The server this model's requests go to, as `server_gate` keys it: its api_base, else its provider."""
+        base = self.kwargs.get("api_base")
+        return str(base).strip().rstrip("/") if base else self.name.split("/", 1)[0]
 
     def _cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
         if self._lane is not None:

@@ -10,24 +10,36 @@
   (anything else: a bad request is not retried). `LiteLLM.acomplete` decides on that alone, for both
   transports: litellm's exceptions, and the direct lane's `HTTPStatusError` (read by its `status_code`).
 - `retry_after` reads how long the server asked us to wait (retry-after-ms or Retry-After).
+- `server_gate` holds back requests beyond a server's parallel slots on our side: llama.cpp's Python server
+  and Ollama answer one request at a time by default and queue the rest unseen, so a request's timeout
+  would run while it waits behind the others (recorded: three 11K-token reading parts sent at once to the
+  local 1.5B model; the first took 359 s, the second and third timed out at 600 s while queued). The
+  timeout counts from when a request passes the gate.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import ipaddress
 import re
 import time
+import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "REMOTE_TIMEOUT", "classify", "is_local", "is_loopback",
-           "retry_after", "timed_out"]
+__all__ = ["LOCAL_PARALLEL", "LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "REMOTE_TIMEOUT", "classify", "is_local",
+           "is_loopback", "retry_after", "server_gate", "timed_out"]
 
 REMOTE_TIMEOUT = 120.0
 """Seconds a request to a hosted provider may take by default."""
 LOCAL_TIMEOUT = 600.0
 """Seconds a request to a server on this machine may take by default."""
+LOCAL_PARALLEL = 1
+"""Requests sent at once to a server on this machine by default (llama.cpp's Python server and Ollama answer one
+at a time unless told otherwise; a server that batches, such as vLLM, is given `parallel=` to match its slots)."""
 # providers whose default api_base is on this machine
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile"})
 # how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
@@ -116,3 +128,20 @@ def retry_after(exc: BaseException) -> float | None:
                 if when is not None:
                     return max(0.0, when.timestamp() - time.time())
     return None
+
+
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary())
+
+
+@contextlib.asynccontextmanager
+async def server_gate(server: str, parallel: int | None) -> AsyncIterator[None]:
+    """Wait for one of `parallel` slots shared by every client of `server` on this event loop (the root model and
+    the sub-model are often the same server); no wait when `parallel` is None."""
+    if parallel is None:
+        yield
+        return
+    gates = _GATES.setdefault(asyncio.get_running_loop(), {})
+    gate = gates.setdefault((server, parallel), asyncio.Semaphore(parallel))
+    async with gate:
+        yield

@@ -17,6 +17,7 @@ As a process: `python -m rlmnb.testing.fake_cli --port 0` prints `PORT <n>` then
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import random
@@ -90,6 +91,8 @@ class FakeServer(Address):
         prompt_cache: report `prompt_tokens_details.cached_tokens` as OpenAI does: the tokens of the
             longest run of leading messages this model was already sent (whole messages, byte-identical);
             default False.
+        slots: requests answered at once; the others wait inside the server, unseen by the client, as with
+            llama.cpp's Python server (one slot); default: all at once.
         port: 0 picks a free port.
     """
 
@@ -98,7 +101,7 @@ class FakeServer(Address):
                  faults: Mapping[str, float] | None = None, fault_models: set[str] | None = None,
                  fault_sequence: Sequence[str | None] | None = None, retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
                  context_window: int | None = None, report_usage: bool = True, seed: int = 0,
-                 record_bodies: bool = False, prompt_cache: bool = False,
+                 record_bodies: bool = False, prompt_cache: bool = False, slots: int | None = None,
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = load_script(script)
         self.responder = load_responder(responder)
@@ -123,6 +126,8 @@ class FakeServer(Address):
         self.seed = seed
         self.record_bodies = record_bodies
         self.prompt_cache = prompt_cache
+        self.slots = slots
+        self._slot_gate: asyncio.Semaphore | None = None
         self._bodies: list[dict[str, Any]] = []
         self._prefixes: set[str] = set()
         self.host = host
@@ -277,8 +282,11 @@ class FakeServer(Address):
             self._stats["in_flight"] += 1
             self._stats["peak_in_flight"] = max(self._stats["peak_in_flight"], self._stats["in_flight"])
         status = "dropped"
+        if self.slots is not None and self._slot_gate is None:
+            self._slot_gate = asyncio.Semaphore(self.slots)  # on the server's own loop
         try:
-            response = await self._answer(request)
+            async with self._slot_gate or contextlib.nullcontext():
+                response = await self._answer(request)
             status = "dropped" if response.status == 499 else str(response.status)
             return response
         finally:

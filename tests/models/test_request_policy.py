@@ -11,7 +11,7 @@ import pytest
 
 from rlmnb._engine.limits import run_limits
 from rlmnb._ground.config import RLMConfig
-from rlmnb._models.litellm import LiteLLM, ModelCallFailed
+from rlmnb._models.litellm import LiteLLM, ModelCallFailed, close_loop_clients
 from rlmnb._models.request_policy import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local, is_loopback, retry_after
 from rlmnb.testing import ScriptedLM
 
@@ -36,9 +36,42 @@ def test_a_timed_out_local_request_is_not_sent_again(fake_server_factory: Any) -
     server = fake_server_factory(faults={"timeout": 1.0}, hang_s=5)
     lm = server.lm("fake-sub", max_retries=3, timeout=0.3, backoff=0.01)
     assert lm.local
+    async def ask() -> Any:
+        try:
+            return await lm.acomplete([{"role": "user", "content": "hi"}])
+        finally:
+            await close_loop_clients()
+
     with pytest.raises(ModelCallFailed, match="may still be working on the request, so it was not sent again"):
-        asyncio.run(lm.acomplete([{"role": "user", "content": "hi"}]))
+        asyncio.run(ask())
     assert server.stats()["requests"] == 1
+
+
+def test_requests_to_a_one_slot_local_server_wait_their_turn_on_our_side(fake_server_factory: Any) -> None:
+    # recorded (RULER 32K, Qwen2.5-Coder 1.5B on llama-cpp-python): the first reading's three 11K-token parts went
+    # out at once; the server answers one at a time, the first took 359 s and the other two timed out at 600 s
+    # while they waited inside the server
+    server = fake_server_factory(latency=0.4, slots=1)
+    root, sub = server.lm("fake-root", timeout=1.0), server.lm("fake-sub", timeout=1.0)
+    assert root.parallel == sub.parallel == 1 and LiteLLM("openai/gpt-5-mini").parallel is None
+
+    async def five(*lms: LiteLLM) -> list[Any]:
+        asks = [lms[i % len(lms)].acomplete([{"role": "user", "content": f"part {i}"}]) for i in range(5)]
+        try:
+            return await asyncio.gather(*asks, return_exceptions=True)
+        finally:
+            await close_loop_clients()
+
+    answers = asyncio.run(five(root, sub))  # 2 s of work in all, each request under its 1 s timeout
+    assert not [a for a in answers if isinstance(a, BaseException)]
+    assert server.stats()["peak_in_flight"] == 1 and server.stats()["requests"] == 5
+    # told the server has more slots than it has, the requests queue inside it and the late ones time out
+    server.reset()
+    eager = server.lm("fake-sub", timeout=1.0, parallel=5)
+    failed = [a for a in asyncio.run(five(eager)) if isinstance(a, BaseException)]
+    assert failed and all("did not answer within 1 s" in str(a) for a in failed)
+    with pytest.raises(ValueError, match="parallel is a number of requests"):
+        LiteLLM("openai/local", api_base="http://127.0.0.1:1/v1", parallel=0)
 
 
 def test_the_snippet_timeout_leaves_room_for_one_local_sub_call() -> None:
