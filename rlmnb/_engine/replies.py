@@ -29,7 +29,9 @@ snippet), otherwise an indented block (4 spaces or a tab) that parses as Python,
 A small model stuck in a loop runs the same code turn after turn and reads the same output each time;
 `Repeats` remembers each turn's code (comments and layout aside) and output so the observation can
 name the earlier turn a new one repeats, and `Repeats.ran` says, before a step runs, which turn already
-ran its code (the loop then asks once for a different step).
+ran its code (the loop then asks once for a different step); `Repeats.same_error` names the line that raised
+the same error at an earlier turn when the code around it changed. `without_copied_head` leaves out of the history
+the lines a reply opens with that copy the system prompt or the opening (a small model then copies its own reply).
 """
 
 from __future__ import annotations
