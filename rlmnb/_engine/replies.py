@@ -359,17 +359,30 @@ def without_copied_head(step: Step, given: str) -> Step:
     if step.code is None or not step.kept:
         return step
     asked = {line.strip() for line in given.splitlines() if line.strip()}
+    flat = " ".join(given.split()).casefold()
     lines = step.kept.split("\n")
     copied = end = 0
     for index, line in enumerate(lines):
         text = line.strip()
-        if text.startswith(("```", "~~~")) or (text and text not in asked):
+        if text.startswith(("```", "~~~")) or (text and text not in asked and not _inside(text, flat)):
             break
         copied += bool(text)
         end = index + 1
     if copied < 2 or not any(line.strip() for line in lines[end:]):
         return step
     return replace(step, kept="\n".join(lines[end:]).lstrip("\n"), head_removed=copied)
+
+
+COPY_CHARS = 40
+"""A line this long or longer counts as copied when it appears anywhere in the given text (case and spacing aside);
+a shorter one only when it is a whole line of it."""
+
+
+def _inside(line: str, flat: str) -> bool:
+    """Whether a long `line` appears in `flat` (the given text, spacing collapsed and case folded). Recorded: the
+    model copied the reading's first line without its lead-in ("First reading (made by the harness ...): the
+    sub-model read ..." came back as "The sub-model read ...")."""
+    return len(line) >= COPY_CHARS and " ".join(line.split()).casefold() in flat
 
 
 # ---- repeated steps -------------------------------------------------------------------------------

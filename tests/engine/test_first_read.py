@@ -217,9 +217,11 @@ def test_prose_restating_the_readings_answer_is_the_answer() -> None:
     assert result.answer == "x"
 
 
-def test_a_reply_opening_with_a_copy_of_the_reading_keeps_only_its_own_text() -> None:
-    # recorded (`rlmnb eval` oolong_pairs and RULER vt, 8k): turn 1 opened with the reading's message copied whole,
-    # then its plan and code; turn 2 opened with the same copy, following its own reply in the history
+@pytest.mark.parametrize("lead_in", [True, False])
+def test_a_reply_opening_with_a_copy_of_the_reading_keeps_only_its_own_text(lead_in: bool) -> None:
+    # recorded (`rlmnb eval` oolong_pairs and RULER vt, 8k): turn 1 opened with the reading's message copied, then
+    # its plan and code; turn 2 opened with the same copy, following its own reply in the history. On 104805a the
+    # copy's first line came back without its lead-in: "The sub-model read the text inputs with the question, ..."
     plan = "To find the number, we search the text:\n\n"
     step = code("print(inputs['text'].count('furtive'))")
 
@@ -227,13 +229,17 @@ def test_a_reply_opening_with_a_copy_of_the_reading_keeps_only_its_own_text() ->
         if sum(1 for m in messages if m["role"] == "assistant"):
             return code("submit('4015985')")
         text = str(messages[1]["content"])
-        return text[text.index("First reading"):text.index("\n\nBudget:")] + "\n\n" + plan + step
+        copy = text[text.index("First reading"):text.index("\n\nBudget:")]
+        if not lead_in:
+            copy = "The " + copy[copy.index(": the sub-model") + 6:]
+        return copy + "\n\n" + plan + step
 
     result, root, _ = run(copying, haystack(200))
     turn1 = result.trajectory.of(ModelReply)[0]
-    assert turn1.text.startswith("First reading") and turn1.notes[-1].startswith("copied_head_removed:")
+    assert turn1.text.startswith("First reading" if lead_in else "The sub-model read the text inputs with the")
+    assert turn1.notes[-1].startswith("copied_head_removed:")
     kept = str(root.requests[1][2]["content"])  # turn 1's reply as turn 2's request shows it
-    assert kept == plan + step and "First reading" not in kept
+    assert kept == plan + step and "sub-model read" not in kept
     assert result.status == "submitted" and result.answer == "4015985"
 
 
@@ -245,3 +251,8 @@ def test_without_copied_head_leaves_code_single_lines_and_all_copy_replies() -> 
     assert without_copied_head(read_step(body), given).kept == body  # a copied fence is never cut into
     assert without_copied_head(read_step("Rules.\nUse code.\n" + body), given).kept == body
     assert without_copied_head(read_step("Rules.\nUse code."), given).kept == "Rules.\nUse code."  # no code: kept
+    long = "Every step runs in the sandbox and prints what it finds, one block a reply."
+    given = f"Rules: {long}\nUse code."
+    assert without_copied_head(read_step(f"{long.upper()}\nUse code.\n{body}"), given).kept == body  # found inside
+    short = without_copied_head(read_step(f"code.\nUse code.\n{body}"), given)  # a short piece of a line is no copy
+    assert short.head_removed == 0
