@@ -12,7 +12,7 @@ points) of one item per call. PASS when the shipped default for this model (`RLM
 item a call for a sub-model whose window is at most 32,768 tokens) is that size or one whose accuracy is as
 good; MISS otherwise.
 
-Run: python bench/packing.py [--rows 200] [--sizes 1,5,20,50]   (~15 minutes at 200 rows on this CPU;
+Run: python bench/packing.py [--rows 200] [--sizes 1,5,20,50]   (~48 minutes for sizes 1, 5 and 20 at 200 rows here;
      the server must be running: bash ../shared/realmodel/serve.sh start). Not part of the suite.
 """
 
