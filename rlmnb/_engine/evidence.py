@@ -38,8 +38,8 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "last_lines",
-           "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
+__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "held_by",
+           "holding_excerpt", "last_lines", "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
            "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
@@ -283,6 +283,50 @@ def found_in(answer: Any, texts: Iterable[str]) -> bool:
         if words and _words_in(words, text):
             return True
     return False
+
+
+def _stated(answer: str, question: str) -> tuple[list[str], list[str]]:
+    """What `answer` states beyond `question`: its numbers the question does not give, and its words of four or
+    more letters the question does not use (in order, once each)."""
+    asked = set(_tokens(question))
+    numbers = [m.group() for m in _NUMBER.finditer(answer) if m.group().replace(",", "") not in asked]
+    words = list(dict.fromkeys(w for w in _tokens(answer) if len(w) >= 4 and not w.isdigit() and w not in asked))
+    return numbers, words
+
+
+def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
+    """Whether `text` holds what `answer` states beyond `question`: every number the answer gives that the question
+    does not (read as `found_in` reads numbers), or, for an answer without such numbers, at least half of its words
+    of four or more letters that the question does not use. None when the answer states nothing beyond the
+    question (nothing to check)."""
+    numbers, words = _stated(answer, question)
+    if numbers:
+        return all(_number_in(float(n.replace(",", "")), _decimals(n), text) for n in numbers)
+    if not words:
+        return None
+    have = set(_tokens(text))
+    return 2 * sum(w in have for w in words) >= len(words)
+
+
+def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 240) -> str:
+    """The words of `text` around the first place it holds what `answer` states beyond `question` (its first such
+    number, else its first such word), at most about `width` characters, whitespace folded, "..." where cut;
+    "" when `text` holds none of it."""
+    numbers, words = _stated(answer, question)
+    patterns = [r"(?<![\d.,])" + re.escape(n) + r"(?![\d])" for n in numbers[:1]]
+    patterns += [r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])" for w in words]
+    for pattern in patterns:
+        hit = re.search(pattern, text, re.IGNORECASE)
+        if hit is None:
+            continue
+        lo, hi = max(0, hit.start() - width // 2), min(len(text), hit.end() + width // 2)
+        line_start, line_end = text.rfind("\n", lo, hit.start()), text.find("\n", hit.end(), hi)
+        lo = line_start + 1 if line_start >= 0 else lo
+        hi = line_end if line_end >= 0 else hi
+        head = "..." if lo > 0 and text[lo - 1] != "\n" else ""
+        tail = "..." if hi < len(text) and text[hi] != "\n" else ""
+        return head + " ".join(text[lo:hi].split()) + tail
+    return ""
 
 
 def _number_in(number: float, decimals: int, text: str) -> bool:

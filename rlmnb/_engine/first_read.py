@@ -36,7 +36,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlmnb._engine.evidence import NOT_FOUND, Reading
+from rlmnb._engine.evidence import NOT_FOUND, Reading, held_by, holding_excerpt
 from rlmnb._engine.limits import SMALL_WINDOW
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_PARTS", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
+__all__ = ["MAX_PARTS", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
 """A root model whose window is at most this many tokens gets a first reading in mode "auto"."""
@@ -56,6 +56,10 @@ MAX_PARTS = 4
 """Most sub-calls one first reading makes (all text inputs together)."""
 ANSWER_CHARS = 600
 """Characters of each part's answer shown to the root."""
+EXCERPT_CHARS = 240
+"""About how many characters of a part's text are quoted around the answer it holds."""
+NOT_HELD = "not in this part's text"
+"""The mark after a part's answer that its text does not contain (`evidence.held_by`)."""
 _FILL = 0.8
 """Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
 
@@ -113,9 +117,9 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     max_parts = min(MAX_PARTS, ctx.config.max_llm_calls // 2)
     if max_parts < 1:
         return None
-    frame = render("first_read_ask", question=ctx.question.strip(), input="x", where="", text="",
-                   exit=load("first_read_part"))
-    part_tokens = int(limits.sub_window * _FILL) - count_tokens(frame, None)
+    question = ctx.question.strip()
+    frame = render("first_read_ask", question=question, input="x", where="", text="")
+    part_tokens = int(limits.sub_window * _FILL) - count_tokens(frame, None) - 20  # room for ", part 1 of 4"
     if part_tokens < 500:
         return None
     texts = _texts(fields, part_tokens * max_parts * 2)
@@ -128,9 +132,8 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
             pieces.append((name, i + 1, len(spans), count_tokens(text[start:end], None), text[start:end]))
             if len(pieces) > max_parts:
                 return None
-    prompts = [render("first_read_ask", question=ctx.question.strip(), input=name, text=body,
-                      where=f", part {part} of {of}" if of > 1 else "",
-                      exit=load("first_read_part").rstrip("\n") if of > 1 else "")
+    prompts = [render("first_read_ask", question=question, input=name, text=body,
+                      where=f", part {part} of {of}" if of > 1 else "")
                for name, part, of, _, body in pieces]
     try:
         answers = await ctx.sub.query_batched(prompts, group="first reading")
@@ -138,12 +141,20 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     if all(a.startswith("[error]") for a in answers):
         return None
-    lines = []
-    for (name, part, of, tokens, _), answer in zip(pieces, answers, strict=True):
+    lines, values = [], []
+    for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
-        lines.append(f"- {where} ({tokens:,} tokens): {clip(' '.join(answer.split()), ANSWER_CHARS)}")
-    message = render("first_read", answers="\n".join(lines), calls=len(prompts))
-    ctx.reading = Reading(message, "\n".join(lines),
-                          tuple(a.strip() for a in answers if a.strip() and not a.startswith("[error]")
-                                and NOT_FOUND not in a))
+        said = clip(" ".join(answer.split()), ANSWER_CHARS)
+        held = None if of == 1 or answer.startswith("[error]") else held_by(answer, body, question=question)
+        if held is False:
+            said += f" [{NOT_HELD}]"
+        elif held:
+            said += f' (the part says: "{holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)}")'
+        lines.append(f"- {where} ({tokens:,} tokens): {said}")
+        if answer.strip() and not answer.startswith("[error]") and NOT_FOUND not in answer and held is not False:
+            values.append(answer.strip())
+    split = any(of > 1 for _, _, of, _, _ in pieces)
+    message = render("first_read", answers="\n".join(lines), calls=len(prompts),
+                     parts=load("first_read_parts").rstrip("\n") if split else "")
+    ctx.reading = Reading(message, "\n".join(lines), tuple(values))
     return message

@@ -81,18 +81,33 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert result.usage.sub_calls == 1
 
 
-def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_shown() -> None:
-    text = haystack(900)  # ~21.6K tokens: two parts of a 16K window
-    result, root, sub = run([code("submit('4015985')")], text)
-    assert len(sub.requests) == 2
-    reading = reading_of(root)
-    assert "part 1 of 2" in reading and "part 2 of 2" in reading
-    assert reading.count("tokens): NOT FOUND") == 1 and reading.count("tokens): 4015985") == 1
+def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_checked_against_its_part() -> None:
+    # recorded (RULER niah_single_2 at 32K, instance 1, three ~10K-token parts): offered "If this part of the text
+    # does not hold the answer, reply exactly: NOT FOUND", all three parts took it, the needle's part too. Asked
+    # without it, the needle's part answered "4194548"; the others "10" (a footnote mark their text holds) and
+    # "3.65" (a CEO's pay in millions). A part not holding the needle here answers a number it makes up.
+    text = FILLER * 200 + NEEDLE + "\n" + FILLER * 500 + "CEO pay in 2002 was $3.65 million.\n" + FILLER * 650
+
+    def every_part_answers(messages: list[Message]) -> str:
+        part = str(messages[-1]["content"])
+        return "4015985" if NEEDLE in part else "3.65" if "$3.65" in part else "9999999"
+
+    root = ScriptedLM(["The special magic number is 9999999.", code("submit('4015985')")], name="root",
+                      context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(every_part_answers, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
+    assert len(sub.requests) == 3
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
                    for r in sub.requests)
     assert sent == text  # the parts cover the text exactly, in order
-    assert all(str(r[-1]["content"]).rstrip().endswith("reply exactly: NOT FOUND") for r in sub.requests)
-    assert result.status == "submitted"
+    assert not any("NOT FOUND" in str(r[-1]["content"]) for r in sub.requests)  # no exit to take
+    reading = reading_of(root)
+    assert 'part 1 of 3 (' in reading and ('tokens): 4015985 (the part says: "' + NEEDLE + '")') in reading
+    assert 'tokens): 3.65 (the part says: "CEO pay in 2002 was $3.65 million.")' in reading
+    assert "tokens): 9999999 [not in this part's text]" in reading
+    assert "an answer marked [not in this part's text] was made up" in reading
+    # prose restating the made-up answer is not taken as the answer; the root goes on and submits the needle
+    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
 
 
 def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many_parts() -> None:
