@@ -12,6 +12,8 @@ Entry points:
   submit it).
 - `typed_data(code, shown)`: the characters of long string literals in the code that copy text the model was shown
   (the InputsSummary's preview, earlier outputs): code that analyses its own copy says nothing about the input.
+- `held_by(answer, text, question=...)` / `holding_excerpt(...)`: whether a text holds what an answer adds to the
+  question, and the words around where it does (a first reading's part answer checked against that part).
 - `says_nothing(answer)`: a submission that says nothing was found (None, empty, "not found"): sent back once
   when the run's first reading found an answer.
 - `prints_own_text(code)`: a step that only prints literals written in its code (it read no data).
@@ -310,8 +312,8 @@ def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
 
 def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 240) -> str:
     """The words of `text` around the first place it holds what `answer` states beyond `question` (its first such
-    number, else its first such word), at most about `width` characters, whitespace folded, "..." where cut;
-    "" when `text` holds none of it."""
+    number, else its first such word): its line, or at most about `width` characters of it cut between words,
+    whitespace folded, "..." where cut; "" when `text` holds none of it."""
     numbers, words = _stated(answer, question)
     patterns = [r"(?<![\d.,])" + re.escape(n) + r"(?![\d])" for n in numbers[:1]]
     patterns += [r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])" for w in words]
@@ -321,8 +323,14 @@ def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 
             continue
         lo, hi = max(0, hit.start() - width // 2), min(len(text), hit.end() + width // 2)
         line_start, line_end = text.rfind("\n", lo, hit.start()), text.find("\n", hit.end(), hi)
-        lo = line_start + 1 if line_start >= 0 else lo
-        hi = line_end if line_end >= 0 else hi
+        if line_start >= 0:
+            lo = line_start + 1
+        elif lo > 0:  # cut between words
+            lo = next((i + 1 for i in range(lo - 1, hit.start()) if text[i].isspace()), lo)
+        if line_end >= 0:
+            hi = line_end
+        elif hi < len(text):
+            hi = next((i for i in range(hi, hit.end(), -1) if text[i].isspace()), hi)
         head = "..." if lo > 0 and text[lo - 1] != "\n" else ""
         tail = "..." if hi < len(text) and text[hi] != "\n" else ""
         return head + " ".join(text[lo:hi].split()) + tail

@@ -17,9 +17,12 @@ Contract:
   `min(MAX_PARTS, max_llm_calls // 2)` parts, there is no first reading (the root works as usual).
 - Each prompt states the question before the text and again after it (recorded, RULER vt 8k: with it only
   after, the reading named one variable of five, where `direct`'s prompt, instruction first, named all five).
-- A part may answer NOT FOUND (the answer can sit in another part); a text read whole is not offered that exit
-  (recorded: offered it, the whole reading of a variable-tracking text said NOT FOUND where the same model,
-  asked plainly, answered right).
+- No prompt offers a "NOT FOUND" exit, neither to a part nor to a whole text (recorded at 32K: offered it, the parts
+  holding the needle took it; at 8K the whole reading of a variable-tracking text took it where the same model,
+  asked plainly, answered right). So every part answers; each part's answer is looked for in that part's text
+  (`evidence.held_by`: the numbers it adds to the question, else half its words): held, the root is shown the
+  words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
+  restating reply submits. A text read whole is not checked (its answer may be a count the text never states).
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.

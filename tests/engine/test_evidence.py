@@ -16,6 +16,8 @@ from rlmnb import RLM
 from rlmnb._engine.evidence import (
     Step,
     found_in,
+    held_by,
+    holding_excerpt,
     latest_other,
     output_tails,
     short_answer,
@@ -572,3 +574,24 @@ def test_prints_own_text_is_a_step_that_prints_only_its_own_literals() -> None:
     for reads in ("print(inputs['text'][:100])", "print(len(text))", "x = 'a'", "import re\nprint(re.findall('a', 'a'))",
                   "print(llm_query('hi'))", "x = inputs\nprint('ok')", "print('a'", "for i in range(3):\n    print(i)"):
         assert not prints_own_text(reads), reads
+
+
+def test_a_readings_answer_is_held_by_a_text_when_it_holds_what_the_answer_adds_to_the_question() -> None:
+    question = "What is the special magic number for mindless-kilometer mentioned in the provided text?"
+    text = ("paintings of the time.\nOne of the special magic numbers for mindless-kilometer is: 4194548. But these\n"
+            "In 2002 the pay of S&P 500 CEOs was $3.65 million, or 4,015,985 dollars a year.\n")
+    # numbers: every one the question does not give must be in the text (commas allowed)
+    assert held_by("4194548", text, question=question) is True
+    assert held_by("The special magic number for mindless-kilometer is 4194548.", text, question=question) is True
+    assert held_by("4015985", text, question=question) is True
+    assert held_by("The special magic number for mindless-kilometer is 1234567.", text, question=question) is False
+    assert held_by("4194548 and 1234567", text, question=question) is False
+    # words: at least half of the answer's own words of four or more letters
+    assert held_by("paintings", text, question=question) is True
+    assert held_by("Normandy, France", text, question=question) is False
+    assert held_by("the special magic number", text, question=question) is None  # nothing beyond the question
+    # the excerpt: the line around the first place the text holds it, whitespace folded, "..." where cut
+    assert holding_excerpt("4194548", text, question=question) == (
+        "One of the special magic numbers for mindless-kilometer is: 4194548. But these")
+    assert holding_excerpt("$3.65", text, question=question, width=30) == "...500 CEOs was $3.65 million, or..."
+    assert holding_excerpt("1234567", text, question=question) == ""
