@@ -40,8 +40,8 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "held_by",
-           "holding_excerpt", "last_lines", "latest_other", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
+__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "held_by",
+           "holding_excerpt", "last_lines", "latest_other", "question_mentions", "question_names", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
            "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
@@ -316,25 +316,77 @@ def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 
     whitespace folded, "..." where cut; "" when `text` holds none of it."""
     numbers, words = _stated(answer, question)
     patterns = [r"(?<![\d.,])" + re.escape(n) + r"(?![\d])" for n in numbers[:1]]
-    patterns += [r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])" for w in words]
+    patterns += [_word_pattern(w) for w in words]
     for pattern in patterns:
         hit = re.search(pattern, text, re.IGNORECASE)
-        if hit is None:
-            continue
-        lo, hi = max(0, hit.start() - width // 2), min(len(text), hit.end() + width // 2)
-        line_start, line_end = text.rfind("\n", lo, hit.start()), text.find("\n", hit.end(), hi)
-        if line_start >= 0:
-            lo = line_start + 1
-        elif lo > 0:  # cut between words
-            lo = next((i + 1 for i in range(lo - 1, hit.start()) if text[i].isspace()), lo)
-        if line_end >= 0:
-            hi = line_end
-        elif hi < len(text):
-            hi = next((i for i in range(hi, hit.end(), -1) if text[i].isspace()), hi)
-        head = "..." if lo > 0 and text[lo - 1] != "\n" else ""
-        tail = "..." if hi < len(text) and text[hi] != "\n" else ""
-        return head + " ".join(text[lo:hi].split()) + tail
+        if hit is not None:
+            return _around(text, hit.start(), hit.end(), width)[2]
     return ""
+
+
+RARE_MENTIONS = 5
+"""Most times the input may mention a name in the question for `question_mentions` to quote where it does."""
+_TERM = re.compile(r"[^\W_]+(?:[-_][^\W_]+)*")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:\n\[(]\s*)$")
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question asks about, as written: its terms of three or more characters (hyphenated words whole)
+    that hold a digit, join words with a hyphen or underscore, are written in capitals, or start with a capital
+    where no sentence starts."""
+    names = []
+    for m in _TERM.finditer(question):
+        term = m.group()
+        if len(term) < 3:
+            continue
+        if (any(c.isdigit() for c in term) or "-" in term or "_" in term
+                or (len(term) > 1 and term.isupper())
+                or (term[0].isupper() and not _SENTENCE_START.search(question[max(0, m.start() - 3):m.start()]))):
+            names.append(term)
+    return list(dict.fromkeys(names))
+
+
+def question_mentions(question: str, text: str, *, width: int = 240, names: int = 4,
+                      rare: int = RARE_MENTIONS) -> list[tuple[str, str]]:
+    """(name, excerpt) for each place `text` mentions a name the question asks about (`question_names`) that it holds
+    between one and `rare` times: the rarest `names` of them, each place's words as `holding_excerpt` cuts them,
+    places that overlap an earlier one left out. A name the input mentions more often is not where to look."""
+    counted = []
+    for name in question_names(question):
+        hits = [(m.start(), m.end()) for m in re.finditer(_word_pattern(name), text, re.IGNORECASE)]
+        if 1 <= len(hits) <= rare:
+            counted.append((len(hits), name, hits))
+    found: list[tuple[str, str]] = []
+    spans: list[tuple[int, int]] = []
+    for _, name, hits in sorted(counted, key=lambda c: c[0])[:names]:
+        for start, end in hits:
+            lo, hi, excerpt = _around(text, start, end, width)
+            if not any(lo < b and a < hi for a, b in spans):
+                spans.append((lo, hi))
+                found.append((name, excerpt))
+    return found
+
+
+def _word_pattern(word: str) -> str:
+    return r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])"
+
+
+def _around(text: str, start: int, end: int, width: int) -> tuple[int, int, str]:
+    """(lo, hi, excerpt): the line of `text` holding [start, end), or at most about `width` characters of it cut
+    between words, whitespace folded, "..." where cut."""
+    lo, hi = max(0, start - width // 2), min(len(text), end + width // 2)
+    line_start, line_end = text.rfind("\n", lo, start), text.find("\n", end, hi)
+    if line_start >= 0:
+        lo = line_start + 1
+    elif lo > 0:  # cut between words
+        lo = next((i + 1 for i in range(lo - 1, start) if text[i].isspace()), lo)
+    if line_end >= 0:
+        hi = line_end
+    elif hi < len(text):
+        hi = next((i for i in range(hi, end, -1) if text[i].isspace()), hi)
+    head = "..." if lo > 0 and text[lo - 1] != "\n" else ""
+    tail = "..." if hi < len(text) and text[hi] != "\n" else ""
+    return lo, hi, head + " ".join(text[lo:hi].split()) + tail
 
 
 def _number_in(number: float, decimals: int, text: str) -> bool:

@@ -23,6 +23,12 @@ Contract:
   (`evidence.held_by`: the numbers it adds to the question, else half its words): held, the root is shown the
   words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
   restating reply submits. A text read whole is not checked (its answer may be a count the text never states).
+- A text read in parts is also searched for the names the question asks about (`evidence.question_mentions`:
+  hyphenated, numbered, capitalised terms the input mentions one to five times), and the places are quoted.
+  When there is such a place, or the parts' answers differ, the quoted passages (the parts' held answers and the
+  named places, a few hundred tokens) are read together in one more short sub-call; its answer is listed first
+  (`TOGETHER`). Recorded at 32K (niah_multikey_1): the parts answered other keys' numbers, the part holding the
+  asked key among them, and the root restated the first; a 1.5B model reading a few short passages picks by key.
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -39,7 +45,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlmnb._engine.evidence import NOT_FOUND, Reading, held_by, holding_excerpt
+from rlmnb._engine.evidence import NOT_FOUND, Reading, held_by, holding_excerpt, question_mentions
 from rlmnb._engine.limits import SMALL_WINDOW
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
@@ -51,7 +57,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_PARTS", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
+__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NOT_HELD", "TOGETHER", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
 """A root model whose window is at most this many tokens gets a first reading in mode "auto"."""
@@ -61,6 +67,10 @@ ANSWER_CHARS = 600
 """Characters of each part's answer shown to the root."""
 EXCERPT_CHARS = 240
 """About how many characters of a part's text are quoted around the answer it holds."""
+MAX_MENTIONS = 8
+"""Most places where the input names the question's names that the reading quotes (all text inputs together)."""
+TOGETHER = "the passages quoted here, read together"
+"""The label of the answer the sub-model gave from the quoted passages read in one short sub-call."""
 NOT_HELD = "not in this part's text"
 """The mark after a part's answer that its text does not contain (`evidence.held_by`)."""
 _FILL = 0.8
@@ -144,7 +154,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     if all(a.startswith("[error]") for a in answers):
         return None
-    lines, values = [], []
+    lines, values, passages = [], [], []
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
@@ -152,12 +162,44 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         if held is False:
             said += f" [{NOT_HELD}]"
         elif held:
-            said += f' (the part says: "{holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)}")'
+            excerpt = holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)
+            said += f' (the part says: "{excerpt}")'
+            passages.append(excerpt)
         lines.append(f"- {where} ({tokens:,} tokens): {said}")
         if answer.strip() and not answer.startswith("[error]") and NOT_FOUND not in answer and held is not False:
             values.append(answer.strip())
     split = any(of > 1 for _, _, of, _, _ in pieces)
-    message = render("first_read", answers="\n".join(lines), calls=len(prompts),
+    mentions = [(name, term, excerpt) for name, text in texts if split
+                for term, excerpt in question_mentions(question, text, width=EXCERPT_CHARS)][:MAX_MENTIONS]
+    named = ""
+    if mentions:
+        named = "\n" + render("first_read_named", mentions="\n".join(
+            f'- "{term}" in `inputs["{name}"]`: "{excerpt}"' for name, term, excerpt in mentions)).rstrip("\n")
+    together = await _read_together(ctx, question, passages, [excerpt for _, _, excerpt in mentions], values)
+    calls = len(prompts)
+    if together is not None:
+        calls += 1
+        lines.insert(0, f"- {TOGETHER}: {clip(' '.join(together.split()), ANSWER_CHARS)}")
+        values.insert(0, together.strip())
+    message = render("first_read", answers="\n".join(lines), calls=calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(values))
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
     return message
+
+
+async def _read_together(ctx: RunContext, question: str, held: list[str], named: list[str],
+                         answers: list[str]) -> str | None:
+    """The sub-model's answer from the passages that hold the parts' answers and name the question's names, read
+    together in one short sub-call; None when there is nothing to weigh (no name the input mentions and at most one
+    distinct answer), when the budget refuses or the call fails."""
+    distinct = {" ".join(a.casefold().split()) for a in answers}
+    passages = list(dict.fromkeys(held + named))
+    if not passages or (not named and len(distinct) < 2):
+        return None
+    prompt = render("first_read_together", question=question,
+                    passages="\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
+    try:
+        (reply,) = await ctx.sub.query_batched([prompt], group="first reading")
+    except BudgetExhausted:
+        return None
+    return None if reply.startswith("[error]") or not reply.strip() else reply

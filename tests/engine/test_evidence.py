@@ -20,6 +20,8 @@ from rlmnb._engine.evidence import (
     holding_excerpt,
     latest_other,
     output_tails,
+    question_mentions,
+    question_names,
     short_answer,
     typed_at,
     typed_data,
@@ -595,3 +597,17 @@ def test_a_readings_answer_is_held_by_a_text_when_it_holds_what_the_answer_adds_
         "One of the special magic numbers for mindless-kilometer is: 4194548. But these")
     assert holding_excerpt("$3.65", text, question=question, width=30) == "...500 CEOs was $3.65 million, or..."
     assert holding_excerpt("1234567", text, question=question) == ""
+
+
+def test_the_names_a_question_asks_about_and_where_the_input_mentions_them() -> None:
+    assert question_names("Some numbers are hidden in the text. What is the special magic number for "
+                          "broken-conclusion mentioned in the text?") == ["broken-conclusion"]
+    assert question_names("When were the Normans in Normandy? Ask ACME about order 10425 or user_id.") == [
+        "Normans", "Normandy", "ACME", "10425", "user_id"]
+    assert question_names("What are the 10 most common words? List them.") == []  # short numbers are not names
+    key = "One of the special magic numbers for broken-conclusion is: 5679639."
+    text = "\n".join(["Essays about work and play.", key, "Normandy " * 6, "A second broken-conclusion here."])
+    mentions = question_mentions("What is the number for broken-conclusion, near Normandy?", text)
+    # a name mentioned one to five times is quoted at each place; one mentioned more often is not where to look
+    assert mentions == [("broken-conclusion", key), ("broken-conclusion", "A second broken-conclusion here.")]
+    assert question_mentions("What is the number for quiet-lake?", text) == []

@@ -81,24 +81,33 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert result.usage.sub_calls == 1
 
 
+def parts_then_passages(part_reply: Any) -> Any:
+    """A sub-model: `part_reply(part)` for a part of the reading; for the quoted passages read together, the number
+    on the passage that names the question's key (a small model reads a few short passages well)."""
+    def reply(messages: list[Message]) -> str:
+        prompt = str(messages[-1]["content"])
+        if prompt.startswith("These passages were taken from a long text"):
+            found = re.search(r"for furtive-donation is: (\d+)", prompt)
+            return found.group(1) if found else "none"
+        return str(part_reply(re.search(r"Text:\n(.*)\n\nQuestion:", prompt, re.S).group(1)))  # type: ignore[union-attr]
+    return reply
+
+
 def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_checked_against_its_part() -> None:
     # recorded (RULER niah_single_2 at 32K, instance 1, three ~10K-token parts): offered "If this part of the text
     # does not hold the answer, reply exactly: NOT FOUND", all three parts took it, the needle's part too. Asked
     # without it, the needle's part answered "4194548"; the others "10" (a footnote mark their text holds) and
     # "3.65" (a CEO's pay in millions). A part not holding the needle here answers a number it makes up.
     text = FILLER * 200 + NEEDLE + "\n" + FILLER * 500 + "CEO pay in 2002 was $3.65 million.\n" + FILLER * 650
-
-    def every_part_answers(messages: list[Message]) -> str:
-        part = str(messages[-1]["content"])
-        return "4015985" if NEEDLE in part else "3.65" if "$3.65" in part else "9999999"
-
+    sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "3.65" if "$3.65" in part
+                                    else "9999999")
     root = ScriptedLM(["The special magic number is 9999999.", code("submit('4015985')")], name="root",
                       context_window=16_384, max_output_tokens=400)
-    sub = ScriptedLM(every_part_answers, name="sub", context_window=16_384, max_output_tokens=120)
+    sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
-    assert len(sub.requests) == 3
+    assert len(sub.requests) == 4  # three parts, then the quoted passages read together
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
-                   for r in sub.requests)
+                   for r in sub.requests[:3])
     assert sent == text  # the parts cover the text exactly, in order
     assert not any("NOT FOUND" in str(r[-1]["content"]) for r in sub.requests)  # no exit to take
     reading = reading_of(root)
@@ -106,8 +115,38 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     assert 'tokens): 3.65 (the part says: "CEO pay in 2002 was $3.65 million.")' in reading
     assert "tokens): 9999999 [not in this part's text]" in reading
     assert "an answer marked [not in this part's text] was made up" in reading
+    # the passages read together: the two quoted ones and where the input names the question's "furtive-donation"
+    together = str(sub.requests[3][-1]["content"])
+    assert together.count(NEEDLE) == 1 and "$3.65 million" in together and "9999999" not in together
+    assert "- the passages quoted here, read together: 4015985\n" in reading
     # prose restating the made-up answer is not taken as the answer; the root goes on and submits the needle
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
+
+
+def test_where_the_input_names_the_questions_key_is_quoted_and_read_with_the_parts_passages() -> None:
+    # recorded (RULER niah_multikey_1 at 32K, instance 0, on 86bdcea): the parts answered "4", "5118725" (the
+    # number of another key, "illegal-physical") and "5502929" (another key again, from the part that also held the
+    # asked key's number); the root restated the first 7-digit answer at turn 1 and that ended the run, wrong
+    others = ("One of the special magic numbers for illegal-physical is: 5118725.\n",
+              "One of the special magic numbers for youthful-contention is: 5502929.\n")
+    text = (FILLER * 200 + "Chapter 4 begins.\n" + FILLER * 450 + others[0] + FILLER * 450 + others[1]
+            + FILLER * 20 + NEEDLE + "\n" + FILLER * 200)
+
+    def first_key_seen(part: str) -> str:
+        found = re.search(r"special magic numbers for [\w-]+ is: (\d+)", part)
+        return found.group(1) if found else "4"
+
+    root = ScriptedLM(["The special magic number for furtive-donation is 4015985.", code("submit('never')")],
+                      name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(parts_then_passages(first_key_seen), name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
+    reading = reading_of(root)
+    assert "part 1 of 3 (" in reading and "tokens): 4 (the part says: \"Chapter 4 begins.\")" in reading
+    assert "tokens): 5118725 (the part says" in reading and "tokens): 5502929 (the part says" in reading
+    named = reading[reading.index("Where the input names what the question asks about"):reading.index("Its answers:")]
+    assert f'- "furtive-donation" in `inputs["text"]`: "{NEEDLE}"' in named
+    assert reading.index("- the passages quoted here, read together: 4015985") < reading.index("part 1 of 3")
+    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
 
 
 def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many_parts() -> None:
@@ -173,13 +212,13 @@ def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_open
     look = code("print(inputs['text'][:40])")
     text = haystack(900)  # two parts
     first, root, sub = run([look, code("print(2)"), "no code"], text, max_iterations=2, journal=str(tmp_path))
-    assert first.status == "fallback" and len(sub.requests) == 2
+    assert first.status == "fallback" and len(sub.requests) == 3  # two parts and the passages read together
     root2 = ScriptedLM([code("submit('4015985')")], name="root", context_window=16_384, max_output_tokens=400)
     sub2 = ScriptedLM(reader, name="sub", context_window=16_384, max_output_tokens=120)
     again = RLM(root2, sub2, sandbox="local", journal=str(tmp_path), max_iterations=4).resume(first.journal,
                                                                                             text=text)
     assert again.status == "submitted" and again.answer == "4015985"
-    assert sub2.requests == []  # both parts answered by the journal
+    assert sub2.requests == []  # both parts and the passages answered by the journal
     assert len(root2.requests) == 1  # turns 1 and 2 served: the opening (reading included) hashed the same
     assert reading_of(root2) == reading_of(root) and "part 2 of 2" in reading_of(root)
 
