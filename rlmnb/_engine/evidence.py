@@ -139,14 +139,14 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
 
     Small models often answer in prose once they have seen the value; the evidence makes that a submission
     rather than a guess. The question and the InputsSummary do not count here: a value only they hold is read
-    from the preview, not found.
+    from the preview, not found. A reply that says nothing was found ("None", `says_nothing`) is never a value.
     """
     text = reply.strip()
     if "\n" in text or not text:
         return None
     value = text.rstrip(".").strip(_WRAPPERS).strip()
     if (not short_answer(value) or len(value.split()) > PROSE_WORDS or value.lower().startswith(("final", "submit"))
-            or value.upper() == NOT_FOUND):
+            or value.upper() == NOT_FOUND or says_nothing(value)):
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
 

@@ -45,7 +45,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlmnb._engine.evidence import NOT_FOUND, Reading, held_by, holding_excerpt, question_mentions
+from rlmnb._engine.evidence import (
+    NOT_FOUND,
+    Reading,
+    held_by,
+    holding_excerpt,
+    question_mentions,
+    says_nothing,
+)
 from rlmnb._engine.limits import SMALL_WINDOW
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
@@ -158,7 +165,8 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
-        held = None if of == 1 or answer.startswith("[error]") else held_by(answer, body, question=question)
+        empty = answer.startswith("[error]") or NOT_FOUND in answer or says_nothing(answer)
+        held = None if of == 1 or empty else held_by(answer, body, question=question)
         if held is False:
             said += f" [{NOT_HELD}]"
         elif held:
@@ -166,7 +174,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
             said += f' (the part says: "{excerpt}")'
             passages.append(excerpt)
         lines.append(f"- {where} ({tokens:,} tokens): {said}")
-        if answer.strip() and not answer.startswith("[error]") and NOT_FOUND not in answer and held is not False:
+        if not empty and held is not False:
             values.append(answer.strip())
     split = any(of > 1 for _, _, of, _, _ in pieces)
     mentions = [(name, term, excerpt) for name, text in texts if split

@@ -149,6 +149,18 @@ def test_where_the_input_names_the_questions_key_is_quoted_and_read_with_the_par
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
 
 
+def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
+    # recorded (RULER vt at 32K, instance 0, on b3a4e5b): three of four parts answered "None"
+    sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None")
+    root = ScriptedLM(["None", code("submit('4015985')")], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(QUESTION, text=haystack(900))
+    reading = reading_of(root)
+    assert "tokens): None\n" in reading and "text]\n" not in reading  # shown, not marked
+    assert result.answer == "4015985" and len(root.requests) == 2  # "None" restated is not the answer
+
+
 def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many_parts() -> None:
     look = code("print(len(inputs['text']))")
     for window, sub_window, mode, text in [
