@@ -419,6 +419,7 @@ class Repeats:
     code_seen: dict[str, int] = field(default_factory=dict)
     failing: set[str] = field(default_factory=set)
     raised: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
+    prose_seen: dict[str, int] = field(default_factory=dict)
 
     def check(self, turn: int, code: str, output: str, *, clean: bool = True, submitted: bool = False) -> int | None:
         """The earlier turn this one repeats, or None; remembers this turn either way. For `ran`, a `clean` run
@@ -458,6 +459,18 @@ class Repeats:
         if earlier is None or earlier[1] == normal:
             return None
         return earlier[0], site[0]
+
+    def said(self, turn: int, prose: str) -> None:
+        """Remember a reply that ran no code (its text, whitespace folded), for `said_before`."""
+        self.prose_seen[" ".join(prose.split())] = turn
+
+    def said_before(self, prose: str) -> int | None:
+        """The latest earlier turn whose reply, also without code, was this same text (whitespace aside), or None.
+
+        Recorded (RULER vt at 32K, Qwen2.5-Coder 1.5B, temperature 0): turns 2 to 8 sent turn 1's 1,100 characters
+        of reasoning without a ```python block word for word; the no-code note after each changed nothing.
+        """
+        return self.prose_seen.get(" ".join(prose.split()))
 
     def ran_codes(self) -> list[str]:
         """The normalised code of every step `ran` knows (`without_code` takes it as code)."""

@@ -163,7 +163,7 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     if purpose == "turn":
         step = without_copied_head(step, "\n".join([ctx.conversation.system, *ctx.conversation.given()]))
     notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
-    if retry_repeat and _repeats_code(ctx, step) is not None:
+    if retry_repeat and (_repeats_code(ctx, step) is not None or _repeats_prose(ctx, step) is not None):
         notes.append("repeat_reasked")
     reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
     ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
@@ -225,6 +225,10 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ask = _repeat_ask(ctx, earlier, failed=ctx.repeats.failed(step.code))
             retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], ask)
             completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
+        elif (said := _repeats_prose(ctx, step)) is not None:  # the same long prose again: asked once, as above
+            ask = render("repeat_prose_ask", turn=said) + _reading_listed(ctx)
+            retry = _reask_request(messages, ctx.repeats.ran_codes(), ask)
+            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
     reply = step.kept or load("empty_kept")
@@ -241,6 +245,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=step.kept.strip())
             return Outcome("submitted", step.kept.strip(), "stated the same answer in prose twice in a row, with "
                            "values real output showed", TurnRecord(turn, reply, ""))
+        if not step.empty:
+            ctx.repeats.said(turn, step.kept)
         ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
                                                                   states_found=stated)))
         return None
@@ -386,6 +392,16 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
     return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
 
 
+def _repeats_prose(ctx: RunContext, step: Step) -> int | None:
+    """The earlier turn whose reply without code this one repeats word for word (`Repeats.said_before`), for prose
+    longer than `RESTATE_CHARS`; or None. Short prose said twice in a row is the model's answer (`_stated_again`);
+    long prose said again is a stall: at temperature 0 the same request gives the same reply. Asked once, as a
+    repeated step is (`_reask_request`, at `REASK_TEMPERATURE`); if the model says it again, it stands."""
+    if step.code is not None or step.empty or len(" ".join(step.kept.split())) <= RESTATE_CHARS:
+        return None
+    return ctx.repeats.said_before(step.kept)
+
+
 def _reask_request(messages: list[Message], codes: list[str], ask: str) -> list[Message]:
     """The re-ask's request: the system prompt with the code of every step that already ran left out, then one user
     message holding the opening, every output so far and `ask`; none of the model's own replies.
@@ -416,8 +432,12 @@ def _reask_request(messages: list[Message], codes: list[str], ask: str) -> list[
 def _repeat_ask(ctx: RunContext, earlier: int, *, failed: bool) -> str:
     """What the re-ask after a repeated step says: the output (or the error, for a step that `failed` the same way
     twice) is already above, take another step."""
-    reading = "\n" + render("repeated_reading", answers=ctx.reading.answers_text) if ctx.reading is not None else ""
-    return render("repeat_error_ask" if failed else "repeat_ask", turn=earlier) + reading
+    return render("repeat_error_ask" if failed else "repeat_ask", turn=earlier) + _reading_listed(ctx)
+
+
+def _reading_listed(ctx: RunContext) -> str:
+    """The first reading's answers, on a new line, for a re-ask; "" without a reading."""
+    return "\n" + render("repeated_reading", answers=ctx.reading.answers_text) if ctx.reading is not None else ""
 
 
 REASK_TEMPERATURE = 0.7

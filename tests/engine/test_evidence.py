@@ -114,6 +114,54 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     assert result.status == "submitted" and result.answer == 4015985
 
 
+VT_PROSE = """To find all variables that are assigned the value 64268 in the text, we need to analyze the input and \
+look for occurrences of the value "VAR KNRWU = 64268". Here's a step-by-step approach:
+
+1. **Identify the relevant part of the input**: The question asks about the variable `VAR KNRWU`, so we need to \
+focus on this part of the text.
+
+2. **Extract the relevant part**: The relevant part is:
+   ```
+   VAR KNRWU = 64268 The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.
+   ```
+
+3. **Conclusion**: The variable `VAR KNRWU` is assigned the value 64268 in the text.
+
+Therefore, the answer is:
+```
+VAR KNRWU
+```"""
+
+
+def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
+    # recorded (RULER vt at 32K, on b3a4e5b, temperature 0): turn 1 replied with this reasoning and no ```python
+    # block; turns 2 to 8 sent it again word for word, each told it had no code; the fallback ended the run
+    find = code("import re\nprint(re.findall(r'VAR (\\w+) = 64268', inputs['text']))")
+    root = ScriptedLM([VT_PROSE, VT_PROSE, find, code("submit('KNRWU')")], name="root")
+    root.temperature = 0.0  # type: ignore[attr-defined]
+    text = "The grass is green.\n" * 50 + "VAR KNRWU = 64268\n" + "The grass is green.\n" * 50
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "Find all variables that are assigned the value 64268 in the text.", text=text)
+    replies = result.trajectory.of(ModelReply)
+    assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
+    reask = root.requests[2]
+    assert [m["role"] for m in reask] == ["system", "user"] and "VAR KNRWU" not in str(reask[0]["content"])
+    assert str(reask[1]["content"]).endswith("Do not send turn 1's reply again: it ran no code, and the same words "
+                                             "run nothing again. Write one step as a ```python block that works on "
+                                             "`inputs[...]`. If a value shown so far answers the question, call "
+                                             "`submit(value)` with it.")
+    assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
+    assert "['KNRWU']" in result.trajectory.of(CodeExecuted)[0].stdout
+    assert result.status == "submitted" and result.answer == "KNRWU"
+    # short prose said twice in a row is still the model's answer, not asked again (`_stated_again`)
+    short = "The variables are `KNRWU`."
+    root = ScriptedLM([find, short, short], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "Find all variables that are assigned the value 64268 in the text.", text=text)
+    assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
+    assert result.status == "submitted" and len(root.requests) == 3
+
+
 def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
     # a model built without a temperature is not sent one (reasoning models refuse it)
     result, root = run([LOOK, SPLIT, LOOK, FIND, code("submit(4015985)")])
