@@ -331,13 +331,13 @@ _SENTENCE_START = re.compile(r"(?:^|[.?!:\n\[(]\s*)$")
 
 
 def question_names(question: str) -> list[str]:
-    """The names a question asks about, as written: its terms of three or more characters (hyphenated words whole)
-    that hold a digit, join words with a hyphen or underscore, are written in capitals, or start with a capital
-    where no sentence starts."""
+    """The names a question asks about, as written: its terms of three or more characters (hyphenated words whole;
+    a plain number of four or more digits) that hold a digit, join words with a hyphen or underscore, are written in
+    capitals, or start with a capital where no sentence starts."""
     names = []
     for m in _TERM.finditer(question):
         term = m.group()
-        if len(term) < 3:
+        if len(term) < 3 or (term.isdigit() and len(term) < 4):  # "10", "190": counts and list numbers
             continue
         if (any(c.isdigit() for c in term) or "-" in term or "_" in term
                 or (len(term) > 1 and term.isupper())

@@ -652,7 +652,8 @@ def test_the_names_a_question_asks_about_and_where_the_input_mentions_them() -> 
                           "broken-conclusion mentioned in the text?") == ["broken-conclusion"]
     assert question_names("When were the Normans in Normandy? Ask ACME about order 10425 or user_id.") == [
         "Normans", "Normandy", "ACME", "10425", "user_id"]
-    assert question_names("What are the 10 most common words? List them.") == []  # short numbers are not names
+    # short numbers are counts and list numbers, not names (recorded: RULER cwe's example list numbers 1 to 190)
+    assert question_names("What are the 10 most common words? 100. apple 101. pear") == []
     key = "One of the special magic numbers for broken-conclusion is: 5679639."
     text = "\n".join(["Essays about work and play.", key, "Normandy " * 6, "A second broken-conclusion here."])
     mentions = question_mentions("What is the number for broken-conclusion, near Normandy?", text)
