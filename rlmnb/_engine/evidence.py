@@ -190,13 +190,15 @@ def restated(reply: str, answers: Sequence[str]) -> str | None:
     answering with it, and that answer, not the sentence around it, is the run's answer: the reading was asked for
     the answer alone, the sentence adds only words (recorded, `rlmnb eval`'s niah at 8K: "The special magic
     number for scarlet jackal is 1892269." for "Answer with the 7-digit number only", scored 0 by exact match where
-    the reading said "1892269"). Prose that restates several different answers (it combines them) is returned whole.
+    the reading said "1892269"). Prose that restates several different answers (it combines them) is returned whole,
+    unless one of them holds all the others (a list the reading gave, and its items).
     """
     text = reply.strip()
     if not text or len(text) > RESTATE_CHARS or "```" in text:
         return None
     found = {answer.strip() for answer in answers if answer.strip() and found_in(answer, [text])}
-    return found.pop() if len(found) == 1 else (text if found else None)
+    widest = {a for a in found if not any(a != b and found_in(a, [b]) for b in found)}  # "1, 2" covers "1" and "2"
+    return widest.pop() if len(widest) == 1 else (text if found else None)
 
 
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")

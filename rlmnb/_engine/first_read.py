@@ -24,11 +24,12 @@ Contract:
   words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
   restating reply submits. A text read whole is not checked (its answer may be a count the text never states).
 - A text read in parts is also searched for the names the question asks about (`evidence.question_mentions`:
-  hyphenated, numbered, capitalised terms the input mentions one to five times), and the places are quoted.
-  When there is such a place, or the parts' answers differ, the quoted passages (the parts' held answers and the
-  named places, a few hundred tokens) are read together in one more short sub-call; its answer is listed first
-  (`TOGETHER`). Recorded at 32K (niah_multikey_1): the parts answered other keys' numbers, the part holding the
-  asked key among them, and the root restated the first; a 1.5B model reading a few short passages picks by key.
+  hyphenated, numbered, capitalised terms the input mentions one to five times), and the places are quoted. Each
+  place is then read alone in a short sub-call (a few hundred tokens; "NONE" when it does not answer); the distinct
+  answers the places hold are listed first (`NAMED`). Recorded at 32K: niah_multikey_1's parts answered other
+  keys' numbers and the root restated the first; read together, the quoted passages gave two of niah_multivalue's
+  four numbers; each named place read alone gave the asked key's number and all four (probe in
+  docs/decisions/first-reading.md).
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NOT_HELD", "TOGETHER", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
+__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
 """A root model whose window is at most this many tokens gets a first reading in mode "auto"."""
@@ -76,8 +77,8 @@ EXCERPT_CHARS = 240
 """About how many characters of a part's text are quoted around the answer it holds."""
 MAX_MENTIONS = 8
 """Most places where the input names the question's names that the reading quotes (all text inputs together)."""
-TOGETHER = "the passages quoted here, read together"
-"""The label of the answer the sub-model gave from the quoted passages read in one short sub-call."""
+NAMED = "where the input names what the question asks about, each place read alone"
+"""The label of the answers the sub-model gave reading each named place alone (`question_mentions`)."""
 NOT_HELD = "not in this part's text"
 """The mark after a part's answer that its text does not contain (`evidence.held_by`)."""
 _FILL = 0.8
@@ -161,7 +162,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     if all(a.startswith("[error]") for a in answers):
         return None
-    lines, values, passages = [], [], []
+    lines, values = [], []
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
@@ -172,42 +173,44 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         elif held:
             excerpt = holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)
             said += f' (the part says: "{excerpt}")'
-            passages.append(excerpt)
         lines.append(f"- {where} ({tokens:,} tokens): {said}")
         if not empty and held is not False:
             values.append(answer.strip())
     split = any(of > 1 for _, _, of, _, _ in pieces)
+    room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(prompts)))
     mentions = [(name, term, excerpt) for name, text in texts if split
-                for term, excerpt in question_mentions(question, text, width=EXCERPT_CHARS)][:MAX_MENTIONS]
+                for term, excerpt in question_mentions(question, text, width=EXCERPT_CHARS)][:room]
     named = ""
     if mentions:
         named = "\n" + render("first_read_named", mentions="\n".join(
             f'- "{term}" in `inputs["{name}"]`: "{excerpt}"' for name, term, excerpt in mentions)).rstrip("\n")
-    together = await _read_together(ctx, question, passages, [excerpt for _, _, excerpt in mentions], values)
-    calls = len(prompts)
-    if together is not None:
-        calls += 1
-        lines.insert(0, f"- {TOGETHER}: {clip(' '.join(together.split()), ANSWER_CHARS)}")
-        values.insert(0, together.strip())
+    found = await _read_named(ctx, question, [excerpt for _, _, excerpt in mentions])
+    calls = len(prompts) + (len(mentions) if found is not None else 0)
+    if found:
+        joined = ", ".join(found)
+        lines.insert(0, f"- {NAMED}: {clip(joined, ANSWER_CHARS)}")
+        values.insert(0, joined)
     message = render("first_read", answers="\n".join(lines), calls=calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
     ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
     return message
 
 
-async def _read_together(ctx: RunContext, question: str, held: list[str], named: list[str],
-                         answers: list[str]) -> str | None:
-    """The sub-model's answer from the passages that hold the parts' answers and name the question's names, read
-    together in one short sub-call; None when there is nothing to weigh (no name the input mentions and at most one
-    distinct answer), when the budget refuses or the call fails."""
-    distinct = {" ".join(a.casefold().split()) for a in answers}
-    passages = list(dict.fromkeys(held + named))
-    if not passages or (not named and len(distinct) < 2):
+async def _read_named(ctx: RunContext, question: str, passages: list[str]) -> list[str] | None:
+    """Each place that names what the question asks about, read alone by the sub-model (one short sub-call each):
+    the distinct answers the places give and hold, in the input's order ([] when none answers); None when there is
+    no such place or the budget refuses."""
+    if not passages:
         return None
-    prompt = render("first_read_together", question=question,
-                    passages="\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
+    prompts = [render("first_read_passage", passage=p, question=question) for p in passages]
     try:
-        (reply,) = await ctx.sub.query_batched([prompt], group="first reading")
+        replies = await ctx.sub.query_batched(prompts, group="first reading")
     except BudgetExhausted:
         return None
-    return None if reply.startswith("[error]") or not reply.strip() else reply
+    found: dict[str, str] = {}
+    for passage, reply in zip(passages, replies, strict=True):
+        answer = " ".join(reply.split()).strip(" .")
+        if (answer and not reply.startswith("[error]") and not says_nothing(answer) and answer.upper() != "NONE"
+                and held_by(answer, passage, question=question) is not False):
+            found.setdefault(answer.casefold(), answer)
+    return list(found.values())

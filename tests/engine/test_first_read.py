@@ -82,13 +82,13 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
 
 
 def parts_then_passages(part_reply: Any) -> Any:
-    """A sub-model: `part_reply(part)` for a part of the reading; for the quoted passages read together, the number
-    on the passage that names the question's key (a small model reads a few short passages well)."""
+    """A sub-model: `part_reply(part)` for a part of the reading; for one named place read alone, the number the
+    passage gives for the question's key, else NONE (a small model reads one short passage well)."""
     def reply(messages: list[Message]) -> str:
         prompt = str(messages[-1]["content"])
-        if prompt.startswith("These passages were taken from a long text"):
+        if prompt.startswith("A passage taken from a long text"):
             found = re.search(r"for furtive-donation is: (\d+)", prompt)
-            return found.group(1) if found else "none"
+            return found.group(1) if found else "NONE"
         return str(part_reply(re.search(r"Text:\n(.*)\n\nQuestion:", prompt, re.S).group(1)))  # type: ignore[union-attr]
     return reply
 
@@ -105,7 +105,7 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
                       context_window=16_384, max_output_tokens=400)
     sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
-    assert len(sub.requests) == 4  # three parts, then the quoted passages read together
+    assert len(sub.requests) == 4  # three parts, then the one place naming the question's key, read alone
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
                    for r in sub.requests[:3])
     assert sent == text  # the parts cover the text exactly, in order
@@ -115,15 +115,15 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     assert 'tokens): 3.65 (the part says: "CEO pay in 2002 was $3.65 million.")' in reading
     assert "tokens): 9999999 [not in this part's text]" in reading
     assert "an answer marked [not in this part's text] was made up" in reading
-    # the passages read together: the two quoted ones and where the input names the question's "furtive-donation"
-    together = str(sub.requests[3][-1]["content"])
-    assert together.count(NEEDLE) == 1 and "$3.65 million" in together and "9999999" not in together
-    assert "- the passages quoted here, read together: 4015985\n" in reading
+    # the place that names the question's "furtive-donation", read alone
+    alone = str(sub.requests[3][-1]["content"])
+    assert alone.startswith(f'A passage taken from a long text:\n"{NEEDLE}"\n') and alone.rstrip().endswith("NONE")
+    assert "- where the input names what the question asks about, each place read alone: 4015985\n" in reading
     # prose restating the made-up answer is not taken as the answer; the root goes on and submits the needle
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
 
 
-def test_where_the_input_names_the_questions_key_is_quoted_and_read_with_the_parts_passages() -> None:
+def test_where_the_input_names_the_questions_key_is_quoted_and_each_place_read_alone() -> None:
     # recorded (RULER niah_multikey_1 at 32K, instance 0, on 86bdcea): the parts answered "4", "5118725" (the
     # number of another key, "illegal-physical") and "5502929" (another key again, from the part that also held the
     # asked key's number); the root restated the first 7-digit answer at turn 1 and that ended the run, wrong
@@ -145,8 +145,26 @@ def test_where_the_input_names_the_questions_key_is_quoted_and_read_with_the_par
     assert "tokens): 5118725 (the part says" in reading and "tokens): 5502929 (the part says" in reading
     named = reading[reading.index("Where the input names what the question asks about"):reading.index("Its answers:")]
     assert f'- "furtive-donation" in `inputs["text"]`: "{NEEDLE}"' in named
-    assert reading.index("- the passages quoted here, read together: 4015985") < reading.index("part 1 of 3")
+    assert reading.index("each place read alone: 4015985") < reading.index("part 1 of 3")
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
+
+
+def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_listed() -> None:
+    # recorded (RULER niah_multivalue at 32K, instance 0, on b3a4e5b): the parts named all four numbers between them;
+    # the quoted passages read together in one call gave two ("7975534, 8816912"), which the root restated. Probe:
+    # each of the key's four places read alone gave its number
+    values = ("7975534", "8816912", "2044645")
+    lines = [f"One of the special magic numbers for furtive-donation is: {v}.\n" for v in values]
+    text = FILLER * 200 + lines[0] + FILLER * 500 + lines[1] + FILLER * 100 + lines[2] + FILLER * 500
+    sub_model = parts_then_passages(lambda part: ", ".join(re.findall(r"is: (\d+)", part)) or "None")
+    root = ScriptedLM(["The numbers are 7975534, 8816912, 2044645.", code("submit('never')")], name="root",
+                      context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run("What are all the special magic numbers for furtive-donation?",
+                                                 text=text)
+    assert len(sub.requests) == 3 + 3  # three parts, three places read alone
+    assert "each place read alone: 7975534, 8816912, 2044645\n" in reading_of(root)
+    assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645"
 
 
 def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
@@ -224,13 +242,13 @@ def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_open
     look = code("print(inputs['text'][:40])")
     text = haystack(900)  # two parts
     first, root, sub = run([look, code("print(2)"), "no code"], text, max_iterations=2, journal=str(tmp_path))
-    assert first.status == "fallback" and len(sub.requests) == 3  # two parts and the passages read together
+    assert first.status == "fallback" and len(sub.requests) == 3  # two parts and the named place read alone
     root2 = ScriptedLM([code("submit('4015985')")], name="root", context_window=16_384, max_output_tokens=400)
     sub2 = ScriptedLM(reader, name="sub", context_window=16_384, max_output_tokens=120)
     again = RLM(root2, sub2, sandbox="local", journal=str(tmp_path), max_iterations=4).resume(first.journal,
                                                                                             text=text)
     assert again.status == "submitted" and again.answer == "4015985"
-    assert sub2.requests == []  # both parts and the passages answered by the journal
+    assert sub2.requests == []  # both parts and the named place answered by the journal
     assert len(root2.requests) == 1  # turns 1 and 2 served: the opening (reading included) hashed the same
     assert reading_of(root2) == reading_of(root) and "part 2 of 2" in reading_of(root)
 
