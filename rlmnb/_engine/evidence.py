@@ -6,7 +6,8 @@ Entry points:
 - `latest_other(steps, repeat_of)`: the most recent step whose output differs from a repeated one (what
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
-- `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
+- `boxed_answer(reply, ...)`: the last `\\boxed{...}` of prose, when real output showed it (a final answer so marked);
+  `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
   `restated(reply, answers)`: the first reading's answer that prose restates (that answer is the run's answer);
   `states_shown_value(reply, ...)`: prose that states such a value (it may be the answer: the note says how to
   submit it).
@@ -40,9 +41,11 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "found_in", "held_by",
-           "holding_excerpt", "last_lines", "latest_other", "question_mentions", "question_names", "output_tails", "output_text", "prints_own_text", "prose_answer", "restated",
-           "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
+__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
+           "boxed_answer", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
+           "output_tails", "output_text", "prints_own_text", "prose_answer", "question_mentions",
+           "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
+           "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -147,6 +150,28 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     value = text.rstrip(".").strip(_WRAPPERS).strip()
     if (not short_answer(value) or len(value.split()) > PROSE_WORDS or value.lower().startswith(("final", "submit"))
             or value.upper() == NOT_FOUND or says_nothing(value)):
+        return None
+    return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+
+
+_BOXED = re.compile(r"\\boxed\{([^{}\n]{1,300})\}")
+
+
+def boxed_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = ()) -> str | None:
+    """The value of the last `\\boxed{...}` in prose (a reply without code), when a real output of the run, a
+    sub-call reply or one of the `seen` texts (a first reading) shows it; else None.
+
+    `\\boxed{}` is how models trained on worked solutions (Qwen, DeepSeek and others) mark their final answer.
+    Recorded (RULER niah_multivalue at 32K, Qwen2.5-Coder 1.5B): turn 1 reasoned over the first reading in 1,127
+    characters and ended "are \\(\\boxed{7975534, 8816912, 2044645, 6551268}\\)", all four numbers; too long to
+    read as restating the reading, it was told it had no code, and the re-asked step submitted the question's key.
+    As with `prose_answer`, a value only the question or the InputsSummary holds does not count.
+    """
+    found = _BOXED.findall(reply)
+    if not found:
+        return None
+    value = found[-1].strip().strip(_WRAPPERS).strip()
+    if not value or says_nothing(value) or value.upper() == NOT_FOUND:
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
 

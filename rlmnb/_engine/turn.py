@@ -26,6 +26,7 @@ from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code,
 from rlmnb._engine.evidence import (
     RESTATE_CHARS,
     Reading,
+    boxed_answer,
     last_lines,
     latest_other,
     prints_own_text,
@@ -312,8 +313,8 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
 
 
 def _prose_answer(ctx: RunContext, text: str) -> str | None:
-    """A reply that is only a short value real output showed, or prose restating a first reading's answer, ends
-    the run as a submission (not on the first turn before any output, nor with an answer schema, which needs
+    """A reply that is only a short value real output showed, prose restating a first reading's answer, or prose
+    whose last `\\boxed{...}` holds a value real output showed, ends the run as a submission (not on the first turn before any output, nor with an answer schema, which needs
     submit())."""
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
@@ -321,7 +322,9 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
         answer = restated(text, ctx.reading.values)
         if answer is not None:
             return answer
-    return prose_answer(text, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+    trajectory, run_id, seen = ctx.bus.trajectory, ctx.scope.run_id, _reading(ctx)
+    return (prose_answer(text, trajectory=trajectory, run_id=run_id, seen=seen)
+            or boxed_answer(text, trajectory=trajectory, run_id=run_id, seen=seen))
 
 
 def _stated_again(ctx: RunContext, turn: int, text: str) -> bool:

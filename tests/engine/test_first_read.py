@@ -167,6 +167,31 @@ def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_list
     assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645"
 
 
+def test_prose_ending_in_a_boxed_value_the_reading_showed_is_the_answer() -> None:
+    # recorded (RULER niah_multivalue at 32K, instance 0, on fef5449): the reading listed all four numbers first; turn
+    # 1 reasoned over it in 1,127 characters, no code, ending in \\boxed{...} with all four; told it had no code and
+    # asked again, the root submitted the question's own key
+    values = ("7975534", "8816912", "2044645")
+    lines = [f"One of the special magic numbers for furtive-donation is: {v}.\n" for v in values]
+    text = FILLER * 200 + lines[0] + FILLER * 500 + lines[1] + FILLER * 100 + lines[2] + FILLER * 500
+    reasoned = ("To find the special magic numbers for furtive-donation mentioned in the provided text, we need to "
+                "look at the text and identify the numbers that are explicitly stated.\n\n1. **Identify the relevant "
+                "parts of the text:**\n   - The text mentions \"furtive-donation\" multiple times.\n" + "".join(
+                    f'   - A part mentions "One of the special magic numbers for furtive-donation is: {v}."\n'
+                    for v in values)
+                + "\nTherefore, the special magic numbers for furtive-donation mentioned in the provided text are "
+                "\\(\\boxed{7975534, 8816912, 2044645}\\).")
+    for reply, answer in ((reasoned, "7975534, 8816912, 2044645"),
+                          (reasoned.replace("8816912, 2044645}", "1234567}"), "x")):  # a boxed value nothing showed
+        sub = ScriptedLM(parts_then_passages(lambda part: ", ".join(re.findall(r"is: (\d+)", part)) or "None"),
+                         name="sub", context_window=16_384, max_output_tokens=120)
+        root = ScriptedLM([reply, code("print(1)"), code("submit('x')")], name="root", context_window=16_384,
+                          max_output_tokens=400)
+        result = RLM(root, sub, sandbox="local", evidence_check=False).run(
+            "What are all the special magic numbers for furtive-donation?", text=text)
+        assert len(reply) > 400 and result.status == "submitted" and result.answer == answer
+
+
 def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
     # recorded (RULER vt at 32K, instance 0, on b3a4e5b): three of four parts answered "None"
     sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None")
