@@ -65,7 +65,8 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of", "wants_first_read"]
+__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
+           "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
 """A root model whose window is at most this many tokens gets a first reading in mode "auto"."""

@@ -314,8 +314,8 @@ def _guard(ctx: RunContext, result: ExecResult) -> tuple[str, str] | None:
 
 def _prose_answer(ctx: RunContext, text: str) -> str | None:
     """A reply that is only a short value real output showed, prose restating a first reading's answer, or prose
-    whose last `\\boxed{...}` holds a value real output showed, ends the run as a submission (not on the first turn before any output, nor with an answer schema, which needs
-    submit())."""
+    whose last `\\boxed{...}` holds a value real output showed, ends the run as a submission (not on the first turn
+    before any output, nor with an answer schema, which needs submit())."""
     if ctx.schema is not None or (ctx.turn == 1 and not _reading(ctx) and not ctx.config.allow_first_turn_submit):
         return None
     if ctx.reading is not None:  # affirming the reading's answer
