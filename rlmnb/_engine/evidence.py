@@ -149,7 +149,7 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
         return None
     value = text.rstrip(".").strip(_WRAPPERS).strip()
     if (not short_answer(value) or len(value.split()) > PROSE_WORDS or value.lower().startswith(("final", "submit"))
-            or value.upper() == NOT_FOUND or says_nothing(value)):
+            or says_nothing(value)):  # says_nothing covers NOT FOUND
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
 
@@ -171,7 +171,7 @@ def boxed_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     if not found:
         return None
     value = found[-1].strip().strip(_WRAPPERS).strip()
-    if not value or says_nothing(value) or value.upper() == NOT_FOUND:
+    if not value or says_nothing(value):
         return None
     return value if found_in(value, _shown(trajectory, run_id, seen)) else None
 

@@ -211,7 +211,7 @@ async def _read_named(ctx: RunContext, question: str, passages: list[str]) -> li
     found: dict[str, str] = {}
     for passage, reply in zip(passages, replies, strict=True):
         answer = " ".join(reply.split()).strip(" .")
-        if (answer and not reply.startswith("[error]") and not says_nothing(answer) and answer.upper() != "NONE"
+        if (not reply.startswith("[error]") and not says_nothing(answer)
                 and held_by(answer, passage, question=question) is not False):
             found.setdefault(answer.casefold(), answer)
     return list(found.values())
