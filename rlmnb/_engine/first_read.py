@@ -163,6 +163,24 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     if all(a.startswith("[error]") for a in answers):
         return None
+    lines, values = _part_lines(pieces, answers, question)
+    split = any(of > 1 for _, _, of, _, _ in pieces)
+    room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(prompts)))
+    named, found, named_calls = await _named_places(ctx, question, texts if split else [], room)
+    if found:
+        joined = ", ".join(found)
+        lines.insert(0, f"- {NAMED}: {clip(joined, ANSWER_CHARS)}")
+        values.insert(0, joined)
+    message = render("first_read", answers="\n".join(lines), calls=len(prompts) + named_calls, named=named,
+                     parts=load("first_read_parts").rstrip("\n") if split else "")
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
+    return message
+
+
+def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str],
+                question: str) -> tuple[list[str], list[str]]:
+    """Each part's answer as a line for the root (checked against its part when the text was cut), and the answers
+    that count as the reading's values (not empty, not marked `NOT_HELD`)."""
     lines, values = [], []
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
@@ -177,24 +195,21 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         lines.append(f"- {where} ({tokens:,} tokens): {said}")
         if not empty and held is not False:
             values.append(answer.strip())
-    split = any(of > 1 for _, _, of, _, _ in pieces)
-    room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(prompts)))
-    mentions = [(name, term, excerpt) for name, text in texts if split
+    return lines, values
+
+
+async def _named_places(ctx: RunContext, question: str, texts: list[tuple[str, str]],
+                        room: int) -> tuple[str, list[str] | None, int]:
+    """The places in `texts` that name what the question asks about (at most `room`), quoted for the root, and what
+    each says read alone: (the quotes' message part, the distinct answers or None, the sub-calls made)."""
+    mentions = [(name, term, excerpt) for name, text in texts
                 for term, excerpt in question_mentions(question, text, width=EXCERPT_CHARS)][:room]
-    named = ""
-    if mentions:
-        named = "\n" + render("first_read_named", mentions="\n".join(
-            f'- "{term}" in `inputs["{name}"]`: "{excerpt}"' for name, term, excerpt in mentions)).rstrip("\n")
+    if not mentions:
+        return "", None, 0
+    named = "\n" + render("first_read_named", mentions="\n".join(
+        f'- "{term}" in `inputs["{name}"]`: "{excerpt}"' for name, term, excerpt in mentions)).rstrip("\n")
     found = await _read_named(ctx, question, [excerpt for _, _, excerpt in mentions])
-    calls = len(prompts) + (len(mentions) if found is not None else 0)
-    if found:
-        joined = ", ".join(found)
-        lines.insert(0, f"- {NAMED}: {clip(joined, ANSWER_CHARS)}")
-        values.insert(0, joined)
-    message = render("first_read", answers="\n".join(lines), calls=calls, named=named,
-                     parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
-    return message
+    return named, found, len(mentions) if found is not None else 0
 
 
 async def _read_named(ctx: RunContext, question: str, passages: list[str]) -> list[str] | None:

@@ -1,7 +1,8 @@
 """How an evaluation is shown: its summary table, a terminal progress bar while it runs, and a plot after.
 
 - `summarise` / `format_table`: one line per (task, size, method) with mean score, mean cost per query and
-  mean tokens per answer (all, and split into root input, root output and sub-calls where the method can tell);
+  mean tokens per answer (all, and split into root input, root output and sub-calls where the method can tell),
+  and tokens per point (all tokens over the scores' sum: what one right answer cost; "-" when nothing scored);
   when any run read the provider's prompt cache, also the cached input tokens per answer and the money they
   saved per query.
   Like the paper's table, cost is per query (the mean over instances); a mean over runs where some calls
@@ -54,6 +55,7 @@ class SummaryRow:
     sub_tokens: float | None = None
     cached_input: float = 0.0   # input tokens per answer read from the provider's prompt cache
     saved_usd: float = 0.0      # what the prompt cache saved, per query
+    tokens_per_point: float | None = None  # all the cell's tokens over its scores' sum (None: nothing scored)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,8 +83,14 @@ def summarise(rows: Iterable[ResultRow]) -> list[SummaryRow]:
             errors=sum(1 for r in group if r.status not in ("submitted", "fallback")),
             root_input=_mean(r.root_input_tokens for r in group), root_output=_mean(r.root_output_tokens for r in group),
             sub_tokens=_mean(r.sub_tokens for r in group),
-            cached_input=sum(r.cached_input_tokens for r in group) / n, saved_usd=sum(r.saved_usd for r in group) / n))
+            cached_input=sum(r.cached_input_tokens for r in group) / n, saved_usd=sum(r.saved_usd for r in group) / n,
+            tokens_per_point=_per_point(group)))
     return sorted(out, key=lambda s: (s.task, s.size, s.method, s.model, s.sub_model))
+
+
+def _per_point(group: list[ResultRow]) -> float | None:
+    points = sum(r.score for r in group)
+    return sum(r.total_tokens for r in group) / points if points > 0 else None
 
 
 def _mean(values: Iterable[int | None]) -> float | None:
@@ -103,18 +111,19 @@ def format_table(summary: Iterable[SummaryRow]) -> str:
     show_cache = any(r.cached_input for r in rows)  # prompt caching: shown only where some run used it
     cache_head = ["cached in", "saved/query"] if show_cache else []
     head = ["task", "size", "method", *(["models"] if show_models else []), "n", "score", "cost/query",
-            "calls", "tokens", "root in", "root out", "sub tokens", *cache_head, "time", "failed"]
+            "calls", "tokens", "tokens/point", "root in", "root out", "sub tokens", *cache_head, "time", "failed"]
     body = []
     for r in rows:
         cost = f"${r.cost_usd:.4f}" + ("" if r.cost_complete else "+")
         cache = [_count(r.cached_input), f"${r.saved_usd:.4f}"] if show_cache else []
         body.append([r.task, format_size(r.size), r.method, *([f"{r.model} / {r.sub_model}"] if show_models else []),
                      str(r.n), f"{100 * r.score:.1f}%", cost, f"{r.calls:.1f}", f"{r.tokens:,.0f}",
+                     _count(r.tokens_per_point),
                      _count(r.root_input), _count(r.root_output), _count(r.sub_tokens), *cache, f"{r.wall_s:.1f} s",
                      str(r.errors)])
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    numeric = {"n", "score", "cost/query", "calls", "tokens", "root in", "root out", "sub tokens", "cached in",
-               "saved/query", "time", "failed"}
+    numeric = {"n", "score", "cost/query", "calls", "tokens", "tokens/point", "root in", "root out", "sub tokens",
+               "cached in", "saved/query", "time", "failed"}
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.rjust(w) if h in numeric else c.ljust(w)

@@ -70,4 +70,16 @@ def test_table_shows_a_dash_where_a_peer_has_no_split() -> None:
                     status="submitted", root_calls=0, sub_calls=4, input_tokens=900, output_tokens=40)
     line = format_table(summarise([row])).splitlines()[2]
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[7:11] == ["940", "-", "-", "-"], cells
+    assert cells[7:12] == ["940", "940", "-", "-", "-"], cells
+
+
+def test_tokens_per_point_is_what_one_right_answer_cost() -> None:
+    def row(index: int, score: float, tokens: int) -> ResultRow:
+        return ResultRow(task="niah", size=8000, method="rlm", index=index, seed=0, model="m", sub_model="m",
+                         score=score, status="submitted", input_tokens=tokens)
+    cell, = summarise([row(0, 1.0, 3_000), row(1, 0.5, 1_500), row(2, 0.0, 1_500)])
+    assert cell.tokens == 2_000 and cell.tokens_per_point == 4_000  # 6,000 tokens for 1.5 points
+    nothing, = summarise([row(0, 0.0, 900)])
+    assert nothing.tokens_per_point is None
+    cells = [c.strip() for c in format_table([nothing]).splitlines()[2].strip("|").split("|")]
+    assert cells[7:9] == ["900", "-"], cells
