@@ -43,7 +43,7 @@ from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
            "boxed_answer", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
-           "output_tails", "output_text", "prints_own_text", "prose_answer", "question_mentions",
+           "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
            "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
            "typed_at", "typed_data", "unevidenced"]
 
@@ -184,6 +184,7 @@ class Reading:
     message: str
     answers_text: str
     values: tuple[str, ...]
+    named: tuple[str, ...] = ()  # the distinct answers of the places naming the question's names, read alone
 
 
 EMPTY_WORDS = frozenset({"", "none", "null", "nan", "n/a", "not found", "nothing", "nothing found", "no answer",
@@ -206,6 +207,19 @@ NOT_FOUND = "NOT FOUND"
 """What a first reading's part answers when it does not hold the answer (prompts/first_read_ask.md): never an answer."""
 RESTATE_CHARS = 400
 """Longest prose reply read as restating a first reading's answer (longer prose is reasoning, not an answer)."""
+
+
+def partly_holds(answer: Any, named: Sequence[str]) -> tuple[str, ...] | None:
+    """The answers of `named` (several places' answers, each read alone) that `answer` holds, when it holds some of
+    them but not all; None when it holds all or none, or there are fewer than two."""
+    if len(named) < 2:
+        return None
+    if isinstance(answer, list | tuple | set | frozenset):
+        text = "\n".join(str(a) for a in answer)
+    else:
+        text = answer if isinstance(answer, str) else str(answer)
+    held = tuple(n for n in named if found_in(n, [text]))
+    return held if 0 < len(held) < len(named) else None
 
 
 def restated(reply: str, answers: Sequence[str]) -> str | None:

@@ -29,7 +29,9 @@ Contract:
   answers the places hold are listed first (`NAMED`). Recorded at 32K: niah_multikey_1's parts answered other
   keys' numbers and the root restated the first; read together, the quoted passages gave two of niah_multivalue's
   four numbers; each named place read alone gave the asked key's number and all four (probe in
-  docs/decisions/first-reading.md).
+  docs/decisions/first-reading.md). An answer (submitted or in prose) holding some of the places' answers but not
+  all goes back once with the list (`turn`; recorded at 32K: niah_multivalue's places gave all four numbers and the
+  root boxed "the first occurrence for simplicity").
 - The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -173,7 +175,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         values.insert(0, joined)
     message = render("first_read", answers="\n".join(lines), calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), tuple(found or ()))
     return message
 
 

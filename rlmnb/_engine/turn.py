@@ -29,6 +29,7 @@ from rlmnb._engine.evidence import (
     boxed_answer,
     last_lines,
     latest_other,
+    partly_holds,
     prints_own_text,
     prose_answer,
     restated,
@@ -54,6 +55,7 @@ from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.prompts import load, render
+from rlmnb._ground.text import clip
 from rlmnb._ground.usage import CallUsage
 from rlmnb._guards.schema import AnswerSchema
 from rlmnb._models.base import LM, Completion, Message, model_label
@@ -236,6 +238,11 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
     notes_of_reply = reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
     if step.code is None:
         answer = _prose_answer(ctx, step.kept)
+        partial = _partial(ctx, answer) if answer is not None else None
+        if partial is not None:  # not yet the answer: the turn goes on with the note
+            ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard="partial", reason=partial)
+            ctx.conversation.add_turn(TurnRecord(turn, reply, "[rejected] " + partial, error=True))
+            return None
         if answer is not None:
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=answer)
             return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
@@ -485,12 +492,35 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
         ctx.evidence_sent_back = True
         return "evidence", render("reject_empty", value=repr(result.answer), answers=ctx.reading.answers_text)
+    partial = _partial(ctx, result.answer)
+    if partial is not None:
+        return "partial", partial
     found = unevidenced(result.answer, turn=ctx.turn, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id,
                         code=code, opening=ctx.conversation.given())
     if found is None:
         return None
     ctx.evidence_sent_back = True
     return "evidence", render("reject_evidence", value=repr(found.value), turn=found.typed_turn)
+
+
+def _partial(ctx: RunContext, answer: Any) -> str | None:
+    """The note sending back, once per run, an answer that holds some but not all of the answers the first reading's
+    named places gave (`evidence.partly_holds`), or None. The model decides: it may send the same answer again
+    (a question asking for one value), which is then accepted.
+
+    Recorded (RULER niah_multivalue at 32K, instance 1, Qwen2.5-Coder 1.5B): each of the four places naming the
+    question's key, read alone, gave its number, and the reading listed all four first; the root's turn 1 reasoned
+    "We will focus on the first occurrence for simplicity" and boxed one (0.25). Never on the last turn, nor with
+    the evidence check off."""
+    if (not ctx.config.evidence_check or ctx.reading is None or ctx.extra.get("partial_sent_back")
+            or ctx.turn >= ctx.config.max_iterations):
+        return None
+    held = partly_holds(answer, ctx.reading.named)
+    if held is None:
+        return None
+    ctx.extra["partial_sent_back"] = True
+    return render("reject_partial", value=clip(repr(answer), 200), held=len(held), count=len(ctx.reading.named),
+                  answers=", ".join(ctx.reading.named))
 
 
 def _latest_other(ctx: RunContext, repeat_of: int) -> tuple[int, list[str]] | None:

@@ -192,6 +192,53 @@ def test_prose_ending_in_a_boxed_value_the_reading_showed_is_the_answer() -> Non
         assert len(reply) > 400 and result.status == "submitted" and result.answer == answer
 
 
+FOUR = ("7381734", "1098919", "9002392", "6901533")
+FIRST_OCCURRENCE = (  # recorded, turn 1 (no code), cut to its gist
+    "To find the special magic numbers for \"furtive-donation\" in the provided text, we need to look at the text "
+    "and identify the numbers mentioned. Let's break it down step by step.\n\n1. **Identify the relevant part of "
+    "the text:**\n   The text mentions \"special magic numbers for furtive-donation\" multiple times. We will focus "
+    "on the first occurrence for simplicity.\n\n2. **Extract the relevant information:**\n   One of the special "
+    "magic numbers for \"furtive-donation\" is: 1098919\n\nTherefore, the special magic numbers for "
+    "\"furtive-donation\" mentioned in the provided text are \\(\\boxed{1098919}\\).")
+
+
+def four_places() -> str:
+    lines = [f"One of the special magic numbers for furtive-donation is: {v}.\n" for v in FOUR]
+    return (FILLER * 150 + lines[0] + FILLER * 300 + lines[1] + FILLER * 100 + lines[2] + FILLER * 300 + lines[3]
+            + FILLER * 400)
+
+
+@pytest.mark.parametrize("then", ["all", "same"])
+def test_an_answer_holding_some_of_the_named_places_answers_goes_back_once_with_all_of_them(then: str) -> None:
+    # recorded (RULER niah_multivalue at 32K, instance 1, on d6de7b0): the parts answered "None mentioned",
+    # "1098919, 9002392, 6901533" and "7381734"; each of the key's four places read alone gave its number and the
+    # reading listed all four first; turn 1 focused "on the first occurrence for simplicity" and boxed one (0.25)
+    question = "What are all the special magic numbers for furtive-donation mentioned in the provided text?"
+    sub = ScriptedLM(parts_then_passages(lambda part: ", ".join(re.findall(r"is: (\d+)", part)) or "None mentioned"),
+                     name="sub", context_window=16_384, max_output_tokens=120)
+    second = code(f"submit({list(FOUR)!r})") if then == "all" else FIRST_OCCURRENCE
+    root = ScriptedLM([FIRST_OCCURRENCE, second, code("submit('never')")], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    result = RLM(root, sub, sandbox="local").run(question, text=four_places())
+    assert "each place read alone: 7381734, 1098919, 9002392, 6901533\n" in reading_of(root)
+    back = str(root.requests[1][-1]["content"])
+    assert ("Not accepted yet: '1098919' holds 1 of the 4 answers the first reading found where the input names "
+            "what the question asks about (each place read alone): 7381734, 1098919, 9002392, 6901533.") in back
+    rejected = result.trajectory.of(GuardRejected)
+    assert [r.guard for r in rejected] == ["partial"] and len(root.requests) == 2
+    # all four submitted; or the same one again, which the model chose knowing the others: it stands
+    assert result.status == "submitted" and result.answer == (list(FOUR) if then == "all" else "1098919")
+
+
+def test_an_answer_holding_all_or_none_of_the_named_answers_is_not_sent_back() -> None:
+    from rlmnb._engine.evidence import partly_holds
+    assert partly_holds("1098919", FOUR) == ("1098919",)
+    assert partly_holds([1098919, "9002392"], FOUR) == ("1098919", "9002392")
+    assert partly_holds("7381734, 1098919, 9002392 and 6901533", FOUR) is None  # all
+    assert partly_holds("5555555", FOUR) is None  # none: another answer, the evidence check's business
+    assert partly_holds("1098919", FOUR[:1]) is None  # one place's answer: nothing left out
+
+
 def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
     # recorded (RULER vt at 32K, instance 0, on b3a4e5b): three of four parts answered "None"
     sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None")
