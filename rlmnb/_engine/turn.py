@@ -232,17 +232,16 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             ask = render("repeat_prose_ask", turn=said) + _reading_listed(ctx)
             retry = _reask_request(messages, ctx.repeats.ran_codes(), ask)
             completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
+        if step.code is None and (partial := _partial_prose(ctx, step)) is not None:  # asked once, as above
+            ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard="partial", reason=partial)
+            retry = _reask_request(messages, ctx.repeats.ran_codes(), partial)
+            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
     reply = step.kept or load("empty_kept")
     notes_of_reply = reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
     if step.code is None:
         answer = _prose_answer(ctx, step.kept)
-        partial = _partial(ctx, answer) if answer is not None else None
-        if partial is not None:  # not yet the answer: the turn goes on with the note
-            ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard="partial", reason=partial)
-            ctx.conversation.add_turn(TurnRecord(turn, reply, "[rejected] " + partial, error=True))
-            return None
         if answer is not None:
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=answer)
             return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
@@ -521,6 +520,14 @@ def _partial(ctx: RunContext, answer: Any) -> str | None:
     ctx.extra["partial_sent_back"] = True
     return render("reject_partial", value=clip(repr(answer), 200), held=len(held), count=len(ctx.reading.named),
                   answers=", ".join(ctx.reading.named))
+
+
+def _partial_prose(ctx: RunContext, step: Step) -> str | None:
+    """`_partial` for a reply without code whose prose is an answer (`_prose_answer`). Its ask goes as a re-ask
+    (`_reask_request`: none of the model's replies in view), not as the turn's note: recorded (the same instance),
+    shown the note after its reply, the model sent that reply again nearly word for word, boxing the same one."""
+    answer = _prose_answer(ctx, step.kept)
+    return _partial(ctx, answer) if answer is not None else None
 
 
 def _latest_other(ctx: RunContext, repeat_of: int) -> tuple[int, list[str]] | None:

@@ -221,9 +221,14 @@ def test_an_answer_holding_some_of_the_named_places_answers_goes_back_once_with_
                       max_output_tokens=400)
     result = RLM(root, sub, sandbox="local").run(question, text=four_places())
     assert "each place read alone: 7381734, 1098919, 9002392, 6901533\n" in reading_of(root)
-    back = str(root.requests[1][-1]["content"])
-    assert ("Not accepted yet: '1098919' holds 1 of the 4 answers the first reading found where the input names "
-            "what the question asks about (each place read alone): 7381734, 1098919, 9002392, 6901533.") in back
+    # asked again at once, as a repeat is: the request shows none of the model's replies (shown the note after its
+    # reply, the model sent that reply again nearly word for word, boxing the same one), then the ask
+    reask = root.requests[1]
+    assert all(m["role"] != "assistant" for m in reask) and "for simplicity" not in str(reask)
+    assert str(reask[-1]["content"]).endswith(
+        "Not accepted yet: your answer '1098919' holds 1 of the 4 answers the first reading found where the input "
+        "names what the question asks about (each place read alone): 7381734, 1098919, 9002392, 6901533. If the "
+        "question asks for all of them, submit them all; if it asks for one, submit that one.")
     rejected = result.trajectory.of(GuardRejected)
     assert [r.guard for r in rejected] == ["partial"] and len(root.requests) == 2
     # all four submitted; or the same one again, which the model chose knowing the others: it stands
