@@ -41,8 +41,8 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
-           "boxed_answer", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
+__all__ = ["COPY_CHARS", "EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
+           "boxed_answer", "copied_from", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
            "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
            "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
            "typed_at", "typed_data", "unevidenced"]
@@ -207,6 +207,18 @@ NOT_FOUND = "NOT FOUND"
 """What a first reading's part answers when it does not hold the answer (prompts/first_read_ask.md): never an answer."""
 RESTATE_CHARS = 400
 """Longest prose reply read as restating a first reading's answer (longer prose is reasoning, not an answer)."""
+
+
+COPY_CHARS = 2_000
+"""An answer string this long that an input's text holds verbatim is a copy of the input, not an answer."""
+
+
+def copied_from(answer: Any, texts: Iterable[tuple[str, str]]) -> tuple[str, int] | None:
+    """(input name, characters) when `answer` is a string of at least `COPY_CHARS` characters (surrounding
+    whitespace aside) that one of `texts` ((name, text) pairs) holds verbatim; else None."""
+    if not isinstance(answer, str) or len(body := answer.strip()) < COPY_CHARS:
+        return None
+    return next(((name, len(body)) for name, text in texts if body in text), None)
 
 
 def partly_holds(answer: Any, named: Sequence[str]) -> tuple[str, ...] | None:

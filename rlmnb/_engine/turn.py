@@ -24,9 +24,11 @@ from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.evidence import (
+    COPY_CHARS,
     RESTATE_CHARS,
     Reading,
     boxed_answer,
+    copied_from,
     last_lines,
     latest_other,
     partly_holds,
@@ -491,6 +493,9 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
         ctx.evidence_sent_back = True
         return "evidence", render("reject_empty", value=repr(result.answer), answers=ctx.reading.answers_text)
+    copied = _copied(ctx, result.answer)
+    if copied is not None:
+        return "copy", copied
     partial = _partial(ctx, result.answer)
     if partial is not None:
         return "partial", partial
@@ -520,6 +525,30 @@ def _partial(ctx: RunContext, answer: Any) -> str | None:
     ctx.extra["partial_sent_back"] = True
     return render("reject_partial", value=clip(repr(answer), 200), held=len(held), count=len(ctx.reading.named),
                   answers=", ".join(ctx.reading.named))
+
+
+MAX_COPY_CHECK_CHARS = 50_000_000
+"""Text inputs larger than this are not searched for a copied answer (the check reads each text it searches)."""
+
+
+def _copied(ctx: RunContext, answer: Any) -> str | None:
+    """The note sending back, once per run, an answer that is a long verbatim copy of a text input, or None.
+
+    Recorded (RULER vt at 32K, instance 1, Qwen2.5-Coder 1.5B): turn 3 ran `if "97939" in inputs["context"]:
+    submit(inputs["context"])`, the whole 28,000-character text; a metric counting the references found in the
+    answer scored it 1.0. The input holds the answer; it is not one."""
+    if not ctx.config.evidence_check or ctx.extra.get("copy_sent_back") or ctx.turn >= ctx.config.max_iterations:
+        return None
+    if not isinstance(answer, str) or len(answer.strip()) < COPY_CHARS:
+        return None
+    texts = ((f.name, value) for f in ctx.extra.get("fields", ())
+             if f.info.kind in ("text", "text_file") and (f.info.size_chars or 0) <= MAX_COPY_CHECK_CHARS
+             and isinstance(value := f.load(), str))
+    found = copied_from(answer, texts)
+    if found is None:
+        return None
+    ctx.extra["copy_sent_back"] = True
+    return render("reject_copy", field=found[0], chars=f"{found[1]:,}")
 
 
 def _partial_prose(ctx: RunContext, step: Step) -> str | None:
