@@ -486,7 +486,8 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     from a string in its code and submitted None; on vt the reading named a variable and the root submitted []).
 
     Never on the last turn (sending it back there would end the run in the fallback), and at most once
-    per run: the next submission is accepted whatever it is.
+    per run: the next submission is accepted whatever it is. With it, once each: a copy of a text input
+    (`_copied`) and an answer holding only some of the reading's named-place answers (`_partial`).
     """
     if not ctx.config.evidence_check or ctx.evidence_sent_back or ctx.turn >= ctx.config.max_iterations:
         return None

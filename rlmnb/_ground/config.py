@@ -69,7 +69,8 @@ class RLMConfig:
     evidence_check: bool = True
     """Send a short submitted answer (a number or a few words) back once per run when the model typed it into
     its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
-    the next submission is accepted. Costs one extra turn when it fires; never on the last turn."""
+    the next submission is accepted. Also once each: a long verbatim copy of a text input, and an answer holding only
+    some of the first reading's named-place answers. Costs one extra turn when it fires; never on the last turn."""
     first_read: str = "auto"
     """Before the root's first step, the sub-model reads the text inputs with the question (at most 4 sub-calls,
     each text cut to fit its window) and the root sees its answers: 'on', 'off', or 'auto' (on for a root model
