@@ -6,6 +6,8 @@ Entry points:
 - `latest_other(steps, repeat_of)`: the most recent step whose output differs from a repeated one (what
   the stall note points at), with `last_lines`.
 - `output_tails(steps, ...)`: the end of each distinct output, bounded (what the fallback answers from).
+- `copied_from(answer, texts)`: a long answer a text input holds verbatim; `partly_holds(answer, named)`: the
+  first reading's named-place answers an answer holds, when some but not all (both sent back once by `turn`).
 - `boxed_answer(reply, ...)`: the last `\\boxed{...}` of prose, when real output showed it (a final answer so marked);
   `prose_answer(reply, ...)`: a reply that is only a short value which real output showed (an answer in prose);
   `restated(reply, answers)`: the first reading's answer that prose restates (that answer is the run's answer);

@@ -24,7 +24,6 @@ from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.evidence import (
-    COPY_CHARS,
     RESTATE_CHARS,
     Reading,
     boxed_answer,
@@ -540,8 +539,7 @@ def _copied(ctx: RunContext, answer: Any) -> str | None:
     answer scored it 1.0. The input holds the answer; it is not one."""
     if not ctx.config.evidence_check or ctx.extra.get("copy_sent_back") or ctx.turn >= ctx.config.max_iterations:
         return None
-    if not isinstance(answer, str) or len(answer.strip()) < COPY_CHARS:
-        return None
+    # lazy: `copied_from` loads no input for a short answer
     texts = ((f.name, value) for f in ctx.extra.get("fields", ())
              if f.info.kind in ("text", "text_file") and (f.info.size_chars or 0) <= MAX_COPY_CHECK_CHARS
              and isinstance(value := f.load(), str))
