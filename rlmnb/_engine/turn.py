@@ -97,7 +97,7 @@ class RunContext:
     extra: dict[str, Any] = field(default_factory=dict)
     limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
     repeats: Repeats = field(default_factory=Repeats)
-    evidence_sent_back: bool = False  # the evidence check sends one submission back per run, at most
+    sent_back: set[str] = field(default_factory=set)  # the evidence check's guards that sent an answer back (once each)
     reading: Reading | None = None  # the first reading the root was shown (first_read.py), if any
 
     def run_limits(self) -> RunLimits:
@@ -488,10 +488,10 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     per run: the next submission is accepted whatever it is. With it, once each: a copy of a text input
     (`_copied`) and an answer holding only some of the reading's named-place answers (`_partial`).
     """
-    if not ctx.config.evidence_check or ctx.evidence_sent_back or ctx.turn >= ctx.config.max_iterations:
+    if not _may_send_back(ctx, "evidence"):
         return None
     if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
-        ctx.evidence_sent_back = True
+        ctx.sent_back.add("evidence")
         return "evidence", render("reject_empty", value=repr(result.answer), answers=ctx.reading.answers_text)
     copied = _copied(ctx, result.answer)
     if copied is not None:
@@ -503,8 +503,14 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
                         code=code, opening=ctx.conversation.given())
     if found is None:
         return None
-    ctx.evidence_sent_back = True
+    ctx.sent_back.add("evidence")
     return "evidence", render("reject_evidence", value=repr(found.value), turn=found.typed_turn)
+
+
+def _may_send_back(ctx: RunContext, guard: str) -> bool:
+    """Whether the evidence check's `guard` may still send an answer back: the check is on, that guard has not
+    sent one back in this run, and this is not the last turn (sending back there ends the run in the fallback)."""
+    return ctx.config.evidence_check and guard not in ctx.sent_back and ctx.turn < ctx.config.max_iterations
 
 
 def _partial(ctx: RunContext, answer: Any) -> str | None:
@@ -516,13 +522,12 @@ def _partial(ctx: RunContext, answer: Any) -> str | None:
     question's key, read alone, gave its number, and the reading listed all four first; the root's turn 1 reasoned
     "We will focus on the first occurrence for simplicity" and boxed one (0.25). Never on the last turn, nor with
     the evidence check off."""
-    if (not ctx.config.evidence_check or ctx.reading is None or ctx.extra.get("partial_sent_back")
-            or ctx.turn >= ctx.config.max_iterations):
+    if ctx.reading is None or not _may_send_back(ctx, "partial"):
         return None
     held = partly_holds(answer, ctx.reading.named)
     if held is None:
         return None
-    ctx.extra["partial_sent_back"] = True
+    ctx.sent_back.add("partial")
     return render("reject_partial", value=clip(repr(answer), 200), held=len(held), count=len(ctx.reading.named),
                   answers=", ".join(ctx.reading.named))
 
@@ -537,7 +542,7 @@ def _copied(ctx: RunContext, answer: Any) -> str | None:
     Recorded (RULER vt at 32K, instance 1, Qwen2.5-Coder 1.5B): turn 3 ran `if "97939" in inputs["context"]:
     submit(inputs["context"])`, the whole 28,000-character text; a metric counting the references found in the
     answer scored it 1.0. The input holds the answer; it is not one."""
-    if not ctx.config.evidence_check or ctx.extra.get("copy_sent_back") or ctx.turn >= ctx.config.max_iterations:
+    if not _may_send_back(ctx, "copy"):
         return None
     # lazy: `copied_from` loads no input for a short answer
     texts = ((f.name, value) for f in ctx.extra.get("fields", ())
@@ -546,7 +551,7 @@ def _copied(ctx: RunContext, answer: Any) -> str | None:
     found = copied_from(answer, texts)
     if found is None:
         return None
-    ctx.extra["copy_sent_back"] = True
+    ctx.sent_back.add("copy")
     return render("reject_copy", field=found[0], chars=f"{found[1]:,}")
 
 
