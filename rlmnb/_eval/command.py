@@ -53,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iterations", type=int)
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
+    p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
+                   help="seconds one model request may take (default 120, or 600 for a server on this machine: "
+                        "give a slow local server reading long prompts more)")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -88,6 +91,8 @@ def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, f
         options["temperature"] = args.temperature
     if getattr(args, "max_tokens", None):
         options["max_tokens"] = args.max_tokens
+    if getattr(args, "request_timeout", None):
+        options["timeout"] = args.request_timeout
     price = prices.get(name) or prices.get(name.split("/", 1)[-1])
     if price:
         options["input_cost_per_token"], options["output_cost_per_token"] = price
@@ -96,6 +101,16 @@ def _model(name: str, args: argparse.Namespace, prices: dict[str, tuple[float, f
     from rlmnb._models.litellm import LiteLLM
 
     return LiteLLM(name, **options)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds: give one above 0, e.g. 1200")
+    return value
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:

@@ -173,3 +173,24 @@ def test_context_window_with_api_base_reaches_both_models_of_the_rlm_methods() -
     assert spec.setup.context_window == 16_000
     spec = spec_from_args(parser.parse_args(base))  # a provider's model: litellm's window stands; direct's is set
     assert isinstance(spec.setup.model, str) and spec.setup.context_window == 16_000
+
+
+def test_request_timeout_reaches_both_models_and_a_bad_one_is_refused_before_any_call(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a 1.5B model on this CPU reads a 12,849-token part in 603 s, past the local default of 600 s (recorded,
+    # RULER cwe at 32K): the user gives the slow server more time for every request of the evaluation
+    import argparse
+
+    from rlmnb._eval.command import add_arguments, spec_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    base = ["--task", "niah", "--sizes", "8k", "-m", "openai/local", "-s", "openai/local-sub",
+            "--api-base", "http://127.0.0.1:1/v1"]
+    spec = spec_from_args(parser.parse_args([*base, "--request-timeout", "1200"]))
+    assert spec.setup.model.timeout == 1200 and spec.setup.sub_model.timeout == 1200
+    assert spec_from_args(parser.parse_args(base)).setup.model.timeout == 600  # a server on this machine
+    for bad in ("0", "-5", "soon", "nan", "inf"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*base, "--request-timeout", bad])
+        assert "is not a number of seconds: give one above 0" in capsys.readouterr().err
