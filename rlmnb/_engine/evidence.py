@@ -43,7 +43,7 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["COPY_CHARS", "EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
+__all__ = ["COPY_CHARS", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
            "boxed_answer", "copied_from", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
            "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
            "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
@@ -351,17 +351,29 @@ def _stated(answer: str, question: str) -> tuple[list[str], list[str]]:
     return numbers, words
 
 
+ECHO_WORDS = 3
+"""Words (of four or more letters) an answer made only of the question's words needs before `held_by` checks them."""
+
+
 def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
     """Whether `text` holds what `answer` states beyond `question`: every number the answer gives that the question
     does not (read as `found_in` reads numbers), or, for an answer without such numbers, at least half of its words
-    of four or more letters that the question does not use. None when the answer states nothing beyond the
-    question (nothing to check)."""
+    of four or more letters that the question does not use.
+
+    An answer of the question's own words states nothing beyond it: None (nothing to check: a choice the question
+    offers, a restatement), unless it has `ECHO_WORDS` or more such words and `text` holds fewer than half of them;
+    then False. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): all four parts of a numbered word list answered
+    "ketchup, fresh, dreamer, adult, server", the answer of the worked example inside the question, which none of
+    the parts holds; counted as the reading's answer, the root submitted it over its own correct count."""
     numbers, words = _stated(answer, question)
     if numbers:
         return all(_number_in(float(n.replace(",", "")), _decimals(n), text) for n in numbers)
-    if not words:
-        return None
     have = set(_tokens(text))
+    if not words:
+        own = [w for w in dict.fromkeys(_tokens(answer)) if len(w) >= 4 and not w.isdigit()]
+        if len(own) >= ECHO_WORDS and 2 * sum(w in have for w in own) < len(own):
+            return False
+        return None
     return 2 * sum(w in have for w in words) >= len(words)
 
 

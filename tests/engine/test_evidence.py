@@ -647,6 +647,26 @@ def test_a_readings_answer_is_held_by_a_text_when_it_holds_what_the_answer_adds_
     assert holding_excerpt("1234567", text, question=question) == ""
 
 
+def test_an_answer_copying_the_questions_worked_example_is_not_held_by_a_text_without_its_words() -> None:
+    # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): every part of a numbered word list answered with the answer of
+    # the worked example inside the question; none of the parts holds those words
+    question = ("Below is a numbered list of words. In these words, some appear more often than others. Memorize the "
+                "ones that appear most often.\n1. dreamer 2. server 3. dreamer 4. router 5. ketchup 6. fertilizer 7. "
+                "adult 8. fresh\nQuestion: What are the 10 most common words in the above list? Answer: The top 10 "
+                "words that appear most often in the list are:1. ketchup 2. fresh 3. dreamer 4. adult 5. server\n"
+                "Below is a numbered list of words. In these words, some appear more often than others. Memorize the "
+                "ones that appear most often.\n[the text is in the input `context`]\nQuestion: What are the 10 most "
+                "common words in the above list?")
+    part = ("1. balloon 2. hypothermia 3. sweat 4. hierarchy 5. mosquito 6. atmosphere 7. federation 8. mop 9. mailman "
+            "10. enchanting 11. weapon 12. story-telling 13. federation 14. census 15. treatment 16. census\n")
+    assert held_by("ketchup, fresh, dreamer, adult, server", part, question=question) is False
+    # the question's words that the text holds too, or too few of them to tell, stay unchecked
+    assert held_by("federation, census, treatment, dreamer", part, question=question) is True  # words it adds
+    assert held_by("most common words", part + "the most common words", question=question) is None
+    assert held_by("dreamer", part, question=question) is None  # one word: a choice the question offers
+    assert held_by("fresh dreamer", part, question=question) is None
+
+
 def test_the_names_a_question_asks_about_and_where_the_input_mentions_them() -> None:
     assert question_names("Some numbers are hidden in the text. What is the special magic number for "
                           "broken-conclusion mentioned in the text?") == ["broken-conclusion"]

@@ -123,6 +123,30 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
 
 
+def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_restate() -> None:
+    # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, four ~13K-token parts): every part answered "ketchup, fresh,
+    # dreamer, adult, server", the answer of the worked example the question carries; the root counted the words with
+    # code at turn 3 (ten words 30 times each), then sent `submit(['ketchup', ...])` without a code fence, which was
+    # taken as prose restating the reading's answer (0.0)
+    example = ("Below is a numbered list of words. Memorize the ones that appear most often.\n1. dreamer 2. server "
+               "3. ketchup 4. adult 5. fresh 6. dreamer\nQuestion: What are the 5 most common words in the above "
+               "list? Answer: The top 5 words that appear most often in the list are: 1. ketchup 2. fresh 3. dreamer "
+               "4. adult 5. server\n")
+    question = example + "Below is a numbered list of words.\nQuestion: What are the 5 most common words in the list?"
+    words = ["balloon", "census", "federation", "treatment", "weapon", "mailman", "sweat"]
+    text = " ".join(f"{i + 1}. {words[i % 7] if i % 3 else 'census'}" for i in range(3000))
+    root = ScriptedLM(["submit(['ketchup', 'fresh', 'dreamer', 'adult', 'server'])",
+                       code("from collections import Counter\nimport re\n"
+                            "top = Counter(re.findall(r'[a-z]+', inputs['text'])).most_common(5)\n"
+                            "submit([w for w, _ in top])")], name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(lambda messages: "ketchup, fresh, dreamer, adult, server", name="sub", context_window=8_192,
+                     max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    reading = reading_of(root)
+    assert reading.count("ketchup, fresh, dreamer, adult, server [not in this part's text]") >= 2, reading
+    assert result.status == "submitted" and len(root.requests) == 2  # the restatement did not end the run
+    assert result.answer[0] == "census"
+
 def test_where_the_input_names_the_questions_key_is_quoted_and_each_place_read_alone() -> None:
     # recorded (RULER niah_multikey_1 at 32K, instance 0, on 86bdcea): the parts answered "4", "5118725" (the
     # number of another key, "illegal-physical") and "5502929" (another key again, from the part that also held the
