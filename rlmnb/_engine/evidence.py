@@ -257,11 +257,17 @@ def restated(reply: str, answers: Sequence[str]) -> str | None:
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")
 
 
-def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = ()) -> bool:
+def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = (),
+                       question: str = "") -> bool:
     """Whether prose (a reply without code) states a value real output showed: a number of two or more digits or a
-    quoted or `backticked` term that the run's outputs, sub-call replies or `seen` texts hold."""
+    quoted or `backticked` term that the run's outputs, sub-call replies or `seen` texts hold, and `question` does
+    not give. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): "I'm sorry, but the text provided does not contain
+    any words to count or rank. The question asks for the 10 most common words ..." said twice in a row ended the
+    run as its answer, the question's "10" counted as a value the outputs ("10. enchanting") showed."""
     values: list[Any] = [m.group(0) for m in _NUMBER.finditer(reply) if len(m.group(0).replace(",", "")) >= 2]
     values += [next(g for g in m.groups() if g) for m in _STATED.finditer(reply)]
+    if question:
+        values = [v for v in values if not found_in(v, [question])]
     if not values:
         return False
     texts = _shown(trajectory, run_id, seen)

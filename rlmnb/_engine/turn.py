@@ -248,7 +248,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             return Outcome("submitted", answer, "answered in prose with a value its outputs showed",
                            TurnRecord(turn, reply, ""))
         stated = (turn > 1 or bool(_reading(ctx))) and states_shown_value(
-            step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx))
+            step.kept, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, seen=_reading(ctx),
+            question=ctx.question)
         if stated and _stated_again(ctx, turn, step.kept):
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=step.kept.strip())
             return Outcome("submitted", step.kept.strip(), "stated the same answer in prose twice in a row, with "

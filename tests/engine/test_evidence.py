@@ -23,6 +23,7 @@ from rlmnb._engine.evidence import (
     question_mentions,
     question_names,
     short_answer,
+    states_shown_value,
     typed_at,
     typed_data,
 )
@@ -161,6 +162,27 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
     assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
     assert result.status == "submitted" and len(root.requests) == 3
 
+
+def test_a_refusal_said_twice_is_no_answer_because_of_a_number_the_question_gives() -> None:
+    # recorded (RULER cwe at 32K, on 2aa15ec): after its count printed ten words, the root said this twice in a row;
+    # the question's "10" counted as a value the outputs ("10. enchanting") showed, so it ended the run as the answer
+    refusal = ("I'm sorry, but the text provided does not contain any words to count or rank. The question asks for "
+               "the 10 most common words in a list, but there are no words listed in the input. Therefore, I cannot "
+               "generate an answer based on the given information.")
+    look = code("print(inputs['text'][:90])")
+    count = code("from collections import Counter\nprint(Counter(inputs['text'].split()[1::2]).most_common(2))")
+    root = ScriptedLM([look, refusal, refusal, count, code("submit(['census', 'wind'])")], name="root")
+    text = " ".join(f"{i}. {'census' if i % 2 else 'wind'}" for i in range(1, 40))
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "What are the 10 most common words in the above list?", text=text)
+    assert "10. wind" in result.trajectory.of(CodeExecuted)[0].stdout  # the outputs show "10"
+    assert result.status == "submitted" and result.answer == ["census", "wind"] and len(root.requests) == 5
+    # a value the question does not give still counts (`_stated_again`, as before)
+    trajectory = result.trajectory
+    assert states_shown_value("The words are `census` and `wind`.", trajectory=trajectory,
+                              run_id=result.run_id, question="What are the 10 most common words?")
+    assert not states_shown_value(refusal, trajectory=trajectory, run_id=result.run_id,
+                                  question="What are the 10 most common words?")
 
 def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
     # a model built without a temperature is not sent one (reasoning models refuse it)
