@@ -31,8 +31,11 @@ extension: rlmnb/labextension/package.json
 demo: $(STAMP) rlmnb/labextension/package.json
 	$(BIN)/rlmnb demo
 
+# on every core, at most 4 (each worker starts kernels, servers and browsers), a test file to a worker: a file's
+# module fixtures and a notebook's cells stay together
 test: $(STAMP) rlmnb/labextension/package.json
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q
+	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q \
+	    -n auto --maxprocesses 4 --dist loadfile
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -48,7 +51,8 @@ upgrade-check:
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
 	.venv-latest/bin/python -m pip install --quiet --upgrade -e ".[dev]"
 	rm -rf .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab && ln -s $(CURDIR)/rlmnb/labextension .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab
-	.venv-latest/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q
+	.venv-latest/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q \
+	    -n auto --maxprocesses 4 --dist loadfile
 
 # refresh constraints.txt on purpose: what upgrade-check installed, once its suite passed
 lock: upgrade-check

@@ -178,8 +178,8 @@ class JupyterLab:
                     urllib.request.urlopen(req, timeout=10).close()
                 except OSError:
                     proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
+                try:  # a clean stop takes a second or two; one still starting a kernel can hang for long
+                    proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
