@@ -31,11 +31,13 @@ extension: rlmnb/labextension/package.json
 demo: $(STAMP) rlmnb/labextension/package.json
 	$(BIN)/rlmnb demo
 
-# on every core, at most 4 (each worker starts kernels, servers and browsers), a test file to a worker: a file's
-# module fixtures and a notebook's cells stay together
+# tests/ on every core, at most 4 (each worker starts kernels, servers and browsers), a test file to a worker so a
+# file's module fixtures stay together; then the tutorials under nbval, alone (under xdist one lost its kernel
+# mid-notebook while other files ran beside it); both run, and either failing fails the target
+PYTEST_TESTS := -m pytest tests -q -n auto --maxprocesses 4 --dist loadfile
+PYTEST_NOTEBOOKS := -m pytest notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q
 test: $(STAMP) rlmnb/labextension/package.json
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q \
-	    -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/python $(PYTEST_TESTS); status=$$?; $(BIN)/python $(PYTEST_NOTEBOOKS) && exit $$status
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -51,8 +53,7 @@ upgrade-check:
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
 	.venv-latest/bin/python -m pip install --quiet --upgrade -e ".[dev]"
 	rm -rf .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab && ln -s $(CURDIR)/rlmnb/labextension .venv-latest/share/jupyter/labextensions/rlmnb-jupyterlab
-	.venv-latest/bin/python -m pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -q \
-	    -n auto --maxprocesses 4 --dist loadfile
+	.venv-latest/bin/python $(PYTEST_TESTS); status=$$?; .venv-latest/bin/python $(PYTEST_NOTEBOOKS) && exit $$status
 
 # refresh constraints.txt on purpose: what upgrade-check installed, once its suite passed
 lock: upgrade-check
