@@ -353,8 +353,12 @@ def _stated(answer: str, question: str) -> tuple[list[str], list[str]]:
     more letters the question does not use (in order, once each)."""
     asked = set(_tokens(question))
     numbers = [m.group() for m in _NUMBER.finditer(answer) if m.group().replace(",", "") not in asked]
-    words = list(dict.fromkeys(w for w in _tokens(answer) if len(w) >= 4 and not w.isdigit() and w not in asked))
-    return numbers, words
+    return numbers, [w for w in _long_words(answer) if w not in asked]
+
+
+def _long_words(text: str) -> list[str]:
+    """The words of `text` of four or more letters (not numbers), in order, once each."""
+    return list(dict.fromkeys(w for w in _tokens(text) if len(w) >= 4 and not w.isdigit()))
 
 
 ECHO_WORDS = 3
@@ -374,12 +378,13 @@ def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
     numbers, words = _stated(answer, question)
     if numbers:
         return all(_number_in(float(n.replace(",", "")), _decimals(n), text) for n in numbers)
+    if not words:  # the question's own words: checked only when there are enough of them
+        words = _long_words(answer)
+        if len(words) < ECHO_WORDS:
+            return None
+        have = set(_tokens(text))
+        return False if 2 * sum(w in have for w in words) < len(words) else None
     have = set(_tokens(text))
-    if not words:
-        own = [w for w in dict.fromkeys(_tokens(answer)) if len(w) >= 4 and not w.isdigit()]
-        if len(own) >= ECHO_WORDS and 2 * sum(w in have for w in own) < len(own):
-            return False
-        return None
     return 2 * sum(w in have for w in words) >= len(words)
 
 
