@@ -44,7 +44,7 @@ from typing import Any
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["COPY_CHARS", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
-           "boxed_answer", "copied_from", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
+           "boxed_answer", "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
            "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
            "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
            "typed_at", "typed_data", "unevidenced"]
@@ -362,7 +362,7 @@ def _long_words(text: str) -> list[str]:
 
 
 ECHO_WORDS = 3
-"""Words (of four or more letters) an answer made only of the question's words needs before `held_by` checks them."""
+"""Words (of four or more letters) an answer made only of the question's words needs before `echoes_question` checks them."""
 
 
 def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
@@ -371,21 +371,30 @@ def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
     of four or more letters that the question does not use.
 
     An answer of the question's own words states nothing beyond it: None (nothing to check: a choice the question
-    offers, a restatement), unless it has `ECHO_WORDS` or more such words and `text` holds fewer than half of them;
-    then False. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): all four parts of a numbered word list answered
-    "ketchup, fresh, dreamer, adult, server", the answer of the worked example inside the question, which none of
-    the parts holds; counted as the reading's answer, the root submitted it over its own correct count."""
+    offers, a restatement), unless it echoes the question (`echoes_question`); then False."""
     numbers, words = _stated(answer, question)
     if numbers:
         return all(_number_in(float(n.replace(",", "")), _decimals(n), text) for n in numbers)
     if not words:  # the question's own words: checked only when there are enough of them
-        words = _long_words(answer)
-        if len(words) < ECHO_WORDS:
-            return None
-        have = set(_tokens(text))
-        return False if 2 * sum(w in have for w in words) < len(words) else None
+        return False if echoes_question(answer, text, question=question) else None
     have = set(_tokens(text))
     return 2 * sum(w in have for w in words) >= len(words)
+
+
+def echoes_question(answer: str, text: str, *, question: str) -> bool:
+    """Whether `answer` is made only of `question`'s words and numbers, with `ECHO_WORDS` or more words of four or
+    more letters, fewer than half of which `text` holds: an answer copied from the question (its worked example),
+    not read from `text`. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): all four parts of a numbered word list
+    answered "ketchup, fresh, dreamer, adult, server", the answer of the worked example inside the question, which
+    none of the parts holds; counted as the reading's answer, the root submitted it over its own correct count."""
+    numbers, words = _stated(answer, question)
+    if numbers or words:
+        return False
+    words = _long_words(answer)
+    if len(words) < ECHO_WORDS:
+        return False
+    have = set(_tokens(text))
+    return 2 * sum(w in have for w in words) < len(words)
 
 
 def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 240) -> str:

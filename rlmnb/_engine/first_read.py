@@ -22,7 +22,8 @@ Contract:
   asked plainly, answered right). So every part answers; each part's answer is looked for in that part's text
   (`evidence.held_by`: the numbers it adds to the question, else half its words): held, the root is shown the
   words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
-  restating reply submits. A text read whole is not checked (its answer may be a count the text never states).
+  restating reply submits. A text read whole is checked only for an answer copied from the question
+  (`evidence.echoes_question`; marked `ECHOED`, not an answer), since its answer may be a count the text never states.
 - A text read in parts is also searched for the names the question asks about (`evidence.question_mentions`:
   hyphenated, numbered, capitalised terms the input mentions one to five times), and the places are quoted. Each
   place is then read alone in a short sub-call (a few hundred tokens; "NONE" when it does not answer); the distinct
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._engine.evidence import (
     NOT_FOUND,
     Reading,
+    echoes_question,
     held_by,
     holding_excerpt,
     question_mentions,
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
+__all__ = ["ECHOED", "MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
            "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
@@ -84,6 +86,8 @@ NAMED = "where the input names what the question asks about, each place read alo
 """The label of the answers the sub-model gave reading each named place alone (`question_mentions`)."""
 NOT_HELD = "not in this part's text"
 """The mark after a part's answer that its text does not contain (`evidence.held_by`)."""
+ECHOED = "not in the text: the question's own words"
+"""The mark after a whole text's answer copied from the question (`evidence.echoes_question`)."""
 _FILL = 0.8
 """Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
 
@@ -188,9 +192,14 @@ def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str]
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
         empty = answer.startswith("[error]") or NOT_FOUND in answer or says_nothing(answer)
-        held = None if of == 1 or empty else held_by(answer, body, question=question)
+        if empty:
+            held = None
+        elif of == 1:  # a whole text's answer may be a count it never states: only an echo of the question is checked
+            held = False if echoes_question(answer, body, question=question) else None
+        else:
+            held = held_by(answer, body, question=question)
         if held is False:
-            said += f" [{NOT_HELD}]"
+            said += f" [{NOT_HELD if of > 1 else ECHOED}]"
         elif held:
             excerpt = holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)
             said += f' (the part says: "{excerpt}")'

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sandbox_support import code
 
-from rlmnb import RLM
+from rlmnb import RLM, RunResult
 from rlmnb._engine.evidence import restated
 from rlmnb._engine.first_read import parts_of
 from rlmnb._engine.replies import read_step, without_copied_head
@@ -123,18 +123,24 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
 
 
-def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_restate() -> None:
-    # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, four ~13K-token parts): every part answered "ketchup, fresh,
-    # dreamer, adult, server", the answer of the worked example the question carries; the root counted the words with
-    # code at turn 3 (ten words 30 times each), then sent `submit(['ketchup', ...])` without a code fence, which was
-    # taken as prose restating the reading's answer (0.0)
+def _word_list_task(items: int) -> tuple[str, str]:
+    """A common-words question carrying a worked example (as RULER's cwe does) and a numbered list of `items` words
+    in which "census" is the most common; none of the example's words is in the list."""
     example = ("Below is a numbered list of words. Memorize the ones that appear most often.\n1. dreamer 2. server "
                "3. ketchup 4. adult 5. fresh 6. dreamer\nQuestion: What are the 5 most common words in the above "
                "list? Answer: The top 5 words that appear most often in the list are: 1. ketchup 2. fresh 3. dreamer "
                "4. adult 5. server\n")
     question = example + "Below is a numbered list of words.\nQuestion: What are the 5 most common words in the list?"
     words = ["balloon", "census", "federation", "treatment", "weapon", "mailman", "sweat"]
-    text = " ".join(f"{i + 1}. {words[i % 7] if i % 3 else 'census'}" for i in range(3000))
+    return question, " ".join(f"{i + 1}. {words[i % 7] if i % 3 else 'census'}" for i in range(items))
+
+
+def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_restate() -> None:
+    # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, four ~13K-token parts): every part answered "ketchup, fresh,
+    # dreamer, adult, server", the answer of the worked example the question carries; the root counted the words with
+    # code at turn 3 (ten words 30 times each), then sent `submit(['ketchup', ...])` without a code fence, which was
+    # taken as prose restating the reading's answer (0.0)
+    question, text = _word_list_task(3000)
     root = ScriptedLM(["submit(['ketchup', 'fresh', 'dreamer', 'adult', 'server'])",
                        code("from collections import Counter\nimport re\n"
                             "top = Counter(re.findall(r'[a-z]+', inputs['text'])).most_common(5)\n"
@@ -146,6 +152,31 @@ def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_rest
     assert reading.count("ketchup, fresh, dreamer, adult, server [not in this part's text]") >= 2, reading
     assert result.status == "submitted" and len(root.requests) == 2  # the restatement did not end the run
     assert result.answer[0] == "census"
+
+
+def test_a_whole_text_answered_with_the_questions_worked_example_is_marked_and_no_answer_to_restate() -> None:
+    # the same reading as above on a list that fits the sub-model's window, read whole: a whole text's answer is not
+    # looked for in the text (it may be a count the text never states), but one copied from the question is marked
+    question, text = _word_list_task(600)  # fits the sub-model's window
+
+    def run(said: str) -> tuple[str, RunResult]:
+        root = ScriptedLM([f"The 5 most common words are {said}.",
+                           code("from collections import Counter\nimport re\n"
+                                "top = Counter(re.findall(r'[a-z]+', inputs['text'])).most_common(5)\n"
+                                "submit([w for w, _ in top])")], name="root", context_window=16_384,
+                          max_output_tokens=400)
+        sub = ScriptedLM(lambda messages: said, name="sub", context_window=16_384, max_output_tokens=120)
+        result = RLM(root, sub, sandbox="local").run(question, text=text)
+        return reading_of(root), result
+
+    reading, result = run("ketchup, fresh, dreamer, adult, server")
+    assert "whole (" in reading and "ketchup, fresh, dreamer, adult, server [not in the text: the question's own words]" \
+        in reading, reading
+    assert result.status == "submitted" and result.answer[0] == "census"  # the restatement did not end the run
+    reading, result = run("census, balloon, federation, treatment, weapon")  # words the text holds: not marked
+    assert "census, balloon, federation, treatment, weapon\n" in reading and "[not in" not in reading, reading
+    assert result.status == "submitted" and result.answer == "census, balloon, federation, treatment, weapon"
+
 
 def test_where_the_input_names_the_questions_key_is_quoted_and_each_place_read_alone() -> None:
     # recorded (RULER niah_multikey_1 at 32K, instance 0, on 86bdcea): the parts answered "4", "5118725" (the
