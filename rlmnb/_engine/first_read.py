@@ -24,16 +24,19 @@ Contract:
   words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
   restating reply submits. A text read whole is checked only for an answer copied from the question
   (`evidence.echoes_question`; marked `ECHOED`, not an answer), since its answer may be a count the text never states.
-- A text read in parts is also searched for the names the question asks about (`evidence.question_mentions`:
-  hyphenated, numbered, capitalised terms the input mentions one to five times), and the places are quoted. Each
-  place is then read alone in a short sub-call (a few hundred tokens; "NONE" when it does not answer); the distinct
-  answers the places hold are listed first (`NAMED`). Recorded at 32K: niah_multikey_1's parts answered other
-  keys' numbers and the root restated the first; read together, the quoted passages gave two of niah_multivalue's
-  four numbers; each named place read alone gave the asked key's number and all four (probe in
+- A text too long to read whole is first searched for the names the question asks about
+  (`evidence.question_mentions`: hyphenated, numbered, capitalised terms the input mentions one to five times), and
+  the places are quoted. Each place is read alone in a short sub-call (a few hundred tokens; "NONE" when it does
+  not answer). When a place answers (an answer its passage holds), the distinct answers are the reading (`NAMED`)
+  and the parts are not read; the opening says how much was left unread and to read it with code and `llm_query`
+  if the question needs more. When none answers, the parts are read as above. Recorded at 32K: niah_multikey_1's
+  parts answered other keys' numbers and the root restated the first; read together, the quoted passages gave two
+  of niah_multivalue's four numbers; each named place read alone gave the asked key's number and all four, in
+  about 800 tokens and a minute where the three parts took 32,600 tokens and 45 minutes (probe in
   docs/decisions/first-reading.md). An answer (submitted or in prose) holding some of the places' answers but not
   all goes back once with the list (`turn`; recorded at 32K: niah_multivalue's places gave all four numbers and the
   root boxed "the first occurrence for simplicity").
-- The parts go as one `llm_query_batched`-style batch (group "first reading", turn 0) through the run's
+- The places, then the parts, go as `llm_query_batched`-style batches (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
 - The reading goes into the opening message after the InputsSummary (it says whose reading it is and that it
@@ -160,6 +163,16 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
             pieces.append((name, i + 1, len(spans), count_tokens(text[start:end], None), text[start:end]))
             if len(pieces) > max_parts:
                 return None
+    split = any(of > 1 for _, _, of, _, _ in pieces)
+    room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(pieces)))
+    named, found, named_calls = await _named_places(ctx, question, texts if split else [], room)
+    if found:  # the places naming what the question asks about answered it: the parts are not read
+        line = f"- {NAMED}: {clip(', '.join(found), ANSWER_CHARS)}"
+        unread = render("first_read_unread", parts=len(pieces), tokens=f"{sum(t for _, _, _, t, _ in pieces):,}")
+        message = render("first_read", how=load("first_read_how_named"), answers=line,
+                         calls=named_calls, named=named, parts=unread)
+        ctx.reading = Reading(message, line, (", ".join(found),), tuple(found))
+        return message
     prompts = [render("first_read_ask", question=question, input=name, text=body,
                       where=f", part {part} of {of}" if of > 1 else "")
                for name, part, of, _, body in pieces]
@@ -170,16 +183,10 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     if all(a.startswith("[error]") for a in answers):
         return None
     lines, values = _part_lines(pieces, answers, question)
-    split = any(of > 1 for _, _, of, _, _ in pieces)
-    room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(prompts)))
-    named, found, named_calls = await _named_places(ctx, question, texts if split else [], room)
-    if found:
-        joined = ", ".join(found)
-        lines.insert(0, f"- {NAMED}: {clip(joined, ANSWER_CHARS)}")
-        values.insert(0, joined)
-    message = render("first_read", answers="\n".join(lines), calls=len(prompts) + named_calls, named=named,
+    message = render("first_read", how=load("first_read_how"), answers="\n".join(lines),
+                     calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), tuple(found or ()))
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
     return message
 
 

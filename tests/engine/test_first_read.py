@@ -41,9 +41,9 @@ def reader(messages: list[Message]) -> str:
 
 
 def run(replies: Any, text: str, *, window: int | None = 16_384, sub_window: int | None = 16_384,
-        **kw: Any) -> tuple[Any, ScriptedLM, ScriptedLM]:
+        sub_model: Any = reader, **kw: Any) -> tuple[Any, ScriptedLM, ScriptedLM]:
     root = ScriptedLM(replies, name="root", context_window=window, max_output_tokens=400)
-    sub = ScriptedLM(reader, name="sub", context_window=sub_window, max_output_tokens=120)
+    sub = ScriptedLM(sub_model, name="sub", context_window=sub_window, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local", **kw).run(QUESTION, text=text)
     return result, root, sub
 
@@ -81,13 +81,14 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert result.usage.sub_calls == 1
 
 
-def parts_then_passages(part_reply: Any) -> Any:
+def parts_then_passages(part_reply: Any, *, places: bool = True) -> Any:
     """A sub-model: `part_reply(part)` for a part of the reading; for one named place read alone, the number the
-    passage gives for the question's key, else NONE (a small model reads one short passage well)."""
+    passage gives for the question's key, else NONE (a small model reads one short passage well); with
+    `places=False`, NONE for every place (so that the parts are read)."""
     def reply(messages: list[Message]) -> str:
         prompt = str(messages[-1]["content"])
         if prompt.startswith("A passage taken from a long text"):
-            found = re.search(r"for furtive-donation is: (\d+)", prompt)
+            found = re.search(r"for furtive-donation is: (\d+)", prompt) if places else None
             return found.group(1) if found else "NONE"
         return str(part_reply(re.search(r"Text:\n(.*)\n\nQuestion:", prompt, re.S).group(1)))  # type: ignore[union-attr]
     return reply
@@ -100,14 +101,14 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     # "3.65" (a CEO's pay in millions). A part not holding the needle here answers a number it makes up.
     text = FILLER * 200 + NEEDLE + "\n" + FILLER * 500 + "CEO pay in 2002 was $3.65 million.\n" + FILLER * 650
     sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "3.65" if "$3.65" in part
-                                    else "9999999")
+                                    else "9999999", places=False)
     root = ScriptedLM(["The special magic number is 9999999.", code("submit('4015985')")], name="root",
                       context_window=16_384, max_output_tokens=400)
     sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
-    assert len(sub.requests) == 4  # three parts, then the one place naming the question's key, read alone
+    assert len(sub.requests) == 4  # the one place naming the question's key, read alone (NONE), then three parts
     sent = "".join(re.search(r"Text:\n(.*)\n\nQuestion:", str(r[-1]["content"]), re.S).group(1)  # type: ignore[union-attr]
-                   for r in sub.requests[:3])
+                   for r in sub.requests[1:])
     assert sent == text  # the parts cover the text exactly, in order
     assert not any("NOT FOUND" in str(r[-1]["content"]) for r in sub.requests)  # no exit to take
     reading = reading_of(root)
@@ -115,10 +116,10 @@ def test_a_text_larger_than_the_sub_window_is_read_in_parts_and_each_answer_is_c
     assert 'tokens): 3.65 (the part says: "CEO pay in 2002 was $3.65 million.")' in reading
     assert "tokens): 9999999 [not in this part's text]" in reading
     assert "an answer marked [not in this part's text] was made up" in reading
-    # the place that names the question's "furtive-donation", read alone
-    alone = str(sub.requests[3][-1]["content"])
+    # the place that names the question's "furtive-donation", read alone first; it did not answer
+    alone = str(sub.requests[0][-1]["content"])
     assert alone.startswith(f'A passage taken from a long text:\n"{NEEDLE}"\n') and alone.rstrip().endswith("NONE")
-    assert "- where the input names what the question asks about, each place read alone: 4015985\n" in reading
+    assert f'- "furtive-donation" in `inputs["text"]`: "{NEEDLE}"' in reading and "each place read alone" not in reading
     # prose restating the made-up answer is not taken as the answer; the root goes on and submits the needle
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
 
@@ -196,12 +197,24 @@ def test_where_the_input_names_the_questions_key_is_quoted_and_each_place_read_a
     sub = ScriptedLM(parts_then_passages(first_key_seen), name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
     reading = reading_of(root)
-    assert "part 1 of 3 (" in reading and "tokens): 4 (the part says: \"Chapter 4 begins.\")" in reading
-    assert "tokens): 5118725 (the part says" in reading and "tokens): 5502929 (the part says" in reading
     named = reading[reading.index("Where the input names what the question asks about"):reading.index("Its answers:")]
     assert f'- "furtive-donation" in `inputs["text"]`: "{NEEDLE}"' in named
-    assert reading.index("each place read alone: 4015985") < reading.index("part 1 of 3")
+    assert "each place where the input names what the question asks about, alone, in 1 sub-call(s)" in reading
+    # the place answered: the parts were not read (one short sub-call instead of three of ~10K tokens)
+    assert len(sub.requests) == 1 and "part 1 of 3" not in reading and "5118725" not in reading
+    assert "Its answers:\n- where the input names what the question asks about, each place read alone: 4015985\n" \
+        in reading
+    assert re.search(r"Only those places were read, not the rest of the text \(3 parts, ~[\d,]+ tokens\)", reading)
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 1
+    # where no place answers, the parts are read after the places and their answers are checked against each part
+    sub = ScriptedLM(parts_then_passages(first_key_seen, places=False), name="sub", context_window=16_384,
+                     max_output_tokens=120)
+    root = ScriptedLM([code("submit('4015985')")], name="root", context_window=16_384, max_output_tokens=400)
+    result = RLM(root, sub, sandbox="local").run(QUESTION, text=text)
+    reading = reading_of(root)
+    assert len(sub.requests) == 1 + 3 and "part 1 of 3 (" in reading and "Only those places" not in reading
+    assert "tokens): 5118725 (the part says" in reading and "tokens): 5502929 (the part says" in reading
+    assert result.answer == "4015985"
 
 
 def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_listed() -> None:
@@ -217,7 +230,7 @@ def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_list
     sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run("What are all the special magic numbers for furtive-donation?",
                                                  text=text)
-    assert len(sub.requests) == 3 + 3  # three parts, three places read alone
+    assert len(sub.requests) == 3  # three places read alone; the parts are not read
     assert "each place read alone: 7975534, 8816912, 2044645\n" in reading_of(root)
     assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645"
 
@@ -319,7 +332,7 @@ def test_submitting_the_input_itself_goes_back_once() -> None:
 
 def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
     # recorded (RULER vt at 32K, instance 0, on b3a4e5b): three of four parts answered "None"
-    sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None")
+    sub_model = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None", places=False)
     root = ScriptedLM(["None", code("submit('4015985')")], name="root", context_window=16_384,
                       max_output_tokens=400)
     sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
@@ -391,10 +404,12 @@ def test_parts_are_even_cut_at_a_line_and_cover_the_text() -> None:
 def test_a_resumed_run_gets_its_first_reading_from_the_journal_and_the_same_opening(tmp_path: Path) -> None:
     look = code("print(inputs['text'][:40])")
     text = haystack(900)  # two parts
-    first, root, sub = run([look, code("print(2)"), "no code"], text, max_iterations=2, journal=str(tmp_path))
-    assert first.status == "fallback" and len(sub.requests) == 3  # two parts and the named place read alone
+    parts = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None", places=False)
+    first, root, sub = run([look, code("print(2)"), "no code"], text, max_iterations=2, journal=str(tmp_path),
+                           sub_model=parts)
+    assert first.status == "fallback" and len(sub.requests) == 3  # the named place read alone, then two parts
     root2 = ScriptedLM([code("submit('4015985')")], name="root", context_window=16_384, max_output_tokens=400)
-    sub2 = ScriptedLM(reader, name="sub", context_window=16_384, max_output_tokens=120)
+    sub2 = ScriptedLM(parts, name="sub", context_window=16_384, max_output_tokens=120)
     again = RLM(root2, sub2, sandbox="local", journal=str(tmp_path), max_iterations=4).resume(first.journal,
                                                                                             text=text)
     assert again.status == "submitted" and again.answer == "4015985"
