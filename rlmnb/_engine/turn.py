@@ -2,8 +2,8 @@
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`; an empty
 reply or one that only copies the request, or one whose code an earlier turn already ran cleanly or failed with
-twice the same way, is asked again once; short prose stating a shown value twice in a row is the answer), its
-code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
+twice the same way, is asked again once; short prose stating a shown value, said again as the model's next
+statement, is the answer), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
 short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and the
 observation added to the conversation (a repeated step's with the stall note, pointing at the latest different
 output; a step that worked on a typed copy of the preview with a note saying so). Recoverable trouble (bad
@@ -252,8 +252,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
             question=ctx.question)
         if stated and _stated_again(ctx, turn, step.kept):
             ctx.bus.emit(Submitted, ctx.scope, turn=turn, answer=step.kept.strip())
-            return Outcome("submitted", step.kept.strip(), "stated the same answer in prose twice in a row, with "
-                           "values real output showed", TurnRecord(turn, reply, ""))
+            return Outcome("submitted", step.kept.strip(), "stated the same answer in prose twice, with values real "
+                           "output showed", TurnRecord(turn, reply, ""))
         if not step.empty:
             ctx.repeats.said(turn, step.kept)
         ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
@@ -336,17 +336,20 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
 
 
 def _stated_again(ctx: RunContext, turn: int, text: str) -> bool:
-    """Whether the previous turn's reply was this same short prose (no code, stating a value real output showed).
+    """Whether the model's previous statement (short prose without code, stating a value real output showed) was
+    this same prose, said at the turn before or with only code steps and other prose between.
 
     Recorded (RULER niah_multivalue 8k): the root stated the numbers in prose at turn 2, was told to end the run
-    with `submit(...)`, and sent the same sentence at turns 3 to 6; its answer was then lost to the fallback. A
-    statement made twice in a row is the model's answer. Not with an answer schema (that needs `submit()`), not
-    for long prose (reasoning, not an answer)."""
+    with `submit(...)`, and sent the same sentence at turns 3 to 6; its answer was then lost to the fallback.
+    Recorded (RULER cwe 8k, on 9beaedc): the root counted the words with code at turn 2, stated the ten words and
+    their counts at turn 3, ran a check at turn 4, and stated the same ten again at turn 5; then it submitted a
+    list of its own making. A statement made twice is the model's answer. Not with an answer schema (that needs
+    `submit()`), not for long prose (reasoning, not an answer)."""
     said = " ".join(text.split())
     earlier = ctx.extra.get("stated_prose")
     ctx.extra["stated_prose"] = (turn, said)
     return (ctx.schema is None and len(said) <= RESTATE_CHARS and earlier is not None
-            and tuple(earlier) == (turn - 1, said))
+            and earlier[0] < turn and earlier[1] == said)
 
 
 def _given(messages: list[Message]) -> str:
@@ -405,7 +408,7 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
 
 def _repeats_prose(ctx: RunContext, step: Step) -> int | None:
     """The earlier turn whose reply without code this one repeats word for word (`Repeats.said_before`), for prose
-    longer than `RESTATE_CHARS`; or None. Short prose said twice in a row is the model's answer (`_stated_again`);
+    longer than `RESTATE_CHARS`; or None. Short prose said twice is the model's answer (`_stated_again`);
     long prose said again is a stall: at temperature 0 the same request gives the same reply. Asked once, as a
     repeated step is (`_reask_request`, at `REASK_TEMPERATURE`); if the model says it again, it stands."""
     if step.code is not None or step.empty or len(" ".join(step.kept.split())) <= RESTATE_CHARS:

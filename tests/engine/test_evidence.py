@@ -163,6 +163,29 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
     assert result.status == "submitted" and len(root.requests) == 3
 
 
+def test_the_same_statement_of_shown_values_said_again_after_a_code_step_is_the_answer() -> None:
+    # recorded (RULER cwe at 8K, instance 0, on 9beaedc): turn 2 counted the words with code and printed ten of
+    # them; turn 3 stated those ten in prose; turn 4 ran a check; turn 5 stated the same ten again; turn 6 submitted
+    # a list of its own making (the text's list numbers, "1.", "2.", ...)
+    count = code("from collections import Counter\nfor w, n in Counter(inputs['text'].split()[1::2]).most_common(2):\n"
+                 "    print(f'{w}: {n}')")
+    said = "The top 2 words that appear most often in the list are:\n- census: 20\n- wind: 19"
+    check = code("print(inputs['text'][:30])\nif 'ham' in inputs['text']:\n    submit('ham')\n"
+                 "print('No top words found in the input')")
+    root = ScriptedLM([count, said, check, said, code("submit(['1.', '2.'])")], name="root")
+    text = " ".join(f"{i}. {'census' if i % 2 else 'wind'}" for i in range(1, 40))
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "What are the 2 most common words in the above list?", text=text)
+    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
+    assert result.reason == "stated the same answer in prose twice, with values real output showed"
+    # another statement between the two is no repeat: the later one is the model's latest, said once
+    other = "The most common word is `wind`: 19."
+    root = ScriptedLM([count, said, other, said, code("submit('census')")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "What are the 2 most common words in the above list?", text=text)
+    assert result.answer == "census" and len(root.requests) == 5
+
+
 def test_a_refusal_said_twice_is_no_answer_because_of_a_number_the_question_gives() -> None:
     # recorded (RULER cwe at 32K, on 2aa15ec): after its count printed ten words, the root said this twice in a row;
     # the question's "10" counted as a value the outputs ("10. enchanting") showed, so it ended the run as the answer
@@ -519,9 +542,9 @@ def test_the_same_prose_answer_twice_in_a_row_is_the_answer() -> None:
     result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
     assert result.status == "submitted" and result.answer == said and len(root.requests) == 3
     assert "stated the same answer in prose twice" in result.reason
-    # once is not enough (the note asks for submit()), nor twice apart, nor prose stating nothing shown
+    # once is not enough (the note asks for submit()), nor prose stating nothing shown, said twice or more
     other = "I am not sure yet, let me look again at 1234567."
-    root = ScriptedLM([regex, said, other, said, code("print(1)"), said, "9398441"], name="root",
+    root = ScriptedLM([regex, said, other, code("print(1)"), other, other, "9398441"], name="root",
                       context_window=16_384, max_output_tokens=400)
     result = RLM(root, sub, sandbox="local", max_iterations=6).run(MULTI, text=multivalue_text())
     assert result.status == "fallback"
