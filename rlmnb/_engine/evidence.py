@@ -43,7 +43,7 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["COPY_CHARS", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
+__all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
            "boxed_answer", "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
            "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
            "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
@@ -360,6 +360,11 @@ def _long_words(text: str) -> list[str]:
     """The words of `text` of four or more letters (not numbers), in order, once each."""
     return list(dict.fromkeys(w for w in _tokens(text) if len(w) >= 4 and not w.isdigit()))
 
+
+NOT_HELD = "not in this part's text"
+"""The mark a first reading puts after a part's answer that its text does not contain (`held_by`)."""
+ECHOED = "not in the text: the question's own words"
+"""The mark a first reading puts after a whole text's answer copied from the question (`echoes_question`)."""
 
 ECHO_WORDS = 3
 """Words (of four or more letters) an answer made only of the question's words needs before `echoes_question` checks them."""

@@ -53,7 +53,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._engine.evidence import (
+    ECHOED,
     NOT_FOUND,
+    NOT_HELD,
     Reading,
     echoes_question,
     held_by,
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["ECHOED", "MAX_MENTIONS", "MAX_PARTS", "NAMED", "NOT_HELD", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
+__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
            "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
@@ -87,10 +89,6 @@ MAX_MENTIONS = 8
 """Most places where the input names the question's names that the reading quotes (all text inputs together)."""
 NAMED = "where the input names what the question asks about, each place read alone"
 """The label of the answers the sub-model gave reading each named place alone (`question_mentions`)."""
-NOT_HELD = "not in this part's text"
-"""The mark after a part's answer that its text does not contain (`evidence.held_by`)."""
-ECHOED = "not in the text: the question's own words"
-"""The mark after a whole text's answer copied from the question (`evidence.echoes_question`)."""
 _FILL = 0.8
 """Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
 

@@ -24,6 +24,8 @@ from rlmnb._engine.cache import request_sha
 from rlmnb._engine.compaction import summarize_dropped
 from rlmnb._engine.conversation import Conversation, TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.evidence import (
+    ECHOED,
+    NOT_HELD,
     RESTATE_CHARS,
     Reading,
     boxed_answer,
@@ -489,14 +491,18 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     from a string in its code and submitted None; on vt the reading named a variable and the root submitted []).
 
     Never on the last turn (sending it back there would end the run in the fallback), and at most once
-    per run: the next submission is accepted whatever it is. With it, once each: a copy of a text input
-    (`_copied`) and an answer holding only some of the reading's named-place answers (`_partial`).
+    per run: the next submission is accepted whatever it is. With it, once each: a reading line the harness marked
+    made up (`_marked`), a copy of a text input (`_copied`) and an answer holding only some of the reading's
+    named-place answers (`_partial`).
     """
     if not _may_send_back(ctx, "evidence"):
         return None
     if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
         ctx.sent_back.add("evidence")
         return "evidence", render("reject_empty", value=repr(result.answer), answers=ctx.reading.answers_text)
+    marked = _marked(ctx, result.answer)
+    if marked is not None:
+        return "marked", marked
     copied = _copied(ctx, result.answer)
     if copied is not None:
         return "copy", copied
@@ -534,6 +540,24 @@ def _partial(ctx: RunContext, answer: Any) -> str | None:
     ctx.sent_back.add("partial")
     return render("reject_partial", value=clip(repr(answer), 200), held=len(held), count=len(ctx.reading.named),
                   answers=", ".join(ctx.reading.named))
+
+
+def _marked(ctx: RunContext, answer: Any) -> str | None:
+    """The note sending back, once per run, an answer quoting a first reading's answer together with the mark the
+    harness put on it (`NOT_HELD`, `ECHOED`: not in the text), or None.
+
+    Recorded (RULER cwe at 8K, instance 1, on 9beaedc, Qwen2.5-Coder 1.5B): the reading answered five words of the
+    question's worked example, marked "[not in the text: the question's own words]"; at turn 6 the root submitted
+    that reading line whole, mark included, and it was accepted."""
+    if ctx.reading is None or not _may_send_back(ctx, "marked"):
+        return None
+    values = answer.values() if isinstance(answer, dict) else answer if isinstance(answer, list | tuple) else [answer]
+    marks = [f"[{mark}]" for mark in (NOT_HELD, ECHOED)]
+    quoted = next((m for v in values if isinstance(v, str) for m in marks if m in v), None)
+    if quoted is None:
+        return None
+    ctx.sent_back.add("marked")
+    return render("reject_marked", mark=quoted)
 
 
 MAX_COPY_CHECK_CHARS = 50_000_000

@@ -179,6 +179,29 @@ def test_a_whole_text_answered_with_the_questions_worked_example_is_marked_and_n
     assert result.status == "submitted" and result.answer == "census, balloon, federation, treatment, weapon"
 
 
+def test_a_submission_quoting_a_reading_line_with_its_made_up_mark_goes_back_once() -> None:
+    # recorded (RULER cwe at 8K, instance 1, on 9beaedc): the whole reading answered five words of the question's
+    # worked example, marked as the question's own words; at turn 6 the root submitted the reading line, mark and all
+    question, text = _word_list_task(600)
+    line = "inputs['text'] whole (2,000 tokens): ketchup, fresh, dreamer [not in the text: the question's own words]"
+    count = code("from collections import Counter\nimport re\n"
+                 "submit([w for w, _ in Counter(re.findall(r'[a-z]+', inputs['text'])).most_common(5)])")
+    root = ScriptedLM([code("print(inputs['text'][:40])"), code(f"submit({line!r})"), count], name="root",
+                      context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(lambda messages: "ketchup, fresh, dreamer, adult, server", name="sub", context_window=16_384,
+                     max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    rejected = result.trajectory.of(GuardRejected)
+    assert [r.guard for r in rejected] == ["marked"]
+    assert "it quotes a reading the harness marked [not in the text: the question's own words]" in rejected[0].reason
+    assert result.status == "submitted" and result.answer[0] == "census"
+    # once per run: the same submission again is accepted (the model decides)
+    root = ScriptedLM([code("print(inputs['text'][:40])"), code(f"submit({line!r})"), code(f"submit([{line!r}])")],
+                      name="root", context_window=16_384, max_output_tokens=400)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    assert result.status == "submitted" and result.answer == [line]
+
+
 def test_where_the_input_names_the_questions_key_is_quoted_and_each_place_read_alone() -> None:
     # recorded (RULER niah_multikey_1 at 32K, instance 0, on 86bdcea): the parts answered "4", "5118725" (the
     # number of another key, "illegal-physical") and "5502929" (another key again, from the part that also held the
