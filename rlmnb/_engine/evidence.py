@@ -244,14 +244,24 @@ def restated(reply: str, answers: Sequence[str]) -> str | None:
     the answer alone, the sentence adds only words (recorded, `rlmnb eval`'s niah at 8K: "The special magic
     number for scarlet jackal is 1892269." for "Answer with the 7-digit number only", scored 0 by exact match where
     the reading said "1892269"). Prose that restates several different answers (it combines them) is returned whole,
-    unless one of them holds all the others (a list the reading gave, and its items).
+    unless one of them holds all the others (a list the reading gave, and its items). A comma-separated answer is
+    restated when the prose holds each of its items (recorded, RULER niah_multivalue at 32K: the reading gave
+    "7975534, 8816912, 2044645, 6551268", the root said "... are 7975534, 8816912, 2044645, and 6551268.").
     """
     text = reply.strip()
     if not text or len(text) > RESTATE_CHARS or "```" in text:
         return None
-    found = {answer.strip() for answer in answers if answer.strip() and found_in(answer, [text])}
+    found = {answer.strip() for answer in answers if answer.strip() and _restates(answer, text)}
     widest = {a for a in found if not any(a != b and found_in(a, [b]) for b in found)}  # "1, 2" covers "1" and "2"
     return widest.pop() if len(widest) == 1 else (text if found else None)
+
+
+def _restates(answer: str, text: str) -> bool:
+    """Whether `text` holds `answer` whole, or every item of a comma-separated `answer`."""
+    if found_in(answer, [text]):
+        return True
+    items = [item.strip() for item in answer.split(",") if item.strip()]
+    return len(items) > 1 and all(found_in(item, [text]) for item in items)
 
 
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")

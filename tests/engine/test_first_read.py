@@ -256,6 +256,12 @@ def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_list
     assert len(sub.requests) == 3  # three places read alone; the parts are not read
     assert "each place read alone: 7975534, 8816912, 2044645\n" in reading_of(root)
     assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645"
+    # recorded (the same task at 32K, instance 0, on 551bea1): the root restated the places' list with an "and"
+    said = "The special magic numbers for furtive-donation mentioned in the text are 7975534, 8816912, and 2044645."
+    root = ScriptedLM([said, code("submit('never')")], name="root", context_window=16_384, max_output_tokens=400)
+    result = RLM(root, sub, sandbox="local").run("What are all the special magic numbers for furtive-donation?",
+                                                 text=text)
+    assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645" and len(root.requests) == 1
 
 
 def test_prose_ending_in_a_boxed_value_the_reading_showed_is_the_answer() -> None:
