@@ -270,18 +270,24 @@ _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")
 def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = (),
                        question: str = "") -> bool:
     """Whether prose (a reply without code) states a value real output showed: a number of two or more digits or a
-    quoted or `backticked` term that the run's outputs, sub-call replies or `seen` texts hold, and `question` does
-    not give. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): "I'm sorry, but the text provided does not contain
-    any words to count or rank. The question asks for the 10 most common words ..." said twice in a row ended the
-    run as its answer, the question's "10" counted as a value the outputs ("10. enchanting") showed."""
+    quoted or `backticked` term that sub-call replies, `seen` texts or a step's output hold (an output only where
+    its step's code does not hold the value: a printed literal of the model's own is not something it found), and
+    `question` does not give. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): "I'm sorry, but the text provided
+    does not contain any words to count or rank. The question asks for the 10 most common words ..." said twice in
+    a row ended the run as its answer, the question's "10" counted as a value the outputs ("10. enchanting")
+    showed. Recorded (RULER niah_multivalue at 32K, on 8adb350): a step printed its own string "The phrase 'special
+    magic number for smelly-barrage' was not found in the input." (it searched for the singular); the root said
+    that sentence at turns 2 and 3 and it ended the run, where the reading had given all four numbers."""
     values: list[Any] = [m.group(0) for m in _NUMBER.finditer(reply) if len(m.group(0).replace(",", "")) >= 2]
     values += [next(g for g in m.groups() if g) for m in _STATED.finditer(reply)]
     if question:
         values = [v for v in values if not found_in(v, [question])]
     if not values:
         return False
-    texts = _shown(trajectory, run_id, seen)
-    return any(found_in(v, texts) for v in values)
+    texts = [*seen, *(e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id)]
+    steps = steps_of(trajectory, run_id)
+    return any(found_in(v, texts) or any(found_in(v, [s.text]) and not found_in(v, [s.code]) for s in steps)
+               for v in values)
 
 
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:

@@ -20,7 +20,7 @@ from rlmnb._engine.first_read import parts_of
 from rlmnb._engine.replies import read_step, without_copied_head
 from rlmnb._ground.errors import ConfigError
 from rlmnb._models.base import Message
-from rlmnb.events import BatchStarted, GuardRejected, ModelReply, SubCallFinished
+from rlmnb.events import BatchStarted, CodeExecuted, GuardRejected, ModelReply, SubCallFinished
 from rlmnb.testing import ScriptedLM
 
 NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
@@ -262,6 +262,27 @@ def test_every_place_naming_the_key_is_read_alone_and_all_their_answers_are_list
     result = RLM(root, sub, sandbox="local").run("What are all the special magic numbers for furtive-donation?",
                                                  text=text)
     assert result.status == "submitted" and result.answer == "7975534, 8816912, 2044645" and len(root.requests) == 1
+
+
+def test_a_sentence_the_models_own_code_printed_said_twice_is_no_answer() -> None:
+    # recorded (RULER niah_multivalue at 32K, instance 1, on 8adb350): the places gave all four numbers; turn 1
+    # searched for the singular "special magic number for ..." and printed its own "was not found" sentence; turns 2
+    # and 3 said that sentence, which ended the run as the answer (0.0)
+    values = ("7975534", "8816912", "2044645")
+    lines = [f"One of the special magic numbers for furtive-donation is: {v}.\n" for v in values]
+    text = FILLER * 200 + lines[0] + FILLER * 500 + lines[1] + FILLER * 100 + lines[2] + FILLER * 500
+    said = "The phrase 'special magic number for furtive-donation' was not found in the input."
+    search = code("phrase = 'special magic number for furtive-donation'\nif phrase in inputs['text']:\n"
+                  "    print(inputs['text'].index(phrase))\nelse:\n"
+                  "    print(\"The phrase 'special magic number for furtive-donation' was not found in the input.\")")
+    found = code("import re\nsubmit(re.findall(r'furtive-donation is: (\\d+)', inputs['text']))")
+    root = ScriptedLM([search, said, said, found], name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(parts_then_passages(lambda part: "None"), name="sub", context_window=16_384,
+                     max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run("What are all the special magic numbers for furtive-donation?",
+                                                 text=text)
+    assert said in result.trajectory.of(CodeExecuted)[0].stdout
+    assert result.status == "submitted" and result.answer == list(values) and len(root.requests) == 4
 
 
 def test_prose_ending_in_a_boxed_value_the_reading_showed_is_the_answer() -> None:
