@@ -265,21 +265,26 @@ def _restates(answer: str, text: str) -> bool:
 
 
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")
+_LISTED = re.compile(r"^[ \t]*(?:[-*]|\d{1,3}[.)])[ \t]+([^\W_][\w-]{2,59})\b", re.M)
+"""The first word of each list line ("- sermon: 30", "2. lapdog"): a listed term a statement states."""
 
 
 def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = (),
                        question: str = "") -> bool:
     """Whether prose (a reply without code) states a value real output showed: a number of two or more digits or a
-    quoted or `backticked` term that sub-call replies, `seen` texts or a step's output hold (an output only where
+    quoted, `backticked` or listed term (`_LISTED`) that sub-call replies, `seen` texts or a step's output hold (an output only where
     its step's code does not hold the value: a printed literal of the model's own is not something it found), and
     `question` does not give. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): "I'm sorry, but the text provided
     does not contain any words to count or rank. The question asks for the 10 most common words ..." said twice in
     a row ended the run as its answer, the question's "10" counted as a value the outputs ("10. enchanting")
     showed. Recorded (RULER niah_multivalue at 32K, on 8adb350): a step printed its own string "The phrase 'special
     magic number for smelly-barrage' was not found in the input." (it searched for the singular); the root said
-    that sentence at turns 2 and 3 and it ended the run, where the reading had given all four numbers."""
+    that sentence at turns 2 and 3 and it ended the run, where the reading had given all four numbers. The first
+    word of a list line counts as a stated term: recorded (RULER cwe at 8K), "- sermon: 30" for ten words its count
+    printed stated nothing else the question does not give (its worked example numbers its items up to 190)."""
     values: list[Any] = [m.group(0) for m in _NUMBER.finditer(reply) if len(m.group(0).replace(",", "")) >= 2]
     values += [next(g for g in m.groups() if g) for m in _STATED.finditer(reply)]
+    values += _LISTED.findall(reply)
     if question:
         values = [v for v in values if not found_in(v, [question])]
     if not values:

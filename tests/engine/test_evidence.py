@@ -178,6 +178,12 @@ def test_the_same_statement_of_shown_values_said_again_after_a_code_step_is_the_
         "What are the 2 most common words in the above list?", text=text)
     assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
     assert result.reason == "stated the same answer in prose twice, with values real output showed"
+    # the counts are numbers a question with a numbered worked example gives too; the listed words are the values
+    example = " ".join(f"{i}. {'dreamer' if i % 3 else 'server'}" for i in range(1, 41))
+    asked = f"{example}\nQuestion: What are the 2 most common words in the above list?"
+    root = ScriptedLM([count, said, check, said, code("submit(['1.', '2.'])")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(asked, text=text)
+    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
     # another statement between the two is no repeat: the later one is the model's latest, said once
     other = "The most common word is `wind`: 19."
     root = ScriptedLM([count, said, other, said, code("submit('census')")], name="root")
