@@ -289,17 +289,20 @@ def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen:
         values = [v for v in values if not found_in(v, [question])]
     if not values:
         return False
-    texts = [*seen, *(e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id)]
+    texts = [*seen, *_sub_replies(trajectory, run_id)]
     steps = steps_of(trajectory, run_id)
     return any(found_in(v, texts) or any(found_in(v, [s.text]) and not found_in(v, [s.code]) for s in steps)
                for v in values)
 
 
+def _sub_replies(trajectory: Trajectory, run_id: str) -> list[str]:
+    """The replies of the run's sub-calls (the first reading's among them)."""
+    return [e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id]
+
+
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
     """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
-    texts = [*seen, *(step.text for step in steps_of(trajectory, run_id))]
-    texts.extend(e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id)
-    return texts
+    return [*seen, *(step.text for step in steps_of(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
 
 
 # ---- the evidence check ---------------------------------------------------------------------------

@@ -24,6 +24,14 @@ Contract:
   words around it (`evidence.holding_excerpt`); not held, it is marked `NOT_HELD` and is not an answer a
   restating reply submits. A text read whole is checked only for an answer copied from the question
   (`evidence.echoes_question`; marked `ECHOED`, not an answer), since its answer may be a count the text never states.
+- One text that fits one sub-call is also asked plainly, in the same batch: the prompt of the eval's `direct`
+  method (`prompts.ask_plainly`, byte-identical for an input named `context`), so the harness offers at least
+  what the model alone would answer. Recorded (RULER at 8K, Qwen2.5-Coder 1.5B, temperature 0): the reading
+  prompt named one variable of vt's five where the plain prompt named all five, and the plain prompt named one
+  of niah_multivalue's four numbers where the reading named all four; no one wording did both. The same answer
+  twice is one line ("read twice"); a different one is a second line, checked like the whole reading (an echo of
+  the question is marked `ECHOED`), and a value restating it is an answer like the reading's. Not with two
+  or more texts (the plain prompt frames one input) nor when the budget has room for one reading call only.
 - A text too long to read whole is first searched for the names the question asks about
   (`evidence.question_mentions`: hyphenated, numbered, capitalised terms the input mentions one to five times), and
   the places are quoted. Each place is read alone in a short sub-call (a few hundred tokens; "NONE" when it does
@@ -66,7 +74,7 @@ from rlmnb._engine.evidence import (
 from rlmnb._engine.limits import SMALL_WINDOW
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
-from rlmnb._ground.prompts import load, render
+from rlmnb._ground.prompts import ask_plainly, load, render
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
 
@@ -174,13 +182,21 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     prompts = [render("first_read_ask", question=question, input=name, text=body,
                       where=f", part {part} of {of}" if of > 1 else "")
                for name, part, of, _, body in pieces]
+    plain = len(pieces) == 1 and not split and max_parts >= 2  # one text that fits one call: also asked plainly
+    if plain:
+        name, _, _, tokens, body = pieces[0]
+        prompts.append(ask_plainly(question, body, tokens=tokens, name=name))
     try:
         answers = await ctx.sub.query_batched(prompts, group="first reading")
     except BudgetExhausted:
         return None
     if all(a.startswith("[error]") for a in answers):
         return None
+    if plain:
+        answers, asked = answers[:1], answers[1]
     lines, values = _part_lines(pieces, answers, question)
+    if plain:
+        lines, values = _with_plain(lines, values, asked, pieces[0], question)
     message = render("first_read", how=load("first_read_how"), answers="\n".join(lines),
                      calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
@@ -212,6 +228,23 @@ def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str]
         if not empty and held is not False:
             values.append(answer.strip())
     return lines, values
+
+
+def _with_plain(lines: list[str], values: list[str], asked: str, piece: tuple[str, int, int, int, str],
+                question: str) -> tuple[list[str], list[str]]:
+    """The whole reading's line and values with the plain asking's answer (`prompts/ask_plainly.md`) added: one line
+    saying both gave it when the two answers are the same, else a second line (an echo of the question marked)."""
+    name, _, _, tokens, body = piece
+    said = " ".join(asked.split())
+    if asked.startswith("[error]") or not said:
+        return lines, values
+    if values and said.strip(" .").casefold() == " ".join(values[0].split()).strip(" .").casefold():
+        return [lines[0].replace(" whole (", " whole, read twice (", 1)], values
+    echo = echoes_question(asked, body, question=question)
+    mark = f" [{ECHOED}]" if echo else ""
+    line = f'- `inputs["{name}"]` whole, asked plainly ({tokens:,} tokens): {clip(said, ANSWER_CHARS)}{mark}'
+    empty = NOT_FOUND in asked or says_nothing(asked)
+    return [*lines, line], values if echo or empty else [*values, asked.strip()]
 
 
 async def _named_places(ctx: RunContext, question: str, texts: list[tuple[str, str]],

@@ -3,8 +3,9 @@
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`; an empty
 reply or one that only copies the request, or one whose code an earlier turn already ran cleanly or failed with
 twice the same way, is asked again once; short prose stating a shown value, said again as the model's next
-statement, is the answer), its code executed in the sandbox, a submission guarded (exception, JSON-ability, first turn, schema, evidence: a
-short value the model typed that nothing it saw held goes back once, `evidence.unevidenced`), and the
+statement, is the answer), its code executed in the sandbox, a submission guarded (exception, JSON-ability,
+first turn, schema, evidence: a short value the model typed that nothing it saw held goes back once,
+`evidence.unevidenced`; marked, copy, partial: see the guards below), and the
 observation added to the conversation (a repeated step's with the stall note, pointing at the latest different
 output; a step that worked on a typed copy of the preview with a note saying so). Recoverable trouble (bad
 code, timeouts, rejected submissions, exhausted sub-call budget) goes back to the model; terminal trouble

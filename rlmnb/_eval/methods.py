@@ -161,7 +161,7 @@ class DirectMethod:
 
     def prompt(self, instance: Instance, setup: Setup) -> tuple[str, dict[str, Any]]:
         """The one user message, and how much of the input it holds."""
-        from rlmnb._ground.prompts import render
+        from rlmnb._ground.prompts import ask_plainly
         from rlmnb._ground.tokens import count_tokens
 
         text = instance.text
@@ -170,12 +170,7 @@ class DirectMethod:
             raise ConfigError(f"the context window of {setup.model_label} ({self.window(setup):,} tokens) has no "
                               f"room for the input: pass a larger --context-window.")
         shown = cut_to_tokens(text, room, instance.tokens)
-        if len(shown) == len(text):
-            note = f"all of it, ~{instance.tokens:,} tokens"
-        else:
-            note = (f"CUT to its first {len(shown) / len(text):.1%} (~{room:,} of ~{instance.tokens:,} tokens) to fit "
-                    f"the context window; the rest is not shown")
-        message = render("eval_direct", question=instance.question, shown=note, context=shown)
+        message = ask_plainly(instance.question, text, tokens=instance.tokens, shown_chars=len(shown), room=room)
         return message, {"visible_chars": len(shown), "visible_fraction": round(len(shown) / max(1, len(text)), 6)}
 
     def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:

@@ -60,7 +60,7 @@ def reading_of(root: ScriptedLM) -> str:
 
 def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its_first_step() -> None:
     result, root, sub = run([code("submit('4015985')")], haystack(200))
-    assert len(sub.requests) == 1
+    assert len(sub.requests) == 2  # the reading, and the model asked plainly (the eval's `direct` prompt)
     asked = str(sub.requests[0][-1]["content"])
     assert NEEDLE in asked and QUESTION in asked
     # the question comes before the text as well as after it (a model reading 8K tokens knows what to look for)
@@ -72,13 +72,18 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert opening(root).rstrip().endswith("If the first reading answers the question, check it with one step of "
                                            "code (print the part of the input that holds it) and then submit it; "
                                            "otherwise start by exploring the inputs with code.")
-    assert '`inputs["text"]` whole' in reading and ": 4015985" in reading
+    plainly = str(sub.requests[1][-1]["content"])
+    assert plainly.startswith("Answer the question about the input below. Reply with the answer only")
+    assert plainly.index(QUESTION) < plainly.index(NEEDLE) and plainly.rstrip().endswith("</context>")
+    # both answered the same: one line says so
+    assert '`inputs["text"]` whole, read twice (' in reading and ": 4015985" in reading
+    assert "asked plainly" not in reading
     # the reading is output the root has seen: no first-turn refusal, and the evidence check finds the value
     assert not result.trajectory.of(GuardRejected)
     assert result.status == "submitted" and result.answer == "4015985"
     batch = result.trajectory.of(BatchStarted)[0]
-    assert (batch.turn, batch.group, batch.size) == (0, "first reading", 1)
-    assert result.usage.sub_calls == 1
+    assert (batch.turn, batch.group, batch.size) == (0, "first reading", 2)
+    assert result.usage.sub_calls == 2
 
 
 def parts_then_passages(part_reply: Any, *, places: bool = True) -> Any:
@@ -407,7 +412,7 @@ def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many
         assert not reading_of(root) and opening(root).endswith("Start by exploring the inputs with code.")
     result, root, sub = run([code("submit('4015985')")], haystack(200), window=128_000, sub_window=128_000,
                             first_read="on")
-    assert len(sub.requests) == 1 and result.status == "submitted"
+    assert len(sub.requests) == 2 and result.status == "submitted"
 
 
 def test_no_first_reading_for_tables_or_when_the_sub_call_budget_is_tiny() -> None:
@@ -421,6 +426,48 @@ def test_no_first_reading_for_tables_or_when_the_sub_call_budget_is_tiny() -> No
     result, root, sub = run([code("print(1)"), code("submit('x')")], haystack(200), max_llm_calls=1,
                             evidence_check=False)
     assert not sub.requests
+    # room for one reading call only: the text is read, not also asked plainly
+    result, root, sub = run([code("submit('4015985')")], haystack(200), max_llm_calls=3)
+    assert len(sub.requests) == 1 and result.answer == "4015985"
+
+
+def _chain_task() -> tuple[str, str]:
+    """A variable-tracking text (RULER's vt shape, made here): five names bound to one value in a chain."""
+    lines = [FILLER] * 40
+    names = ["HZYVC", "KPQZE", "AMLRT", "WOXNB", "JDFUS"]
+    lines[5] = f"VAR {names[0]} = 41551\n"
+    for i, (a, b) in enumerate(zip(names, names[1:], strict=False)):
+        lines[10 + 6 * i] = f"VAR {b} = VAR {a}\n"
+    question = "Find all variables that are assigned the value 41551 in the text above."
+    return "".join(lines), question
+
+
+def test_a_text_that_fits_one_call_is_also_asked_plainly_and_a_different_answer_is_shown_beside_the_reading() -> None:
+    # recorded (RULER vt at 8K, Qwen2.5-Coder 1.5B, temperature 0): the reading prompt answered "ZYVC" (part of one
+    # name of five) on both instances and rlmnb scored 0.0 and 0.0; the same model given the eval's `direct` prompt
+    # named all five (1.0, 0.8). Both prompts now go in one batch; the root sees both answers.
+    text, question = _chain_task()
+
+    def sub_model(messages: list[Message]) -> str:
+        prompt = str(messages[-1]["content"])
+        return "HZYVC, KPQZE, AMLRT, WOXNB, JDFUS" if prompt.startswith("Answer the question") else "ZYVC"
+
+    said = "The variables assigned 41551 are HZYVC, KPQZE, AMLRT, WOXNB, JDFUS."
+    root = ScriptedLM([said, code("submit('never')")], name="root", context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    reading = reading_of(root)
+    assert '`inputs["text"]` whole (' in reading and ": ZYVC" in reading
+    assert '`inputs["text"]` whole, asked plainly (' in reading and "HZYVC, KPQZE, AMLRT, WOXNB, JDFUS" in reading
+    # prose restating the plain asking's answer whole is the answer, as for any reading answer
+    assert result.status == "submitted" and result.answer == "HZYVC, KPQZE, AMLRT, WOXNB, JDFUS"
+    assert len(root.requests) == 1
+    # an echo of the question's words is marked on the plain line too, and is no answer
+    sub = ScriptedLM(lambda m: "ZYVC" if str(m[-1]["content"]).startswith("Read") else "variables assigned value",
+                     name="sub", context_window=16_384, max_output_tokens=120)
+    root = ScriptedLM([code("submit('x')")], name="root", context_window=16_384, max_output_tokens=400)
+    RLM(root, sub, sandbox="local", evidence_check=False).run(question, text=text)
+    assert "asked plainly" in reading_of(root) and "[not in the text: the question's own words]" in reading_of(root)
 
 
 def test_a_failed_reading_leaves_the_run_as_without_it() -> None:
@@ -433,7 +480,7 @@ def test_a_failed_reading_leaves_the_run_as_without_it() -> None:
     result = RLM(root, sub, sandbox="local", evidence_check=False, max_retries=0).run(QUESTION, text=haystack(200))
     assert not reading_of(root)
     assert result.status == "submitted"
-    assert len(result.trajectory.of(SubCallFinished)) == 1
+    assert len(result.trajectory.of(SubCallFinished)) == 2  # the reading and the plain asking, both failed
 
 
 def test_first_read_takes_only_its_three_modes() -> None:

@@ -160,3 +160,16 @@ def test_summary_table_plot_and_progress(tmp_path: Path) -> None:
     png = plot_summary(summary, tmp_path / "plot.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     json.dumps([s.to_dict() for s in summary])
+
+
+def test_a_first_reading_of_a_text_that_fits_asks_the_sub_model_exactly_what_direct_asks_the_model() -> None:
+    # one prompt for one idea: a small root's harness has the text read at least the way the model alone reads it
+    from rlmnb import RLM
+
+    inst = generate("niah", "8k", seed=0, index=0)
+    message, extra = DirectMethod().prompt(inst, Setup("x", context_window=16_384))
+    assert extra["visible_fraction"] == 1
+    sub = ScriptedLM(lambda messages: "none", name="sub", context_window=16_384, max_output_tokens=120)
+    root = ScriptedLM(["print(1)", "submit('x')"], name="root", context_window=16_384, max_output_tokens=400)
+    RLM(root, sub, sandbox="local", evidence_check=False, max_iterations=2).run(inst.question, **inst.inputs)
+    assert [m[-1]["content"] for m in sub.requests][1] == message
