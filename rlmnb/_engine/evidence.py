@@ -43,11 +43,12 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
-__all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced",
-           "boxed_answer", "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines", "latest_other",
-           "output_tails", "output_text", "partly_holds", "prints_own_text", "prose_answer", "question_mentions",
-           "question_names", "restated", "says_nothing", "short_answer", "states_shown_value", "steps_of",
-           "typed_at", "typed_data", "unevidenced"]
+__all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
+           "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
+           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines",
+           "latest_other", "output_tails", "output_text", "partly_holds", "prints_own_text",
+           "prose_answer", "question_mentions", "question_names", "restated", "same_words", "says_nothing",
+           "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -187,6 +188,18 @@ class Reading:
     answers_text: str
     values: tuple[str, ...]
     named: tuple[str, ...] = ()  # the distinct answers of the places naming the question's names, read alone
+    marked: tuple[tuple[str, str], ...] = ()  # (answer, mark): the answers marked `NOT_HELD` or `ECHOED`
+
+
+def answer_strings(answer: Any) -> list[str]:
+    """The strings a submitted answer holds: the answer itself, or the items (values of a dict) of a list or tuple."""
+    items = answer.values() if isinstance(answer, dict) else answer if isinstance(answer, list | tuple) else [answer]
+    return [v for v in items if isinstance(v, str)]
+
+
+def same_words(a: str, b: str) -> bool:
+    """Whether two texts are the same words in the same order (case, punctuation and layout aside)."""
+    return bool(words := _tokens(a)) and words == _tokens(b)
 
 
 EMPTY_WORDS = frozenset({"", "none", "null", "nan", "n/a", "not found", "nothing", "nothing found", "no answer",

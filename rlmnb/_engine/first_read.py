@@ -69,6 +69,7 @@ from rlmnb._engine.evidence import (
     held_by,
     holding_excerpt,
     question_mentions,
+    same_words,
     says_nothing,
 )
 from rlmnb._engine.limits import SMALL_WINDOW
@@ -194,21 +195,21 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     if plain:
         answers, asked = answers[:1], answers[1]
-    lines, values = _part_lines(pieces, answers, question)
+    lines, values, marked = _part_lines(pieces, answers, question)
     if plain:
-        lines, values = _with_plain(lines, values, asked, pieces[0], question)
+        lines, values, marked = _with_plain(lines, values, marked, asked, pieces[0], question)
     message = render("first_read", how=load("first_read_how"), answers="\n".join(lines),
                      calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)))
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked))
     return message
 
 
 def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str],
-                question: str) -> tuple[list[str], list[str]]:
-    """Each part's answer as a line for the root (checked against its part when the text was cut), and the answers
-    that count as the reading's values (not empty, not marked `NOT_HELD`)."""
-    lines, values = [], []
+                question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Each part's answer as a line for the root (checked against its part when the text was cut), the answers
+    that count as the reading's values (not empty, not marked), and the marked ones as (answer, mark)."""
+    lines, values, marked = [], [], []
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
@@ -221,30 +222,35 @@ def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str]
             held = held_by(answer, body, question=question)
         if held is False:
             said += f" [{NOT_HELD if of > 1 else ECHOED}]"
+            marked.append((answer.strip(), NOT_HELD if of > 1 else ECHOED))
         elif held:
             excerpt = holding_excerpt(answer, body, question=question, width=EXCERPT_CHARS)
             said += f' (the part says: "{excerpt}")'
         lines.append(f"- {where} ({tokens:,} tokens): {said}")
         if not empty and held is not False:
             values.append(answer.strip())
-    return lines, values
+    return lines, values, marked
 
 
-def _with_plain(lines: list[str], values: list[str], asked: str, piece: tuple[str, int, int, int, str],
-                question: str) -> tuple[list[str], list[str]]:
-    """The whole reading's line and values with the plain asking's answer (`prompts/ask_plainly.md`) added: one line
-    saying both gave it when the two answers are the same, else a second line (an echo of the question marked)."""
+def _with_plain(lines: list[str], values: list[str], marked: list[tuple[str, str]], asked: str,
+                piece: tuple[str, int, int, int, str],
+                question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """`_part_lines`'s lines, values and marked answers with the plain asking's answer (`prompts/ask_plainly.md`)
+    added: one line saying both gave it when the two answers are the same words, else a second line (an echo of
+    the question marked)."""
     name, _, _, tokens, body = piece
     said = " ".join(asked.split())
     if asked.startswith("[error]") or not said:
-        return lines, values
-    if values and said.strip(" .").casefold() == " ".join(values[0].split()).strip(" .").casefold():
-        return [lines[0].replace(" whole (", " whole, read twice (", 1)], values
+        return lines, values, marked
+    if values and same_words(said, values[0]):
+        return [lines[0].replace(" whole (", " whole, read twice (", 1)], values, marked
     echo = echoes_question(asked, body, question=question)
     mark = f" [{ECHOED}]" if echo else ""
     line = f'- `inputs["{name}"]` whole, asked plainly ({tokens:,} tokens): {clip(said, ANSWER_CHARS)}{mark}'
+    if echo:
+        return [*lines, line], values, [*marked, (asked.strip(), ECHOED)]
     empty = NOT_FOUND in asked or says_nothing(asked)
-    return [*lines, line], values if echo or empty else [*values, asked.strip()]
+    return [*lines, line], values if empty else [*values, asked.strip()], marked
 
 
 async def _named_places(ctx: RunContext, question: str, texts: list[tuple[str, str]],

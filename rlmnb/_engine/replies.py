@@ -24,7 +24,7 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
 Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
 / ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
 snippet), otherwise an indented block (4 spaces or a tab) that parses as Python, otherwise a bare
-`FINAL(...)` or `FINAL_VAR(...)` call written in prose.
+`FINAL(...)` or `FINAL_VAR(...)` call written in prose, or a reply that is only one `submit(...)` call.
 
 A small model stuck in a loop runs the same code turn after turn and reads the same output each time;
 `Repeats` remembers each turn's code (comments and layout aside) and output so the observation can
@@ -78,10 +78,20 @@ def extract_code(reply: str) -> Extracted:
     indented = _indented_block(text)
     if indented:
         return Extracted(indented, "indented", 1)
-    final = final_call(text)
+    final = final_call(text) or _lone_submit(text)
     if final:
         return Extracted(final, "final", 1)
     return Extracted(None, "none", 0)
+
+
+def _lone_submit(text: str) -> str | None:
+    """A reply that is nothing but one `submit(...)` call (in `backticks` or not, a full stop after it allowed):
+    the model's step, not prose. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): the reply
+    "submit(['ketchup', 'fresh', ...])" without a fence was read as prose and never ran."""
+    body = text.strip().rstrip(".;").strip().strip("`").strip().rstrip(".;").strip()
+    if not body.startswith("submit("):
+        return None
+    return body if _is_call(body) else None
 
 
 def parses(code: str) -> bool:

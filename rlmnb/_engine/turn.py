@@ -29,6 +29,7 @@ from rlmnb._engine.evidence import (
     NOT_HELD,
     RESTATE_CHARS,
     Reading,
+    answer_strings,
     boxed_answer,
     copied_from,
     last_lines,
@@ -37,6 +38,7 @@ from rlmnb._engine.evidence import (
     prints_own_text,
     prose_answer,
     restated,
+    same_words,
     says_nothing,
     states_shown_value,
     steps_of,
@@ -545,16 +547,20 @@ def _partial(ctx: RunContext, answer: Any) -> str | None:
 
 def _marked(ctx: RunContext, answer: Any) -> str | None:
     """The note sending back, once per run, an answer quoting a first reading's answer together with the mark the
-    harness put on it (`NOT_HELD`, `ECHOED`: not in the text), or None.
+    harness put on it (`NOT_HELD`, `ECHOED`: not in the text), or made of that marked answer's words, or None.
 
     Recorded (RULER cwe at 8K, instance 1, on 9beaedc, Qwen2.5-Coder 1.5B): the reading answered five words of the
     question's worked example, marked "[not in the text: the question's own words]"; at turn 6 the root submitted
-    that reading line whole, mark included, and it was accepted."""
+    that reading line whole, mark included, and it was accepted. Recorded (cwe at 32K, 099dc39): the root sent
+    `submit(['ketchup', 'fresh', ...])`, the marked answer's five words as a list."""
     if ctx.reading is None or not _may_send_back(ctx, "marked"):
         return None
-    values = answer.values() if isinstance(answer, dict) else answer if isinstance(answer, list | tuple) else [answer]
+    strings = answer_strings(answer)
     marks = [f"[{mark}]" for mark in (NOT_HELD, ECHOED)]
-    quoted = next((m for v in values if isinstance(v, str) for m in marks if m in v), None)
+    quoted = next((m for v in strings for m in marks if m in v), None)
+    if quoted is None:
+        said = " ".join(strings)
+        quoted = next((f"[{mark}]" for text, mark in ctx.reading.marked if same_words(said, text)), None)
     if quoted is None:
         return None
     ctx.sent_back.add("marked")

@@ -15,6 +15,7 @@ from sandbox_support import code, observations
 from rlmnb import RLM
 from rlmnb._engine.evidence import (
     Step,
+    answer_strings,
     found_in,
     held_by,
     holding_excerpt,
@@ -22,6 +23,7 @@ from rlmnb._engine.evidence import (
     output_tails,
     question_mentions,
     question_names,
+    same_words,
     short_answer,
     states_shown_value,
     typed_at,
@@ -731,3 +733,10 @@ def test_the_names_a_question_asks_about_and_where_the_input_mentions_them() -> 
     # a name mentioned one to five times is quoted at each place; one mentioned more often is not where to look
     assert mentions == [("broken-conclusion", key), ("broken-conclusion", "A second broken-conclusion here.")]
     assert question_mentions("What is the number for quiet-lake?", text) == []
+
+
+def test_same_words_and_the_strings_of_an_answer() -> None:
+    assert same_words("ketchup, fresh, dreamer", " ".join(["Ketchup", "fresh", "dreamer."]))
+    assert not same_words("fresh, ketchup", "ketchup, fresh") and not same_words("", "")
+    assert answer_strings(["a", 1, "b"]) == ["a", "b"] and answer_strings({"k": "v"}) == ["v"]
+    assert answer_strings("x") == ["x"] and answer_strings(3) == []

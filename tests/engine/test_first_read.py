@@ -145,7 +145,8 @@ def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_rest
     # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, four ~13K-token parts): every part answered "ketchup, fresh,
     # dreamer, adult, server", the answer of the worked example the question carries; the root counted the words with
     # code at turn 3 (ten words 30 times each), then sent `submit(['ketchup', ...])` without a code fence, which was
-    # taken as prose restating the reading's answer (0.0)
+    # taken as prose restating the reading's answer (0.0). Such a reply is now a step (`replies._lone_submit`), and a
+    # submission made of a marked answer's words goes back once (guard `marked`)
     question, text = _word_list_task(3000)
     root = ScriptedLM(["submit(['ketchup', 'fresh', 'dreamer', 'adult', 'server'])",
                        code("from collections import Counter\nimport re\n"
@@ -156,7 +157,8 @@ def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_rest
     result = RLM(root, sub, sandbox="local").run(question, text=text)
     reading = reading_of(root)
     assert reading.count("ketchup, fresh, dreamer, adult, server [not in this part's text]") >= 2, reading
-    assert result.status == "submitted" and len(root.requests) == 2  # the restatement did not end the run
+    assert result.status == "submitted" and len(root.requests) == 2  # the marked answer did not end the run
+    assert [g.guard for g in result.trajectory.of(GuardRejected)] == ["marked"]
     assert result.answer[0] == "census"
 
 

@@ -350,3 +350,14 @@ def test_without_code_leaves_out_a_step_wherever_it_shows() -> None:
     # the reply's whole code (its blocks run as one snippet): the whole reply
     assert without_code(reply, "data = inputs['x']\nprint(len(data))\nprint(1)", "(out)") == "(out)"
     assert without_code(reply, "print(2)", "(out)") == reply  # other code: unchanged
+
+
+def test_a_reply_that_is_only_a_submit_call_is_code() -> None:
+    # recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): "submit(['ketchup', ...])" without a fence was read as prose
+    for reply in ["submit(['ketchup', 'fresh'])", "`submit('4015985')`.", "submit(\n[1, 2]\n)\n"]:
+        got = extract_code(reply)
+        assert got.layer == "final" and got.code is not None and got.code.startswith("submit("), reply
+    # a sentence that mentions submit, or a call followed by prose, stays prose
+    for prose in ["Then I will call submit(answer) with it.", "submit('x') is what I would do next.",
+                  "submit(['a', 'b'"]:
+        assert extract_code(prose).code is None, prose
