@@ -45,7 +45,7 @@ from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
            "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
-           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines",
+           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines", "listed_items",
            "latest_other", "output_tails", "output_text", "partly_holds", "prints_own_text",
            "prose_answer", "question_mentions", "question_names", "restated", "same_words", "says_nothing",
            "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
@@ -189,6 +189,8 @@ class Reading:
     values: tuple[str, ...]
     named: tuple[str, ...] = ()  # the distinct answers of the places naming the question's names, read alone
     marked: tuple[tuple[str, str], ...] = ()  # (answer, mark): the answers marked `NOT_HELD` or `ECHOED`
+    named_where: str = "where the input names what the question asks about (each place read alone)"
+    """Where `named` came from, as the partial guard's note says it."""
 
 
 def answer_strings(answer: Any) -> list[str]:
@@ -247,6 +249,23 @@ def partly_holds(answer: Any, named: Sequence[str]) -> tuple[str, ...] | None:
         text = answer if isinstance(answer, str) else str(answer)
     held = tuple(n for n in named if found_in(n, [text]))
     return held if 0 < len(held) < len(named) else None
+
+
+_ITEM = re.compile(r"(?<![\w.,])(?:\d{3,}|(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,})(?!\w|[.,]\d)")
+
+
+def listed_items(answers: Iterable[str], text: str, *, question: str) -> tuple[str, ...]:
+    """The items `answers` list that `text` holds as whole tokens and `question` does not give: numbers of three or
+    more digits and codes in capitals (three or more letters and digits, "HZYVC", "SKU42"), in order, once each.
+    Ordinary words are no items: a sentence's words are not a list.
+
+    Recorded (RULER vt at 8K, Qwen2.5-Coder 1.5B): the whole text asked plainly named the five variables of a
+    chain, "... they are: HZYVC FQZBI ZUFVO PVGUU PHZZO"; the root's code found the one assigned directly
+    (`['HZYVC']`). As items, an answer holding some of them goes back once with the list (`partly_holds`)."""
+    asked = set(_tokens(question))
+    have = set(_TOKEN.findall(text))
+    items = (m.group() for a in answers for m in _ITEM.finditer(a))
+    return tuple(dict.fromkeys(i for i in items if i.casefold() not in asked and i in have))
 
 
 def restated(reply: str, answers: Sequence[str]) -> str | None:

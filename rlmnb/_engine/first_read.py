@@ -32,6 +32,10 @@ Contract:
   twice is one line ("read twice"); a different one is a second line, checked like the whole reading (an echo of
   the question is marked `ECHOED`), and a value restating it is an answer like the reading's. Not with two
   or more texts (the plain prompt frames one input) nor when the budget has room for one reading call only.
+  The items the whole readings list (`evidence.listed_items`: numbers of three or more digits, codes in
+  capitals, that the text holds), when two or more, are the reading's `named` answers: an answer holding some
+  of them goes back once with the list (`turn`; recorded, vt at 8K: the root's regex found the one variable
+  assigned directly and went on without the other four the plain asking named).
 - A text too long to read whole is first searched for the names the question asks about
   (`evidence.question_mentions`: hyphenated, numbered, capitalised terms the input mentions one to five times), and
   the places are quoted. Each place is read alone in a short sub-call (a few hundred tokens; "NONE" when it does
@@ -68,6 +72,7 @@ from rlmnb._engine.evidence import (
     echoes_question,
     held_by,
     holding_excerpt,
+    listed_items,
     question_mentions,
     same_words,
     says_nothing,
@@ -83,7 +88,7 @@ if TYPE_CHECKING:
     from rlmnb._engine.limits import RunLimits
     from rlmnb._engine.turn import RunContext
 
-__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "SMALL_ROOT_WINDOW", "first_read", "parts_of",
+__all__ = ["MAX_MENTIONS", "MAX_PARTS", "NAMED", "SMALL_ROOT_WINDOW", "WHOLE_ITEMS", "first_read", "parts_of",
            "wants_first_read"]
 
 SMALL_ROOT_WINDOW = SMALL_WINDOW
@@ -98,6 +103,8 @@ MAX_MENTIONS = 8
 """Most places where the input names the question's names that the reading quotes (all text inputs together)."""
 NAMED = "where the input names what the question asks about, each place read alone"
 """The label of the answers the sub-model gave reading each named place alone (`question_mentions`)."""
+WHOLE_ITEMS = "reading the whole text"
+"""Where the items a whole text's reading listed came from, as the partial guard's note says it."""
 _FILL = 0.8
 """Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
 
@@ -201,7 +208,9 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     message = render("first_read", how=load("first_read_how"), answers="\n".join(lines),
                      calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
-    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked))
+    items = () if split else listed_items(values, "\n".join(text for _, text in texts), question=question)
+    ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked),
+                          named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS)
     return message
 
 

@@ -20,6 +20,7 @@ from rlmnb._engine.evidence import (
     held_by,
     holding_excerpt,
     latest_other,
+    listed_items,
     output_tails,
     question_mentions,
     question_names,
@@ -740,3 +741,13 @@ def test_same_words_and_the_strings_of_an_answer() -> None:
     assert not same_words("fresh, ketchup", "ketchup, fresh") and not same_words("", "")
     assert answer_strings(["a", 1, "b"]) == ["a", "b"] and answer_strings({"k": "v"}) == ["v"]
     assert answer_strings("x") == ["x"] and answer_strings(3) == []
+
+
+def test_listed_items_are_numbers_and_capital_codes_the_text_holds_and_the_question_does_not_give() -> None:
+    question = "Find all variables assigned the value 41551. Example answer: they are JUP AGD"
+    text = "VAR HZYVC = 41551 ... VAR FQZBI = VAR HZYVC; numbers 7975534, 8816912 and 1,234; the 10th JUP"
+    plain = "According to the chain, 5 variables are assigned the value 41551, they are: HZYVC FQZBI NOPE"
+    assert listed_items(["ZYVC", plain], text, question=question) == ("HZYVC", "FQZBI")  # not in text: no item
+    assert listed_items(["7975534, 8816912", "1,234", "JUP"], text, question=question) == ("7975534", "8816912")
+    # ordinary words and short numbers are no items: a sentence is not a list
+    assert listed_items(["from the 10th century", "The Grass Is Green"], text, question=question) == ()

@@ -464,6 +464,19 @@ def test_a_text_that_fits_one_call_is_also_asked_plainly_and_a_different_answer_
     # prose restating the plain asking's answer whole is the answer, as for any reading answer
     assert result.status == "submitted" and result.answer == "HZYVC, KPQZE, AMLRT, WOXNB, JDFUS"
     assert len(root.requests) == 1
+    # the items the readings list (numbers, codes in capitals) that the text holds: an answer holding some of them
+    # goes back once with the list (recorded on e3f3a65, vt 8K instance 0: the root's regex found the variable assigned
+    # directly, `['HZYVC']`, and the run went on without the other four)
+    direct_only = code("import re\nprint(re.findall(r'VAR (\\w+) = 41551', inputs['text']))")
+    every = code("submit(['HZYVC', 'KPQZE', 'AMLRT', 'WOXNB', 'JDFUS'])")
+    root = ScriptedLM([direct_only, code("submit(['HZYVC'])"), every], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    sub = ScriptedLM(sub_model, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    rejected = result.trajectory.of(GuardRejected)
+    assert [g.guard for g in rejected] == ["partial"]
+    assert "holds 1 of the 5 answers the first reading found reading the whole text: HZYVC, KPQZE" in rejected[0].reason
+    assert result.answer == ["HZYVC", "KPQZE", "AMLRT", "WOXNB", "JDFUS"]
     # an echo of the question's words is marked on the plain line too, and is no answer
     sub = ScriptedLM(lambda m: "ZYVC" if str(m[-1]["content"]).startswith("Read") else "variables assigned value",
                      name="sub", context_window=16_384, max_output_tokens=120)
