@@ -15,7 +15,7 @@ from typing import Any
 
 from rlmnb._engine.evidence import output_tails, steps_of
 from rlmnb._engine.replies import final_call, split_reasoning
-from rlmnb._engine.turn import Outcome, RunContext, root_call, run_turn
+from rlmnb._engine.turn import Outcome, RunContext, out_of_budget, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.jsonable import recordable
@@ -109,7 +109,7 @@ async def fallback(ctx: RunContext) -> Outcome:
     try:
         completion, _ = await root_call(ctx, messages, purpose="fallback")
     except BudgetExhausted as exc:
-        return Outcome("budget_exhausted", None, f"turns ran out and no budget was left for a final answer: {exc}")
+        return out_of_budget(ctx, exc, f"turns ran out and no budget was left for a final answer: {exc}")
     answer = final_text(split_reasoning(completion.text)[0])
     if ctx.schema is not None:
         with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so

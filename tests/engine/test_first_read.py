@@ -617,3 +617,25 @@ def test_without_copied_head_leaves_code_single_lines_and_all_copy_replies() -> 
     assert without_copied_head(read_step(f"{long.upper()}\nUse code.\n{body}"), given).kept == body  # found inside
     short = without_copied_head(read_step(f"code.\nUse code.\n{body}"), given)  # a short piece of a line is no copy
     assert short.head_removed == 0
+
+
+def test_a_run_out_of_time_after_its_reading_answers_with_the_reading_when_its_answers_agree() -> None:
+    # recorded (bench/realmodel.py's needle on 31f41fc, max_time 300 s, Qwen2.5-Coder 1.5B on this CPU): the reading
+    # and the plain asking both said "2204211" in 454 s; the root's first call was refused and the run had no answer
+    import time
+
+    def slow(reply: str) -> Any:
+        def answer(messages: list[Message]) -> str:
+            time.sleep(1.2)  # longer than the whole run's max_time: the root's first call is always refused
+            prompt = str(messages[-1]["content"])
+            return "4015985" if prompt.startswith("Read") or reply == "same" else reply
+        return answer
+
+    result, root, sub = run([code("submit('never')")], haystack(200), sub_model=slow("same"), max_time=1.0)
+    assert not root.requests and len(sub.requests) == 2
+    assert result.status == "fallback" and result.answer == "4015985"
+    assert "The answer is the first reading's; the model did not check it." in result.reason
+    assert "Time budget exhausted" in result.reason
+    # readings that disagree give no answer
+    result, root, sub = run([code("submit('never')")], haystack(200), sub_model=slow("1234567"), max_time=1.0)
+    assert result.status == "budget_exhausted" and result.answer is None and not root.requests
