@@ -45,10 +45,11 @@ from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
            "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
-           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines", "listed_items",
-           "latest_other", "output_tails", "output_text", "partly_holds", "prints_own_text",
-           "prose_answer", "question_mentions", "question_names", "restated", "same_words", "says_nothing",
-           "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
+           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines",
+           "latest_other", "listed_items", "output_tails", "output_text", "partly_holds",
+           "prints_own_text", "prose_answer", "question_mentions", "question_names", "restated",
+           "same_words", "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at",
+           "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""

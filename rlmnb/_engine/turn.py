@@ -544,8 +544,8 @@ def _may_send_back(ctx: RunContext, guard: str) -> bool:
 
 def _partial(ctx: RunContext, answer: Any) -> str | None:
     """The note sending back, once per run, an answer that holds some but not all of the answers the first reading's
-    named places gave, or of the items a whole text's reading listed (`evidence.partly_holds`), or None. The model decides: it may send the same answer again
-    (a question asking for one value), which is then accepted.
+    named places gave, or of the items a whole text's reading listed (`evidence.partly_holds`), or None. The model
+    decides: it may send the same answer again (a question asking for one value), which is then accepted.
 
     Recorded (RULER niah_multivalue at 32K, instance 1, Qwen2.5-Coder 1.5B): each of the four places naming the
     question's key, read alone, gave its number, and the reading listed all four first; the root's turn 1 reasoned
