@@ -19,7 +19,8 @@ Entry points:
   question, and the words around where it does (a first reading's part answer checked against that part).
 - `says_nothing(answer)`: a submission that says nothing was found (None, empty, "not found"): sent back once
   when the run's first reading found an answer.
-- `prints_own_text(code)`: a step that only prints literals written in its code (it read no data).
+- `prints_own_text(code)`: a step that only prints literals written in its code (it read no data);
+  `prints_positions(code)`: one that prints only where things are (offsets are not values; not evidence).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -47,7 +48,7 @@ __all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NO
            "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
            "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines",
            "latest_other", "listed_items", "output_tails", "output_text", "partly_holds",
-           "prints_own_text", "prose_answer", "question_mentions", "question_names", "restated",
+           "prints_own_text", "prints_positions", "prose_answer", "question_mentions", "question_names", "restated",
            "same_words", "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at",
            "typed_data", "unevidenced"]
 
@@ -323,7 +324,7 @@ def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen:
     if not values:
         return False
     texts = [*seen, *_sub_replies(trajectory, run_id)]
-    steps = steps_of(trajectory, run_id)
+    steps = _finding_steps(trajectory, run_id)
     return any(found_in(v, texts) or any(found_in(v, [s.text]) and not found_in(v, [s.code]) for s in steps)
                for v in values)
 
@@ -335,7 +336,12 @@ def _sub_replies(trajectory: Trajectory, run_id: str) -> list[str]:
 
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
     """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
-    return [*seen, *(step.text for step in steps_of(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
+    return [*seen, *(step.text for step in _finding_steps(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
+
+
+def _finding_steps(trajectory: Trajectory, run_id: str) -> list[Step]:
+    """The run's steps whose output can show a value the input holds: not those that print only positions."""
+    return [step for step in steps_of(trajectory, run_id) if not prints_positions(step.code)]
 
 
 # ---- the evidence check ---------------------------------------------------------------------------
@@ -610,6 +616,45 @@ def prints_own_text(code: str) -> bool:
     return printed
 
 
+_POSITION_CALLS = frozenset({"start", "end", "span", "find", "rfind", "index", "rindex"})
+"""Methods that say where something is (`re.Match.start`, `str.find`, `list.index`), not what is there."""
+
+
+def prints_positions(code: str) -> bool:
+    """Whether a step prints only where things are: every `print(...)` (and a trailing expression, which the
+    sandbox echoes) shows string literals and position calls (`_POSITION_CALLS`), directly or through names
+    assigned from them, and it prints something. The numbers it prints are offsets, not values the input holds.
+    Recorded (RULER niah_multivalue 8k, Qwen2.5-Coder 1.5B): `magic_number = re.search(r"deranged-asparagus",
+    text).start()` then `print(magic_number)` showed "939"; the root said "The special magic number ... is 939."
+    twice and that ended the run as the answer."""
+    tree = _parse(code)
+    if tree is None:
+        return False
+    positions: set[str] = set()
+
+    def offset(node: ast.AST) -> bool:  # a position call, or a name assigned one
+        if isinstance(node, ast.Name):
+            return node.id in positions
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POSITION_CALLS
+
+    def formatted(node: ast.AST) -> list[ast.AST]:  # the values an f-string formats
+        return [v.value for v in node.values if isinstance(v, ast.FormattedValue)] if isinstance(
+            node, ast.JoinedStr) else []
+
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
+                and offset(node.value)):
+            positions.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    shows = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    last = tree.body[-1] if tree.body else None
+    shown = [arg for call in shows for arg in call.args]
+    shown += [last.value] if isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call) else []
+    values = [v for arg in shown for v in (formatted(arg) or [arg])
+              if not (isinstance(v, ast.Constant) and isinstance(v.value, str))]
+    return bool(values) and all(offset(v) for v in values)
+
+
 def _prints_plain(node: ast.AST, plain: Any) -> bool:
     """A `print(...)` call whose arguments are all `plain`."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
@@ -764,7 +809,7 @@ def unevidenced(answer: Any, *, turn: int, trajectory: Trajectory, run_id: str, 
     if typed is None:
         return None
     texts: list[str] = list(opening)
-    texts.extend(s.text for s in steps if s.turn < typed)
+    texts.extend(s.text for s in steps if s.turn < typed and not prints_positions(s.code))
     for event in trajectory.events:
         if isinstance(event, SubCallFinished) and event.reply:  # another model's reading, whenever it came
             texts.append(event.reply)

@@ -36,6 +36,7 @@ from rlmnb._engine.evidence import (
     latest_other,
     partly_holds,
     prints_own_text,
+    prints_positions,
     prose_answer,
     restated,
     same_words,
@@ -490,12 +491,16 @@ def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
 
 
 def _typed_data(ctx: RunContext, code: str) -> list[str]:
-    """The note for a step whose string literals copy the data the opening showed (`evidence.typed_data`)."""
+    """The note for a step whose string literals copy the data the opening showed (`evidence.typed_data`), that
+    prints only its own literals (`prints_own_text`) or only positions (`prints_positions`): output that is no
+    finding about the input."""
     shown = [*ctx.conversation.given(), *(s.text for s in steps_of(ctx.bus.trajectory, ctx.scope.run_id))]
     copied = typed_data(code, shown)
     if copied:
         return ["[note] " + render("typed_data", chars=f"{copied:,}")]
-    return ["[note] " + load("own_text")] if prints_own_text(code) else []
+    if prints_own_text(code):
+        return ["[note] " + load("own_text")]
+    return ["[note] " + load("positions")] if prints_positions(code) else []
 
 
 def _reading(ctx: RunContext) -> list[str]:

@@ -22,6 +22,7 @@ from rlmnb._engine.evidence import (
     latest_other,
     listed_items,
     output_tails,
+    prints_positions,
     question_mentions,
     question_names,
     same_words,
@@ -215,6 +216,29 @@ def test_a_refusal_said_twice_is_no_answer_because_of_a_number_the_question_give
                               run_id=result.run_id, question="What are the 10 most common words?")
     assert not states_shown_value(refusal, trajectory=trajectory, run_id=result.run_id,
                                   question="What are the 10 most common words?")
+
+def test_a_position_a_step_printed_is_no_value_the_input_holds() -> None:
+    # recorded (RULER niah_multivalue at 8K, on 31f41fc): the root's step printed where the key starts ("939"),
+    # then it said "The special magic number for deranged-asparagus ... is 939." twice, which ended the run as the
+    # answer; a position is not shown as a value (the stated-twice rule, the evidence check) and the step is told so
+    body = 'import re\n\ntext = inputs["text"]\nmagic_number = re.search(r"furtive-donation", text).start()\n'
+    where = code(body + "print(magic_number)")
+    position = re.search("furtive-donation", haystack()).start()
+    said = f"The special magic number for furtive-donation mentioned in the provided text is {position}."
+    result, root = run([where, said, said, FIND, code("submit(4015985)")])
+    assert str(position) in result.trajectory.of(CodeExecuted)[0].stdout
+    assert "[note] This step printed only positions" in observations(root)[0]
+    assert result.status == "submitted" and result.answer == 4015985 and len(root.requests) == 5
+    # typed into submit(), the position is a guess the evidence check sends back
+    result, root = run([where, code(f"submit({position})"), FIND, code("submit(4015985)")])
+    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["evidence"] and result.answer == 4015985
+    # what decides is the code: text around a found place, a length or a count is shown as before
+    assert prints_positions(body + "print(magic_number)") and prints_positions("m = re.search('a', t)\nprint('at', m.end())")
+    assert prints_positions("i = t.find('a')\nprint(f'at {i}')") and prints_positions("i = t.index('a')\ni")
+    assert not prints_positions("i = t.find('a')\nprint(t[i - 40:i + 60])")
+    assert not prints_positions("print(len(t))") and not prints_positions("print('none found')")
+    assert not prints_positions("i = t.find('a')\nprint(f'at {t[i:i + 9]}')")
+
 
 def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
     # a model built without a temperature is not sent one (reasoning models refuse it)
