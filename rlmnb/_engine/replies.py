@@ -88,10 +88,11 @@ def _lone_submit(text: str) -> str | None:
     """A reply that is nothing but one `submit(...)` call (in `backticks` or not, a full stop after it allowed):
     the model's step, not prose. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): the reply
     "submit(['ketchup', 'fresh', ...])" without a fence was read as prose and never ran."""
-    body = text.strip().rstrip(".;").strip().strip("`").strip().rstrip(".;").strip()
-    if not body.startswith("submit("):
-        return None
-    return body if _is_call(body) else None
+    match = _LONE_SUBMIT.fullmatch(text)
+    return match.group(1) if match and _is_call(match.group(1)) else None
+
+
+_LONE_SUBMIT = re.compile(r"[\s`]*(submit\(.*\))[\s`.;]*", re.S)
 
 
 def parses(code: str) -> bool:
