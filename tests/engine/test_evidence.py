@@ -440,6 +440,31 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
     assert result.trajectory.of(Fallback)[0].answer == "4015985"
 
 
+def test_the_fallback_is_shown_a_short_output_whole() -> None:
+    # recorded (RULER cwe at 32K, instance 1, on 8a944dc): turn 1's count printed a header and the ten words
+    # (190 characters); the fallback was shown its last six lines and answered those six words (0.6)
+    words = ["hip", "step-mother", "disagreement", "gossip", "family", "jumbled", "columnist", "courthouse",
+             "blackberry", "coconut"]
+    text = " ".join(f"{i}. {words[i % 10] if i <= 300 else 'rare' + str(i)}" for i in range(1, 320))
+    count = code("from collections import Counter\nwords = inputs['text'].split()[1::2]\n"
+                 "print('The top 10 words that appear most often are:')\n"
+                 "for word, n in Counter(words).most_common(10):\n    print(f'{word}: {n}')")
+    wander = [code(f"print(open('/path/to/context{i}').read())") for i in range(4)]
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        last = str(messages[-1]["content"])
+        if "used all" in last:
+            return ", ".join(re.findall(r"^([\w-]+): 30$", last, re.M))
+        return [count, *wander][sum(1 for m in messages if m["role"] == "assistant")]
+
+    root = ScriptedLM(reply, name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=5).run(
+        "What are the 10 most common words in the above list?", text=text)
+    assert "The top 10 words" in result.trajectory.of(CodeExecuted)[0].stdout
+    assert result.status == "fallback" and sorted(result.answer.split(", ")) == sorted(words)
+    assert "Turn 1 printed:\nThe top 10 words that appear most often are:\n" in root.requests[-1][-1]["content"]
+
+
 def test_output_tails_are_bounded_newest_first() -> None:
     steps = [Step(t, "c", "\n".join(f"line {t}.{i} " + "x" * 100 for i in range(20))) for t in range(1, 31)]
     tails = output_tails(steps, per_step=400, total=2000)
@@ -447,6 +472,9 @@ def test_output_tails_are_bounded_newest_first() -> None:
     assert all(len(t) <= 400 + len("Turn 30 printed:\n") for t in tails)
     assert sum(len(t) for t in tails) <= 2000 + 2 * len(tails)
     assert output_tails([Step(1, "c", ""), Step(2, "c", "  \n")]) == []
+    # whole last lines that fit, or the end of one line longer than a block
+    assert output_tails([Step(1, "c", "a\n\nbb\nccc\n")], per_step=6) == ["Turn 1 printed:\nbb\nccc"]
+    assert output_tails([Step(1, "c", "a\n" + "x" * 500)], per_step=10) == ["Turn 1 printed:\n..." + "x" * 7]
 
 
 def test_a_fallback_without_any_output_keeps_the_plain_request() -> None:
