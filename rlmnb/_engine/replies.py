@@ -42,6 +42,7 @@ import io
 import re
 import textwrap
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 __all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "echoes", "extract_code",
@@ -346,15 +347,23 @@ ECHO_SHARE = 0.6
 """Share of a reply's lines found in the request for the reply to count as copying it."""
 
 
-def echoes(reply: str, request: str) -> bool:
+def echoes(reply: str, request: str, *, outputs: Sequence[str] = ()) -> bool:
     """Whether a reply mostly copies `request`, the message it answers: at least two of its non-blank lines, and
     `ECHO_SHARE` of them, are lines of the request (whitespace at their ends aside). Recorded (Qwen2.5-Coder
     1.5B, RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." outputs
-    back as its reply, then copied each next turn's note the same way until the run ended."""
+    back as its reply, then copied each next turn's note the same way until the run ended.
+
+    A reply whose copied lines are all lines of `outputs` (what the run's code printed) copies no instruction:
+    stating a result is quoting it. Recorded (RULER cwe at 32K, on 8a944dc): asked again after a repeated step (a request
+    that lists the steps' outputs), the root replied with its turn-1 count's output, the right ten words, and was
+    told it had only copied its request."""
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     asked = {line.strip() for line in request.splitlines() if line.strip()}
-    copied = sum(1 for line in lines if line in asked)
-    return copied >= 2 and copied >= ECHO_SHARE * len(lines)
+    copied = [line for line in lines if line in asked]
+    printed = {line.strip() for text in outputs for line in text.splitlines() if line.strip()}
+    if printed and all(line in printed for line in copied):
+        return False
+    return len(copied) >= 2 and len(copied) >= ECHO_SHARE * len(lines)
 
 
 def without_copied_head(step: Step, given: str) -> Step:

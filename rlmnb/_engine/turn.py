@@ -185,7 +185,8 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     ctx.budget.settle(reservation, completion.usage, root=True)
     finish = completion.finish_reason or completion.meta.get("finish_reason")
     step = read_step(completion.text, finish_reason=finish)
-    if purpose == "turn" and step.code is None and not step.empty and echoes(step.kept, _given(messages)):
+    if purpose == "turn" and step.code is None and not step.empty and echoes(
+            step.kept, _given(messages), outputs=[s.text for s in steps_of(ctx.bus.trajectory, ctx.scope.run_id)]):
         step = Step(None, "", reasoning=step.reasoning, empty=True, echoed=True)
     if purpose == "turn":
         step = without_copied_head(step, "\n".join([ctx.conversation.system, *ctx.conversation.given()]))

@@ -719,6 +719,30 @@ def test_echoes_needs_most_lines_copied() -> None:
     assert echoes("Turn 3/8\nYour reply had no ```python block, so nothing ran.\n\nAnything else?", request)
     assert not echoes("Turn 3/8\nI will split the text into parts.\nThen count.", request)
     assert not echoes("Write the next step.", request)  # one line: too little to tell
+    # what the run's code printed is quoted, not copied: a reply stating a step's output is no echo
+    printed = "The top 2 words are:\nhip: 30\nfamily: 30"
+    asked = f"Turn 1/8\n{printed}\n\nDo not send the code of turn 1 again."
+    assert echoes(printed, asked) and not echoes(printed, asked, outputs=[printed])
+    assert echoes("Turn 1/8\n" + printed + "\nTurn 1/8", asked, outputs=[printed])  # the harness's lines still are
+
+
+def test_a_reply_stating_its_counts_output_is_a_statement_not_an_echo() -> None:
+    # recorded (RULER cwe at 32K, instance 1, on 8a944dc): turn 1's count printed the ten words right; asked again
+    # after sending that step once more, the root replied with the count's output word for word, and was told it
+    # had only copied its request (an echo, counted as empty); the run ended in the fallback
+    words = ["hip", "family"]
+    text = " ".join(f"{i}. {words[i % 2] if i <= 60 else 'rare' + str(i)}" for i in range(1, 80))
+    count = code("from collections import Counter\nprint('The top 2 words are:')\n"
+                 "for word, n in Counter(inputs['text'].split()[1::2]).most_common(2):\n    print(f'{word}: {n}')")
+    said = "The top 2 words are:\nfamily: 30\nhip: 30"
+    root = ScriptedLM([count, count, said, said, code("submit('never')")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "What are the 2 most common words in the above list?", text=text)
+    assert result.trajectory.of(CodeExecuted)[0].stdout.strip() == said
+    replies = result.trajectory.of(ModelReply)
+    assert "repeat_reasked" in replies[1].notes and "echo" not in replies[2].notes
+    assert "If your reply states the final answer, end the run with one block" in observations(root)[-1]
+    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
 
 
 def test_prints_own_text_is_a_step_that_prints_only_its_own_literals() -> None:
