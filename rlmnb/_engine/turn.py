@@ -107,7 +107,6 @@ class RunContext:
     repeats: Repeats = field(default_factory=Repeats)
     sent_back: set[str] = field(default_factory=set)  # the evidence check's guards that sent an answer back (once each)
     reading: Reading | None = None  # the first reading the root was shown (first_read.py), if any
-    reminded: bool = False  # the first reading was shown again after a reply without code (`_reading_reminder`)
 
     def run_limits(self) -> RunLimits:
         if self.limits is None:
@@ -280,9 +279,8 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
                            "output showed", TurnRecord(turn, reply, ""))
         if not step.empty:
             ctx.repeats.said(turn, step.kept)
-        observed = no_code(turn, max_turns, notes_of_reply, states_found=stated)
-        reminder = [] if stated or step.empty else _reading_reminder(ctx)  # last: what the model reads first
-        ctx.conversation.add_turn(TurnRecord(turn, reply, "\n".join([observed, *reminder])))
+        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
+                                                                  states_found=stated)))
         return None
     calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
     timeout = limits.snippet_timeout
@@ -472,18 +470,6 @@ def _repeat_ask(ctx: RunContext, earlier: int, *, failed: bool) -> str:
     """What the re-ask after a repeated step says: the output (or the error, for a step that `failed` the same way
     twice) is already above, take another step."""
     return render("repeat_error_ask" if failed else "repeat_ask", turn=earlier) + _reading_listed(ctx)
-
-
-def _reading_reminder(ctx: RunContext) -> list[str]:
-    """The first reading's answers, shown again once per run under a reply without code that states none of them
-    nor anything real output showed (a guess). Recorded (RULER niah_single_2 at 8K, instance 0, on 8a944dc,
-    Qwen2.5-Coder 1.5B): the whole text read twice gave "7067228" both times; the root's turn 1 said the number
-    "is 4" (the preview's "at least 4 of these 5 mistakes"), was told a value without code is a guess, and found
-    the needle with code at turn 6, 26,517 tokens where restating the reading at turn 1 had taken 8,775."""
-    if ctx.reading is None or not ctx.reading.values or ctx.reminded:
-        return []
-    ctx.reminded = True
-    return [render("repeated_reading", answers=ctx.reading.answers_text)]
 
 
 def _reading_listed(ctx: RunContext) -> str:

@@ -539,27 +539,6 @@ def test_a_bare_answer_the_reading_gave_ends_the_run_at_its_first_step() -> None
     assert result.answer == "x"  # a bare value the reading did not give is not an answer
 
 
-def test_a_guess_without_code_is_shown_the_reading_again_once() -> None:
-    # recorded (RULER niah_single_2 at 8K, instance 0, on 8a944dc): the whole text read twice gave "7067228" both
-    # times; turn 1 said the number "is 4" (from the preview), was told a value without code is a guess, and the
-    # run took six turns and 26,517 tokens to submit the needle it had restated at turn 1 before (8,775)
-    guess = "The special magic number for furtive-donation mentioned in the provided text is 4."
-    other = "The text is about the grass, the sky and the sun; it does not give the number."
-    restate = "The special magic number for furtive-donation is 4015985."
-    result, root, _ = run([guess, other, restate], haystack(200))
-    assert '`inputs["text"]` whole, read twice (' in reading_of(root)
-    first = str(root.requests[1][-1]["content"])
-    assert "a value written without running code is a guess" in first
-    assert re.search(r'\[note\] The first reading answered:\n- `inputs\["text"\]` whole, read twice \([\d,]+ tokens\): '
-                     r"4015985\nIf one of these answers the question, submit it\.$", first)  # its last words
-    assert "The first reading answered" not in str(root.requests[2][-1]["content"])  # once a run
-    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 3
-    # a statement of what real output showed is the model's own finding: told how to submit it, not shown the reading
-    look = code("print(inputs['text'][:19])")
-    result, root, _ = run([look, "The text begins with `The grass is green`.", code("submit(4015985)")], haystack(200))
-    assert "The first reading answered" not in str(root.requests[2][-1]["content"])
-
-
 def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     # recorded (RULER niah_single_2, 8k): the reading answered 7067228, the root looped on a comment-only step and
     # the fallback, shown only the essay's first lines, answered "5"
