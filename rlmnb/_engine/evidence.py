@@ -354,7 +354,11 @@ def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str
 
 def _finding_steps(trajectory: Trajectory, run_id: str) -> list[Step]:
     """The run's steps whose output can show a value the input holds: not those that print only positions."""
-    return [step for step in steps_of(trajectory, run_id) if not prints_positions(step.code)]
+    return _findings(steps_of(trajectory, run_id))
+
+
+def _findings(steps: Iterable[Step]) -> list[Step]:
+    return [step for step in steps if not prints_positions(step.code)]
 
 
 # ---- the evidence check ---------------------------------------------------------------------------
@@ -822,7 +826,7 @@ def unevidenced(answer: Any, *, turn: int, trajectory: Trajectory, run_id: str, 
     if typed is None:
         return None
     texts: list[str] = list(opening)
-    texts.extend(s.text for s in steps if s.turn < typed and not prints_positions(s.code))
+    texts.extend(s.text for s in _findings(steps) if s.turn < typed)
     for event in trajectory.events:
         if isinstance(event, SubCallFinished) and event.reply:  # another model's reading, whenever it came
             texts.append(event.reply)
