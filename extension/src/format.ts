@@ -56,11 +56,14 @@ export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
   return text;
 }
 
-/** A turn's note for each way the loop asks the root again before running a reply (model_reply notes). */
+/** A turn's note for each way the loop asks the root again before running a reply, or ends the turns instead
+ * (model_reply notes). */
 export const ASKED_AGAIN: Record<string, string> = {
   empty_retried: "asked again: the model's reply was empty",
   echo_retried: "asked again: the model's reply only copied the request",
-  repeat_reasked: "asked again: the model's reply would have run an earlier turn's code"
+  repeat_reasked: "asked again: the model's reply would have run an earlier turn's code",
+  repeat_ended:
+    "not run: the model's reply repeated an earlier turn after it was asked for another step; the turns end here"
 };
 
 /** A turn's heading; turn 0 holds what the harness did before the root's first step (the first reading). */

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlmnb._engine.evidence import output_tails, steps_of
 from rlmnb._engine.replies import final_call, split_reasoning
-from rlmnb._engine.turn import Outcome, RunContext, out_of_budget, root_call, run_turn
+from rlmnb._engine.turn import Outcome, RunContext, Stall, out_of_budget, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.jsonable import recordable
@@ -80,13 +80,16 @@ async def run_turns(ctx: RunContext) -> Outcome:
     """
     while ctx.turn < ctx.config.max_iterations:
         outcome = await run_turn(ctx)
+        if isinstance(outcome, Stall):
+            return await fallback(ctx, outcome)
         if outcome is not None:
             return outcome
     return await fallback(ctx)
 
 
-async def fallback(ctx: RunContext) -> Outcome:
-    """The turns ran out: one last root call for the best answer from the history.
+async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
+    """The turns ran out, or stalled (`stall`: the reply repeated an earlier turn after the run's asks for another
+    step were used up): one last root call for the best answer from the history.
 
     The request ends with the end of every distinct output the run's code really printed (bounded), so the
     answer comes from evidence rather than from the model's own prose; the conversation is trimmed first to
@@ -98,7 +101,16 @@ async def fallback(ctx: RunContext) -> Outcome:
     if ctx.reading is not None:  # the sub-model's reading is real output too
         tails.insert(0, f"The first reading answered:\n{ctx.reading.answers_text}")
     printed = render("fallback_outputs", outputs="\n\n".join(tails)) if tails else ""
-    prompt = render("fallback", max_iterations=ctx.config.max_iterations, printed=printed)
+    if stall is None:
+        why = render("fallback_turns", max_iterations=ctx.config.max_iterations)
+        reason = f"no submit() within {ctx.config.max_iterations} turns"
+    else:
+        why = render("fallback_stalled", earlier=stall.earlier)
+        asks = ctx.config.repeat_asks
+        reason = f"no submit(): the reply at turn {stall.turn} repeated turn {stall.earlier}'s " + (
+            "(repeat_asks=0)" if asks == 0 else
+            f"after the model was asked for another step {'once' if asks == 1 else f'{asks} times'}")
+    prompt = render("fallback", why=why, printed=printed)
     before = ctx.conversation.tokens()
     dropped = ctx.conversation.trim(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
     if dropped:
@@ -114,7 +126,6 @@ async def fallback(ctx: RunContext) -> Outcome:
     if ctx.schema is not None:
         with contextlib.suppress(ValueError):  # unvalidated text stays text; status "fallback" says so
             answer = ctx.schema.validate(_maybe_json(answer))
-    reason = f"no submit() within {ctx.config.max_iterations} turns"
     ctx.bus.emit(Fallback, ctx.scope, answer=recordable(answer), reason=reason)
     return Outcome("fallback", answer, reason)
 

@@ -440,6 +440,8 @@ class Repeats:
     failing: set[str] = field(default_factory=set)
     raised: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     prose_seen: dict[str, int] = field(default_factory=dict)
+    asked: int = 0
+    """Times the run's root was asked for another step after a repeat (turn.py; at most `RLMConfig.repeat_asks`)."""
 
     def check(self, turn: int, code: str, output: str, *, clean: bool = True, submitted: bool = False) -> int | None:
         """The earlier turn this one repeats, or None; remembers this turn either way. For `ran`, a `clean` run

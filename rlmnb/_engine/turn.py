@@ -1,8 +1,9 @@
-"""One turn of a run: `run_turn(ctx) -> Outcome | None` (None: the run goes on to the next turn).
+"""One turn of a run: `run_turn(ctx) -> Outcome | Stall | None` (None: the run goes on to the next turn).
 
 A turn is: the root call (budget checked first), the reply read as one step (`replies.read_step`; an empty
-reply or one that only copies the request, or one whose code an earlier turn already ran cleanly or failed with
-twice the same way, is asked again once; short prose stating a shown value, said again as the model's next
+reply or one that only copies the request is asked again once; one whose code an earlier turn already ran cleanly
+or failed with twice the same way is not run, and asked again up to `repeat_asks` times a run, after which the
+next such reply ends the turns with a `Stall`; short prose stating a shown value, said again as the model's next
 statement, is the answer), its code executed in the sandbox, a submission guarded (exception, JSON-ability,
 first turn, schema, evidence: a short value the model typed that nothing it saw held goes back once,
 `evidence.unevidenced`; marked, copy, partial: see the guards below), and the
@@ -84,7 +85,7 @@ from rlmnb.events import (
 if TYPE_CHECKING:
     from rlmnb.inputs import Field
 
-__all__ = ["Outcome", "RunContext", "Session", "out_of_budget", "root_call", "run_turn"]
+__all__ = ["Outcome", "RunContext", "Session", "Stall", "out_of_budget", "root_call", "run_turn"]
 
 
 @dataclass
@@ -131,6 +132,15 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """A turn whose reply would repeat turn `earlier` after the run's asks for another step were used up
+    (`RLMConfig.repeat_asks`): the turns end there and the fallback answers."""
+
+    turn: int
+    earlier: int
+
+
+@dataclass(frozen=True)
 class Outcome:
     """How a run ended: from its turns, then its verification, refinement and run (RunResult is the root's)."""
 
@@ -160,13 +170,14 @@ def out_of_budget(ctx: RunContext, exc: BudgetExhausted, reason: str) -> Outcome
 
 
 async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, retry_empty: bool = False,
-                    retry_repeat: bool = False, cache_marks: bool = True, **sampling: Any) -> tuple[Completion, Step]:
+                    on_repeat: str = "", cache_marks: bool = True, **sampling: Any) -> tuple[Completion, Step]:
     """One root request: budget checked first (BudgetExhausted spends nothing), usage settled after.
 
     The reply is read as one step (`replies.read_step`); a turn's request carries the stop sequences
     where the provider takes them, so generation ends where the model starts writing output itself.
-    `retry_empty` / `retry_repeat` mark the reply's event when the caller will ask again because it is empty
-    or runs an earlier turn's code; `sampling` goes to the model (a re-ask's temperature). `cache_marks=False`
+    `retry_empty` marks the reply's event when the caller will ask again because it is empty; `on_repeat` is the
+    note it gets when it repeats an earlier turn (`_repeated`: "repeat_reasked", or "repeat_ended" when the run's
+    asks are used up); `sampling` goes to the model (a re-ask's temperature). `cache_marks=False`
     sends a one-off request (a re-ask's prefix is read by no later call) without prompt-cache marks.
     """
     tokens, cost = ctx.budget.estimate(ctx.root_lm, sum(len(str(m.get("content") or "")) for m in messages) // 4)
@@ -190,8 +201,8 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     if purpose == "turn":
         step = without_copied_head(step, "\n".join([ctx.conversation.system, *ctx.conversation.given()]))
     notes = step.notes + ([("echo" if step.echoed else "empty") + "_retried"] if step.empty and retry_empty else [])
-    if retry_repeat and (_repeats_code(ctx, step) is not None or _repeats_prose(ctx, step) is not None):
-        notes.append("repeat_reasked")
+    if on_repeat and _repeated(ctx, step) is not None:
+        notes.append(on_repeat)
     reasoning = "\n\n".join(r for r in (completion.reasoning, step.reasoning) if r)
     ctx.bus.emit(ModelReply, ctx.scope, turn=ctx.turn, text=completion.text, usage=completion.usage.to_dict(),
                  latency_s=round(time.perf_counter() - started, 6), purpose=purpose,
@@ -218,12 +229,13 @@ async def _supports_stop(ctx: RunContext) -> bool:
     return bool(ctx.extra["supports_stop"])
 
 
-async def run_turn(ctx: RunContext) -> Outcome | None:
+async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
     """Run turn `ctx.turn + 1`: ask, read the step, execute, guard, observe.
 
     Returns:
         The Outcome when the run ended in this turn (an accepted submission, or the budget ran out before
-        the root call), else None with the turn added to the conversation.
+        the root call); a Stall when the reply repeats an earlier turn and the run's asks are used up (the turns
+        end, nothing added); else None with the turn added to the conversation.
 
     Raises:
         ModelError, SandboxError: terminal trouble (a sub-call's terminal error is raised after the snippet).
@@ -243,19 +255,22 @@ async def run_turn(ctx: RunContext) -> Outcome | None:
                      tokens_before=before, tokens_after=ctx.conversation.tokens())
     messages = ctx.conversation.messages()
     try:
-        completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True, retry_repeat=True)
+        completion, step = await root_call(ctx, messages, purpose="turn", retry_empty=True, on_repeat=_repeat_note(ctx))
         if step.empty:  # asked again once, without costing a turn; the empty reply stays out of the history
             retry = [*messages, {"role": "user", "content": load("echo_retry" if step.echoed else "empty_retry")}]
-            completion, step = await root_call(ctx, retry, purpose="turn")
-        earlier = _repeats_code(ctx, step)
-        if earlier is not None and step.code is not None:  # asked again once; the repeat stays out of the history
-            ask = _repeat_ask(ctx, earlier, failed=ctx.repeats.failed(step.code))
-            retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], ask)
-            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
-        elif (said := _repeats_prose(ctx, step)) is not None:  # the same long prose again: asked once, as above
-            ask = render("repeat_prose_ask", turn=said) + _reading_listed(ctx)
-            retry = _reask_request(messages, ctx.repeats.ran_codes(), ask)
-            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
+            completion, step = await root_call(ctx, retry, purpose="turn", on_repeat=_repeat_note(ctx))
+        while (earlier := _repeated(ctx, step)) is not None:  # the repeat stays out of the history
+            if ctx.repeats.asked >= ctx.config.repeat_asks:
+                return Stall(turn, earlier)
+            ctx.repeats.asked += 1
+            if step.code is not None:
+                ask = _repeat_ask(ctx, earlier, failed=ctx.repeats.failed(step.code))
+                retry = _reask_request(messages, [step.code, *ctx.repeats.ran_codes()], ask)
+            else:  # the same long prose again
+                ask = render("repeat_prose_ask", turn=earlier) + _reading_listed(ctx)
+                retry = _reask_request(messages, ctx.repeats.ran_codes(), ask)
+            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False,
+                                               on_repeat=_repeat_note(ctx), **_reask_sampling(ctx))
         if step.code is None and (partial := _partial_prose(ctx, step)) is not None:  # asked once, as above
             ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard="partial", reason=partial)
             retry = _reask_request(messages, ctx.repeats.ran_codes(), partial)
@@ -415,6 +430,23 @@ def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:
     return [render("repeated_reading", answers=ctx.reading.answers_text)]
 
 
+def _repeated(ctx: RunContext, step: Step) -> int | None:
+    """The earlier turn this reply repeats (its code, `_repeats_code`, or its long prose, `_repeats_prose`), or None.
+
+    Such a reply is not run. The model is asked for another step (`_reask_request`) up to `config.repeat_asks`
+    times per run; the run's next repeat ends the turns (`stalled`). Recorded (RULER at 8K and 32K, Qwen2.5-Coder
+    1.5B): runs asked again two to five times wandered to the last turn, about 3,500 tokens a root call, and the
+    fallback gave the answer the outputs already held (docs/decisions/evidence-check-and-stall-breaker.md)."""
+    if step.code is not None:
+        return _repeats_code(ctx, step)
+    return _repeats_prose(ctx, step)
+
+
+def _repeat_note(ctx: RunContext) -> str:
+    """The note a reply gets when it repeats an earlier turn: asked again, or (asks used up) the turns end."""
+    return "repeat_reasked" if ctx.repeats.asked < ctx.config.repeat_asks else "repeat_ended"
+
+
 def _repeats_code(ctx: RunContext, step: Step) -> int | None:
     """The earlier turn whose code this step would run again, or None.
 
@@ -424,7 +456,7 @@ def _repeats_code(ctx: RunContext, step: Step) -> int | None:
     that raised the same TypeError (or NameError) a third and fourth time, so after two identical failures it is
     asked too (`Repeats.ran`).
     The step is not run: the model is asked once more (`_repeat_ask`) in a request that shows none of its earlier
-    replies (`_reask_request`); if it sends the same code again, it runs.
+    replies (`_reask_request`), while the run has asks left (`_repeated`).
     """
     return ctx.repeats.ran(step.code) if step.code is not None and not step.empty else None
 
@@ -433,7 +465,7 @@ def _repeats_prose(ctx: RunContext, step: Step) -> int | None:
     """The earlier turn whose reply without code this one repeats word for word (`Repeats.said_before`), for prose
     longer than `RESTATE_CHARS`; or None. Short prose said twice is the model's answer (`_stated_again`);
     long prose said again is a stall: at temperature 0 the same request gives the same reply. Asked once, as a
-    repeated step is (`_reask_request`, at `REASK_TEMPERATURE`); if the model says it again, it stands."""
+    repeated step is (`_reask_request`, at `REASK_TEMPERATURE`), while the run has asks left (`_repeated`)."""
     if step.code is not None or step.empty or len(" ".join(step.kept.split())) <= RESTATE_CHARS:
         return None
     return ctx.repeats.said_before(step.kept)

@@ -71,6 +71,10 @@ class RLMConfig:
     its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
     the next submission is accepted. Also once each: a long verbatim copy of a text input, and an answer holding only
     some of the first reading's named-place answers. Costs one extra turn when it fires; never on the last turn."""
+    repeat_asks: int = 1
+    """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
+    say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
+    fallback answers from what the code printed (0: the first repeat does)."""
     first_read: str = "auto"
     """Before the root's first step, the sub-model reads the text inputs with the question (at most 4 sub-calls,
     each text cut to fit its window) and the root sees its answers: 'on', 'off', or 'auto' (on for a root model
@@ -142,7 +146,7 @@ class RLMConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
         for name in ("max_llm_calls", "preview_chars", "preview_rows", "max_retries", "max_depth", "max_revisions",
-                     "map_retries"):
+                     "map_retries", "repeat_asks"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a whole number of 0 or more, got {value!r}.")

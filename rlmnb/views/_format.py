@@ -80,8 +80,11 @@ ASKED_AGAIN = {
     "empty_retried": "asked again: the model's reply was empty",
     "echo_retried": "asked again: the model's reply only copied the request",
     "repeat_reasked": "asked again: the model's reply would have run an earlier turn's code",
+    "repeat_ended": "not run: the model's reply repeated an earlier turn after it was asked for another step; "
+                    "the turns end here",
 }
-"""A turn's note for each way the loop asks the root again before running a reply (ModelReply.notes)."""
+"""A turn's note for each way the loop asks the root again before running a reply, or ends the turns instead
+(ModelReply.notes)."""
 
 
 def turn_title(turn: int, max_turns: int | None) -> str:

@@ -55,15 +55,18 @@ FIND = code("i = text.find('special magic number')\nprint(text[i - 40:i + 60])")
 
 
 # ---- the stall breaker ------------------------------------------------------------------------------------
+BAD = code("print(chunks[99])")  # an IndexError: a failing step runs again once unasked
+
+
 def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_different_output() -> None:
     # recorded (needle, 8k): turn 3 printed "...for furtive-donation is: 4015985", then the model went back to
-    # turn 2's code; the old note hid the output and changed nothing
-    # the repeat is asked again once first (below); sent again, it runs with the stall note
-    result, root = run([LOOK, SPLIT, FIND, SPLIT, SPLIT, code("submit(4015985)")])
-    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, None, None, 2, None]
-    obs = observations(root)[3]
-    assert "chunks" in obs.splitlines()[1]  # the output is shown again
-    assert "same code as turn 2 and printed the same output again, so it changed nothing" in obs
+    # turn 2's code; the old note hid the output and changed nothing. A step that ran cleanly is never run again
+    # (below); one that failed runs once more, with the stall note
+    result, root = run([LOOK, SPLIT, FIND, BAD, BAD, code("submit(4015985)")])
+    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, None, None, None, 4, None]
+    obs = observations(root)[4]
+    assert "IndexError" in obs.splitlines()[1] or "IndexError" in obs  # the output is shown again
+    assert "same code as turn 4 and printed the same output again, so it changed nothing" in obs
     pointer = obs[obs.index("most recent different output"):]
     assert pointer.startswith("most recent different output (turn 3) ended with:")
     assert "for furtive-donation is: 4015985" in pointer and "call `submit(value)`" in pointer
@@ -71,19 +74,64 @@ def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_differe
     assert result.status == "submitted" and result.answer == 4015985  # printed at turn 3: evidenced
 
 
-def test_every_repeat_gets_the_note_and_a_chain_of_repeats_points_past_itself() -> None:
-    result, root = run([LOOK, SPLIT, FIND, *[SPLIT] * 6, code("submit(4015985)")])
-    assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)][3:6] == [2, 4, 5]
-    for obs in observations(root)[3:6]:
-        assert "printed the same output again" in obs and "(turn 3) ended with:" in obs and "4015985" in obs
-        assert "chunks" in obs
+def test_a_repeat_after_the_runs_ask_ends_the_turns_with_the_fallback() -> None:
+    # recorded (RULER cwe at 32K, instance 1, on 35b3988): turn 1 counted the words right; turn 2 sent the same
+    # step, was asked for another, and the run wandered (the text's head, two more counts, an empty reply) to the
+    # last turn, 12 root calls and ~40,700 tokens; the fallback gave the count turn 1 had printed. RULER vt at 8K
+    # (31f41fc) was asked again at turns 2, 5, 6, 7 and 8 and ended the same way, 14 root calls
+    words = ["hip", "gossip", "family"]
+    text = " ".join(f"{i}. {words[i % 3] if i <= 90 else 'rare' + str(i)}" for i in range(1, 100))
+    count = code("from collections import Counter\nfor w, n in Counter(inputs['text'].split()[1::2]).most_common(3):"
+                 "\n    print(f'{w}: {n}')")
+    head = code("print(inputs['text'][:40])")
+
+    steps = iter([count, count, head, count])  # the re-ask's request shows none of the model's replies
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        last = str(messages[-1]["content"])
+        if "Do not write code" in last:
+            return ", ".join(re.findall(r"^([\w-]+): 30$", last, re.M))
+        return next(steps)
+
+    root = ScriptedLM(reply, name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=8).run(
+        "What are the 3 most common words in the above list?", text=text)
+    replies = result.trajectory.of(ModelReply)
+    assert [(r.turn, r.purpose, r.notes) for r in replies] == [
+        (1, "turn", []), (2, "turn", ["repeat_reasked"]), (2, "turn", []), (3, "turn", ["repeat_ended"]),
+        (3, "fallback", [])]
+    assert [e.turn for e in result.trajectory.of(CodeExecuted)] == [1, 2]  # the count once, then the head
+    assert result.status == "fallback" and set(result.answer.split(", ")) == set(words)
+    assert result.reason == ("no submit(): the reply at turn 3 repeated turn 1's after the model was asked for "
+                             "another step once")
+    prompt = str(root.requests[-1][-1]["content"])
+    assert prompt.startswith("Your reply repeated turn 1's again after you were asked for a different step, so the "
+                             "steps end here. Do not write code.")
+    assert "hip: 30" in prompt and "count" not in prompt.split("Do not write code")[0]
+    # a re-ask answered with the same step again ends the turns at once
+    root = ScriptedLM([count, count, count, "hip, gossip, family"], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local").run(
+        "What are the 3 most common words in the above list?", text=text)
+    assert [r.notes for r in result.trajectory.of(ModelReply)][:3] == [[], ["repeat_reasked"], ["repeat_ended"]]
+    assert result.status == "fallback" and result.answer == "hip, gossip, family" and len(root.requests) == 4
+    # repeat_asks: how many asks a run has before a repeat ends it (0: the first repeat does)
+    root = ScriptedLM([count, count, "hip, gossip, family"], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
+        "What are the 3 most common words in the above list?", text=text)
+    assert result.reason == "no submit(): the reply at turn 2 repeated turn 1's (repeat_asks=0)"
+    assert [r.notes for r in result.trajectory.of(ModelReply)][:2] == [[], ["repeat_ended"]]
+    root = ScriptedLM([count, count, head, count, code("submit(['hip', 'gossip', 'family'])")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=2).run(
+        "What are the 3 most common words in the above list?", text=text)
+    assert result.status == "submitted" and result.answer == ["hip", "gossip", "family"]
+    assert sum("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply)) == 2
 
 
 def test_a_repeat_with_no_other_output_has_no_pointer() -> None:
-    result, root = run([LOOK, LOOK, LOOK, code("print(text[:10])"), code("submit('x')")], evidence_check=False)
+    result, root = run([BAD, BAD, code("print(text[:10])"), code("submit('x')")], evidence_check=False)
     obs = observations(root)[1]
     assert "same code as turn 1" in obs and "most recent different output" not in obs
-    assert obs.splitlines()[1] == str(len(haystack()))  # shown again
+    assert "[error]" in obs  # shown again
 
 
 EXAMPLE = code('data = inputs["text"]\nprint(type(data), len(data))\nprint(str(data)[:500])')
@@ -424,10 +472,10 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
     # special magic number". The scripted model answers from the outputs it is given, if they hold the number.
     def reply(messages: list[dict[str, Any]]) -> str:
         last = str(messages[-1]["content"])
-        if "used all" in last:
+        if "Do not write code" in last:
             found = re.findall(r"\b\d{7}\b", last)
             return found[-1] if found else "The text does not mention a special magic number."
-        return [LOOK, SPLIT, FIND, SPLIT, SPLIT][sum(1 for m in messages if m["role"] == "assistant")]
+        return [LOOK, SPLIT, FIND, SPLIT][sum(1 for m in messages if m["role"] == "assistant")]
 
     root = ScriptedLM(reply, name="root")
     result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=5).run("Which number?",
@@ -435,7 +483,7 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
     assert result.status == "fallback" and result.answer == "4015985"
     prompt = root.requests[-1][-1]["content"]
     assert "Here is what your code really printed" in prompt
-    assert prompt.count("Turn 2 printed:") == 1 and "Turn 4 printed" not in prompt  # repeats listed once
+    assert prompt.count("Turn 2 printed:") == 1 and "Turn 4 printed" not in prompt  # a repeat is not run
     assert "Turn 3 printed:\n" in prompt and "furtive-donation is: 4015985" in prompt
     assert result.trajectory.of(Fallback)[0].answer == "4015985"
 

@@ -548,12 +548,17 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     assert result.status == "fallback"
     last = str(root.requests[-1][-1]["content"])
     assert "The first reading answered:\n- `inputs[\"text\"]` whole" in last and "4015985" in last
+    assert last.startswith("Your reply repeated turn 2's again")  # asked again, it sent the step again
     reask = str(root.requests[3][-1]["content"])  # turn 3 sent turn 2's code: asked again, shown the reading
     ask = reask[reask.index("Do not send the code of turn 2 again"):]
     assert "[note] The first reading answered:" in ask
-    stalled = str(root.requests[4][-2]["content"])  # then sent again, it ran: its stall note shows the reading too
+    # a failing step sent again runs (the retry may be the point): its stall note shows the reading too
+    bad = code("print(inputs['report'])")
+    result, root, _ = run([code("print(inputs['text'][:30])"), bad, bad, "4015985"], haystack(200), max_iterations=3)
+    stalled = str(root.requests[3][-2]["content"])
     assert "same code as turn 2" in stalled and "[note] The first reading answered:" in stalled
     assert "If one of these answers the question, submit it." in stalled
+    assert str(root.requests[3][-1]["content"]).startswith("You have used all 3 steps.")
 
 
 def test_prose_restating_the_readings_answer_is_the_answer() -> None:

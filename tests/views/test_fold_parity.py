@@ -35,7 +35,7 @@ from rlmnb._models.base import Completion
 from rlmnb.events import Trajectory
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, compact_trajectory
-from rlmnb.views._format import pending_turn_text, replayed_turn
+from rlmnb.views._format import ASKED_AGAIN, pending_turn_text, replayed_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "extension"
@@ -104,6 +104,14 @@ def _asked_again_run() -> dict[str, Any]:
     """A root asked again twice: once for an empty reply, once for a reply that would run turn 1's code."""
     look = code("print(len(inputs['text']))")
     root = ScriptedLM(["", look, look, code("print(inputs['text'][:5])"), code("submit('hello')")], name="root-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
+
+
+def _stalled_run() -> dict[str, Any]:
+    """A root asked again for a reply that would run turn 1's code, which sends that code again: the turns end."""
+    look = code("print(len(inputs['text']))")
+    root = ScriptedLM([look, look, look, "hello"], name="root-model")
     result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
@@ -235,7 +243,7 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
-        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "echoed": _echoed_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
+        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "stalled": _stalled_run(), "echoed": _echoed_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -363,6 +371,10 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
     notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert notes == ["empty", "empty_retried", "repeat_reasked"]
+    stalled = [n for e in trajectories["stalled"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
+    assert stalled == ["repeat_reasked", "repeat_ended"]
+    assert ["info", ASKED_AGAIN["repeat_ended"]] in next(
+        iter(python_figures(trajectories["stalled"])["runs"].values()))["turns"][1]["notes"]
     echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert echoed == ["empty", "echo", "echo_retried"]
     assert ["info", "asked again: the model's reply only copied the request"] in next(
