@@ -71,7 +71,7 @@ class RLMConfig:
     its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
     the next submission is accepted. Also once each: a long verbatim copy of a text input, and an answer holding only
     some of the first reading's named-place answers. Costs one extra turn when it fires; never on the last turn."""
-    repeat_asks: int = 1
+    repeat_asks: int = 2
     """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
     fallback answers from what the code printed (0: the first repeat does)."""

@@ -544,7 +544,7 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     # the fallback, shown only the essay's first lines, answered "5"
     idle = code("# No output needed for this step\npass")
     result, root, _ = run([code("print(inputs['text'][:30])"), idle, idle, idle, "4015985"], haystack(200),
-                          max_iterations=3)
+                          max_iterations=3, repeat_asks=1)
     assert result.status == "fallback"
     last = str(root.requests[-1][-1]["content"])
     assert "The first reading answered:\n- `inputs[\"text\"]` whole" in last and "4015985" in last

@@ -109,9 +109,10 @@ def _asked_again_run() -> dict[str, Any]:
 
 
 def _stalled_run() -> dict[str, Any]:
-    """A root asked again for a reply that would run turn 1's code, which sends that code again: the turns end."""
+    """A root asked again (twice, `repeat_asks`) for a reply that would run turn 1's code, which sends that code
+    again each time: the turns end."""
     look = code("print(len(inputs['text']))")
-    root = ScriptedLM([look, look, look, "hello"], name="root-model")
+    root = ScriptedLM([look, look, look, look, "hello"], name="root-model")
     result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
@@ -372,7 +373,7 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert notes == ["empty", "empty_retried", "repeat_reasked"]
     stalled = [n for e in trajectories["stalled"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
-    assert stalled == ["repeat_reasked", "repeat_ended"]
+    assert stalled == ["repeat_reasked", "repeat_reasked", "repeat_ended"]
     assert ["info", ASKED_AGAIN["repeat_ended"]] in next(
         iter(python_figures(trajectories["stalled"])["runs"].values()))["turns"][1]["notes"]
     echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
