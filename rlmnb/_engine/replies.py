@@ -19,7 +19,9 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
 - Prose after the last code block describes a result the model has not seen yet: it is left out of
   the history (silently: small models copy every note they are shown), and the trajectory says so.
 - A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once. So is a
-  reply without code that only copies the message it answers (`echoes`).
+  reply that is only the placeholder the history keeps for an empty reply (`EMPTY_KEPT`: recorded, RULER cwe
+  at 32K, the 1.5B model replied "(empty reply)" at turns 4 and 6 after its turn 2 had been kept as that), and
+  a reply without code that only copies the message it answers (`echoes`).
 
 Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
 / ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
@@ -45,7 +47,9 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-__all__ = ["OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "echoes", "extract_code",
+from rlmnb._ground.prompts import load
+
+__all__ = ["EMPTY_KEPT", "OUTPUT_TAGS", "PYTHON_TAGS", "STOP_SEQUENCES", "Extracted", "Repeats", "Step", "echoes", "extract_code",
            "final_call", "normal_code", "parses", "read_step", "split_reasoning", "without_code",
            "without_copied_head"]
 
@@ -293,11 +297,15 @@ def _blocks(lines: list[str]) -> list[_Block]:
     return blocks
 
 
+EMPTY_KEPT = load("empty_kept")
+"""What the history keeps for a turn whose reply was empty (an assistant message may not be empty everywhere)."""
+
+
 def read_step(text: str, *, finish_reason: str | None = None) -> Step:
     """Read one root reply; see the module docs for the rules."""
     visible, reasoning = split_reasoning(text.replace("\r\n", "\n"))
     cut = finish_reason == "length"
-    if not visible.strip():
+    if not visible.strip() or visible.strip() == EMPTY_KEPT:
         return Step(None, "", reasoning=reasoning, cut=cut, empty=True)
     lines = visible.split("\n")
     blocks = _blocks(lines)

@@ -50,6 +50,7 @@ from rlmnb._engine.evidence import (
 from rlmnb._engine.limits import RunLimits, run_limits
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
 from rlmnb._engine.replies import (
+    EMPTY_KEPT,
     STOP_SEQUENCES,
     Repeats,
     Step,
@@ -277,7 +278,7 @@ async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
             completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
     except BudgetExhausted as exc:
         return out_of_budget(ctx, exc, str(exc))
-    reply = step.kept or load("empty_kept")
+    reply = step.kept or EMPTY_KEPT
     notes_of_reply = reply_notes(step, getattr(ctx.root_lm, "max_output_tokens", None))
     if step.code is None:
         answer = _prose_answer(ctx, step.kept)

@@ -203,6 +203,18 @@ def test_two_empty_replies_cost_one_turn_and_say_so() -> None:
     assert "Your reply was empty twice, so nothing ran." in observations(root)[0]
 
 
+def test_a_reply_copying_the_empty_placeholder_is_empty() -> None:
+    # recorded (RULER cwe at 32K, instance 1, on 35b3988): turn 2 was kept as "(empty reply)"; the model replied
+    # exactly that at turns 4 and 6, each read as prose without code and costing a turn
+    result, root = run(["", "  ", code("print(1)"), "(empty reply)", code("submit(1)")], max_iterations=3)
+    assert assistant_texts(root)[0] == "(empty reply)"
+    replies = result.trajectory.of(ModelReply)
+    assert [(r.turn, r.notes) for r in replies] == [(1, ["empty", "empty_retried"]), (1, ["empty"]), (2, []),
+                                                    (3, ["empty", "empty_retried"]), (3, [])]
+    assert result.status == "submitted" and result.answer == 1
+    assert read_step(" (empty reply)\n").empty and not read_step("(empty reply) means nothing ran").empty
+
+
 def test_reasoning_is_recorded_but_not_kept_in_the_conversation() -> None:
     think = "<think>the user wants the number; I should look first</think>\n" + code("print(3)")
     provided = Completion(code("submit(3)"), reasoning="it printed 3, so 3", finish_reason="stop")
