@@ -48,6 +48,11 @@ Contract:
   docs/decisions/first-reading.md). An answer (submitted or in prose) holding some of the places' answers but not
   all goes back once with the list (`turn`; recorded at 32K: niah_multivalue's places gave all four numbers and the
   root boxed "the first occurrence for simplicity").
+- A text read in parts is read part 1 first: when its answer is only the question's own words
+  (`evidence.echoes_question`: the question carries a worked example, or the model restated it), the other parts
+  are not read, since they get the same prompt over the same kind of text; the opening says so and asks for code.
+  Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, both instances): all four parts answered the question's worked
+  example, ~13,000 tokens each. Otherwise the other parts go together.
 - The places, then the parts, go as `llm_query_batched`-style batches (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -195,7 +200,11 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         name, _, _, tokens, body = pieces[0]
         prompts.append(ask_plainly(question, body, tokens=tokens, name=name))
     try:
-        answers = await ctx.sub.query_batched(prompts, group="first reading")
+        answers = await ctx.sub.query_batched(prompts[:1] if split else prompts, group="first reading")
+        if split and _echoed(answers[0], pieces[0][4], question):
+            return _echo_stop(ctx, pieces, answers[0], question, named, named_calls)
+        if split and len(prompts) > 1:
+            answers += await ctx.sub.query_batched(prompts[1:], group="first reading")
     except BudgetExhausted:
         return None
     if all(a.startswith("[error]") for a in answers):
@@ -211,6 +220,25 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     items = () if split else listed_items(values, "\n".join(text for _, text in texts), question=question)
     ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked),
                           named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS)
+    return message
+
+
+def _echoed(answer: str, body: str, question: str) -> bool:
+    """Whether a part's answer is only the question's own words (`evidence.echoes_question`): no reading of it."""
+    return (not answer.startswith("[error]") and NOT_FOUND not in answer and not says_nothing(answer)
+            and echoes_question(answer, body, question=question))
+
+
+def _echo_stop(ctx: RunContext, pieces: list[tuple[str, int, int, int, str]], answer: str, question: str,
+               named: str, named_calls: int) -> str:
+    """The reading when the first part answered with the question's own words: that line, marked, and a note
+    that the other parts were not read (they get the same prompt over the same kind of text)."""
+    lines, _, marked = _part_lines(pieces[:1], [answer], question)
+    rest = pieces[1:]
+    unread = render("first_read_echoed", parts=len(rest), tokens=f"{sum(p[3] for p in rest):,}")
+    message = render("first_read", how=load("first_read_how"), answers="\n".join(lines), calls=1 + named_calls,
+                     named=named, parts=unread)
+    ctx.reading = Reading(message, "\n".join(lines), (), marked=tuple(marked))
     return message
 
 

@@ -156,10 +156,22 @@ def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_rest
                      max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(question, text=text)
     reading = reading_of(root)
-    assert reading.count("ketchup, fresh, dreamer, adult, server [not in this part's text]") >= 2, reading
+    assert reading.count("ketchup, fresh, dreamer, adult, server [not in this part's text]") == 1, reading
     assert result.status == "submitted" and len(root.requests) == 2  # the marked answer did not end the run
     assert [g.guard for g in result.trajectory.of(GuardRejected)] == ["marked"]
     assert result.answer[0] == "census"
+    # the part 1 answer is only the question's words: the other parts, asked the same, are not read (recorded: each
+    # of the four ~13K-token parts gave the worked example); the opening says so and asks for code
+    assert len(sub.requests) == 1 and "part 1 of 3" in reading
+    assert "Only part 1 was read: its answer is only the question's own words" in reading
+    assert "so they were not read (2 parts, ~" in reading and "Find the answer with code on the input" in reading
+    # a first part that answers from its text has the others read, in one batch after it
+    sub = ScriptedLM(lambda messages: "census, federation, treatment", name="sub", context_window=8_192,
+                     max_output_tokens=120)
+    root = ScriptedLM([code("submit('census')")], name="root", context_window=16_384, max_output_tokens=400)
+    RLM(root, sub, sandbox="local").run(question, text=text)
+    reading = reading_of(root)
+    assert len(sub.requests) == 3 and "part 3 of 3" in reading and "Only part 1" not in reading
 
 
 def test_a_whole_text_answered_with_the_questions_worked_example_is_marked_and_no_answer_to_restate() -> None:
