@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from rlmnb._engine.evidence import output_tails, steps_of
-from rlmnb._engine.replies import final_call, split_reasoning
+from rlmnb._engine.replies import extract_code, final_call, split_reasoning
 from rlmnb._engine.turn import Outcome, RunContext, Stall, out_of_budget, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import BudgetExhausted
@@ -22,9 +22,10 @@ from rlmnb._ground.jsonable import recordable
 from rlmnb._ground.prompts import load, render
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._guards.schema import AnswerSchema
+from rlmnb._models.base import Message
 from rlmnb.events import Fallback, TurnsTrimmed
 
-__all__ = ["fallback", "final_text", "first_prompt", "run_turns", "system_prompt"]
+__all__ = ["code_only", "fallback", "final_text", "first_prompt", "run_turns", "system_prompt"]
 
 
 def system_prompt(config: RLMConfig, sub_window: int | None, tools: dict[str, Any], example: str = "data") -> str:
@@ -92,8 +93,8 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     step were used up): one last root call for the best answer from the history.
 
     The request ends with the end of every distinct output the run's code really printed (bounded), so the
-    answer comes from evidence rather than from the model's own prose; the conversation is trimmed first to
-    leave room for it.
+    answer comes from evidence rather than from the model's own prose; the model's replies in it are cut to their
+    code (`code_only`); the conversation is trimmed first to leave room for it.
     """
     limits = ctx.run_limits()
     tails = output_tails(steps_of(ctx.bus.trajectory, ctx.scope.run_id),
@@ -116,7 +117,7 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     if dropped:
         ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped, tokens_before=before,
                      tokens_after=ctx.conversation.tokens())
-    messages = ctx.conversation.messages()
+    messages = code_only(ctx.conversation.messages())
     messages.append({"role": "user", "content": prompt})
     try:
         completion, _ = await root_call(ctx, messages, purpose="fallback")
@@ -128,6 +129,24 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
             answer = ctx.schema.validate(_maybe_json(answer))
     ctx.bus.emit(Fallback, ctx.scope, answer=recordable(answer), reason=reason)
     return Outcome("fallback", answer, reason)
+
+
+def code_only(messages: list[Message]) -> list[Message]:
+    """`messages` with each of the model's replies cut to its code, and a reply without code left out: what the
+    fallback answers from is what the code printed, not what the model said. Recorded (RULER niah_single_2 at 8K,
+    Qwen2.5-Coder 1.5B, resumed on 604880f with one ask): turn 1 said the number "is 4" (the preview's "at least 4
+    of these 5 mistakes"), turn 4's code printed the needle's 7067228, which the first reading had also said; shown
+    its own turn-1 sentence, the fallback answered "... is 4." A small model copies its own replies."""
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, str):
+            code = extract_code(content).code
+            if code is None:
+                continue
+            message = {**message, "content": f"```python\n{code}\n```"}
+        out.append(message)
+    return out
 
 
 def final_text(text: str) -> Any:

@@ -484,6 +484,28 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
     assert result.trajectory.of(Fallback)[0].answer == "4015985"
 
 
+def test_the_fallback_is_shown_the_models_code_not_its_prose() -> None:
+    # recorded (RULER niah_single_2 at 8K, instance 0, resumed on 604880f with repeat_asks=1): turn 1 said the number
+    # "is 4" (the preview's "at least 4 of these 5 mistakes"), turn 4's code printed the needle's number; the
+    # fallback, shown its own turn-1 sentence, answered "... is 4."
+    guess = "The special magic number for furtive-donation mentioned in the provided text is 4."
+    look = code("text = inputs['text']\nprint(text[:60])")
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if "Do not write code" in str(messages[-1]["content"]):
+            said = "\n".join(str(m["content"]) for m in messages)
+            return "4" if " is 4." in said else re.findall(r"\b\d{7}\b", said)[-1]
+        return [guess, look, FIND, look][min(3, sum(1 for m in messages if m["role"] == "assistant"))]
+
+    root = ScriptedLM(reply, name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
+        "What is the special magic number for furtive-donation?", text=haystack())
+    assert result.status == "fallback" and result.answer == "4015985"
+    request = root.requests[-1]
+    assert guess not in str(request) and [m["role"] for m in request].count("assistant") == 2
+    assert request[-5]["content"] == look and "i = text.find" in str(request[-3]["content"])
+
+
 def test_the_fallback_is_shown_a_short_output_whole() -> None:
     # recorded (RULER cwe at 32K, instance 1, on 8a944dc): turn 1's count printed a header and the ten words
     # (190 characters); the fallback was shown its last six lines and answered those six words (0.6)
