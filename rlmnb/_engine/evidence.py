@@ -46,7 +46,7 @@ from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
 
 __all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
            "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
-           "copied_from", "echoes_question", "found_in", "held_by", "holding_excerpt", "last_lines",
+           "copied_from", "echoes_question", "found_before", "found_in", "held_by", "holding_excerpt", "last_lines",
            "latest_other", "listed_items", "output_tails", "output_text", "partly_holds",
            "prints_own_text", "prints_positions", "prose_answer", "question_mentions", "question_names", "restated",
            "same_words", "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at",
@@ -350,6 +350,15 @@ def _sub_replies(trajectory: Trajectory, run_id: str) -> list[str]:
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
     """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
     return [*seen, *(step.text for step in _finding_steps(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
+
+
+def found_before(prose: str, turn: int, steps: Sequence[Step], *, question: str) -> bool:
+    """Whether `prose`, said at `turn`, states what the outputs of earlier steps held (`held_by` over the output of
+    every step before `turn` that shows values): a statement of a finding, not a guess made before the output that
+    holds it. Recorded (RULER niah_single_2 at 8K): turn 1 said the number "is 4", from the input summary's preview;
+    turn 2 printed the text's head, which holds that "4"; it was a guess all the same."""
+    outputs = "\n".join(s.text for s in _findings(steps) if s.turn < turn)
+    return bool(outputs) and held_by(prose, outputs, question=question) is True
 
 
 def _finding_steps(trajectory: Trajectory, run_id: str) -> list[Step]:

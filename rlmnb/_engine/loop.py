@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
+from collections.abc import Collection
 from typing import Any
 
-from rlmnb._engine.evidence import output_tails, steps_of
+from rlmnb._engine.evidence import ECHOED, NOT_HELD, found_before, output_tails, steps_of
 from rlmnb._engine.replies import extract_code, final_call, split_reasoning
 from rlmnb._engine.turn import Outcome, RunContext, Stall, out_of_budget, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
@@ -94,13 +95,15 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
 
     The request ends with the end of every distinct output the run's code really printed (bounded), so the
     answer comes from evidence rather than from the model's own prose; the model's replies in it are cut to their
-    code (`code_only`); the conversation is trimmed first to leave room for it.
+    code, statements of what earlier output held aside (`code_only`), and the reading's answers it marked as none
+    are left out (`unmarked`); the conversation is trimmed first to leave room for it.
     """
     limits = ctx.run_limits()
-    tails = output_tails(steps_of(ctx.bus.trajectory, ctx.scope.run_id),
-                         total=max(400, min(4000, limits.output_chars // 2)))
-    if ctx.reading is not None:  # the sub-model's reading is real output too
-        tails.insert(0, f"The first reading answered:\n{ctx.reading.answers_text}")
+    steps = steps_of(ctx.bus.trajectory, ctx.scope.run_id)
+    tails = output_tails(steps, total=max(400, min(4000, limits.output_chars // 2)))
+    answered = unmarked(ctx.reading.answers_text) if ctx.reading is not None else ""
+    if answered:  # the sub-model's reading is real output too; an answer it marked as none is left out
+        tails.insert(0, f"The first reading answered:\n{answered}")
     printed = render("fallback_outputs", outputs="\n\n".join(tails)) if tails else ""
     if stall is None:
         why = render("fallback_turns", max_iterations=ctx.config.max_iterations)
@@ -117,7 +120,9 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     if dropped:
         ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped, tokens_before=before,
                      tokens_after=ctx.conversation.tokens())
-    messages = code_only(ctx.conversation.messages())
+    found = {r.reply for r in ctx.conversation.turns
+             if extract_code(r.reply).code is None and found_before(r.reply, r.turn, steps, question=ctx.question)}
+    messages = code_only(ctx.conversation.messages(), keep=found)
     messages.append({"role": "user", "content": prompt})
     try:
         completion, _ = await root_call(ctx, messages, purpose="fallback")
@@ -131,22 +136,34 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     return Outcome("fallback", answer, reason)
 
 
-def code_only(messages: list[Message]) -> list[Message]:
-    """`messages` with each of the model's replies cut to its code, and a reply without code left out: what the
-    fallback answers from is what the code printed, not what the model said. Recorded (RULER niah_single_2 at 8K,
-    Qwen2.5-Coder 1.5B, resumed on 604880f with one ask): turn 1 said the number "is 4" (the preview's "at least 4
-    of these 5 mistakes"), turn 4's code printed the needle's 7067228, which the first reading had also said; shown
-    its own turn-1 sentence, the fallback answered "... is 4." A small model copies its own replies."""
+def code_only(messages: list[Message], *, keep: Collection[str] = ()) -> list[Message]:
+    """`messages` with each of the model's replies cut to its code, and a reply without code left out unless it is
+    in `keep` (the fallback keeps statements of what earlier output held, `evidence.found_before`): what the
+    fallback answers from is what the code printed and what the model said about it, not its guesses.
+
+    Recorded (Qwen2.5-Coder 1.5B, RULER, resumed on 604880f-70a5c5a): niah_single_2 at 8K, turn 1 said the number
+    "is 4" (the preview's "at least 4 of these 5 mistakes") and turn 4's code printed the needle's 7067228, which the
+    first reading had said too; shown its own turn-1 sentence, the fallback answered "... is 4.", and with its prose
+    left out, 7067228. cwe at 32K (instance 0): with every reply without code left out, the fallback lost turn 4's
+    statement of its count and answered the question's worked example."""
     out: list[Message] = []
     for message in messages:
         content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, str):
+        if message.get("role") == "assistant" and isinstance(content, str) and content not in keep:
             code = extract_code(content).code
             if code is None:
                 continue
             message = {**message, "content": f"```python\n{code}\n```"}
         out.append(message)
     return out
+
+
+def unmarked(answers: str) -> str:
+    """A reading's answer lines without those it marked as no answer (not in the part's text, the question's own
+    words): recorded (RULER cwe at 32K), the fallback, shown the reading's marked worked-example line first,
+    answered with it."""
+    marks = (f"[{NOT_HELD}]", f"[{ECHOED}]")
+    return "\n".join(line for line in answers.splitlines() if not any(m in line for m in marks))
 
 
 def final_text(text: str) -> Any:

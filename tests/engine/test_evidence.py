@@ -16,6 +16,7 @@ from rlmnb import RLM
 from rlmnb._engine.evidence import (
     Step,
     answer_strings,
+    found_before,
     found_in,
     held_by,
     holding_excerpt,
@@ -504,6 +505,19 @@ def test_the_fallback_is_shown_the_models_code_not_its_prose() -> None:
     request = root.requests[-1]
     assert guess not in str(request) and [m["role"] for m in request].count("assistant") == 2
     assert request[-5]["content"] == look and "i = text.find" in str(request[-3]["content"])
+
+
+def test_a_statement_counts_as_found_only_after_the_output_that_holds_it() -> None:
+    head = Step(2, "print(text[:500])", "April 2012 ... at least 4 of these 5 mistakes")
+    needle = Step(4, "print(re.findall(...))", "7067228")
+    q = "What is the special magic number for tangy-midnight mentioned in the provided text?"
+    guess = "The special magic number for tangy-midnight mentioned in the provided text is 4."
+    assert not found_before(guess, 1, [head, needle], question=q)  # said before the output that holds the 4
+    assert found_before(guess, 3, [head, needle], question=q)
+    assert found_before("It is 7067228.", 5, [head, needle], question=q)
+    assert not found_before("It is 7067228.", 4, [head, needle], question=q)
+    positions = Step(4, "print(text.find('tangy'))", "7067228")
+    assert not found_before("It is 7067228.", 5, [positions], question=q)  # a position shows no value
 
 
 def test_the_fallback_is_shown_a_short_output_whole() -> None:

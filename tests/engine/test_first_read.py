@@ -174,6 +174,30 @@ def test_parts_answering_with_the_questions_worked_example_are_no_answer_to_rest
     assert len(sub.requests) == 3 and "part 3 of 3" in reading and "Only part 1" not in reading
 
 
+def test_the_fallback_keeps_a_statement_of_a_count_and_leaves_out_guesses_and_marked_answers() -> None:
+    # recorded (RULER cwe at 32K, instance 0, resumed on 70a5c5a): the reading's part 1 answered the worked example
+    # (marked); turn 2 stated the worked example in prose, turn 3 counted with code, turn 4 stated the count, turn 5
+    # sent turn 3's code again after two asks; the fallback, shown the marked reading line first and none of the
+    # prose, answered the worked example. A statement of what earlier output held is kept, a guess is not
+    question, text = _word_list_task(3000)
+    example = "The top 5 words that appear most often in the list are: ketchup, fresh, dreamer, adult, server."
+    count = code("from collections import Counter\nimport re\n"
+                 "print(Counter(re.findall(r'[a-z]+', inputs['text'])).most_common(5))")
+    stated = "The top 5 words that appear most often in the list are: census, balloon, federation, treatment, weapon."
+    look = code("print(inputs['text'][:80])")
+    root = ScriptedLM([look, example, count, stated, count, count, count, "census"], name="root",
+                      context_window=16_384, max_output_tokens=400)
+    sub = ScriptedLM(lambda messages: "ketchup, fresh, dreamer, adult, server", name="sub", context_window=8_192,
+                     max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    assert result.status == "fallback" and "repeated turn 3's" in result.reason
+    request = root.requests[-1]
+    said = "\n".join(str(m["content"]) for m in request if m["role"] == "assistant")
+    assert stated in said and example not in said  # said after the count printed it / before any output
+    last = str(request[-1]["content"])
+    assert "The first reading answered" not in last and "census" in last  # the marked line is left out
+
+
 def test_a_whole_text_answered_with_the_questions_worked_example_is_marked_and_no_answer_to_restate() -> None:
     # the same reading as above on a list that fits the sub-model's window, read whole: a whole text's answer is not
     # looked for in the text (it may be a count the text never states), but one copied from the question is marked
