@@ -52,7 +52,9 @@ Contract:
   (`evidence.echoes_question`: the question carries a worked example, or the model restated it), the other parts
   are not read, since they get the same prompt over the same kind of text; the opening says so and asks for code.
   Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B, both instances): all four parts answered the question's worked
-  example, ~13,000 tokens each. Otherwise the other parts go together.
+  example, ~13,000 tokens each. Otherwise the other parts go together. A text read whole is likewise read before
+  it is asked plainly, and not asked plainly when the reading echoes the question (recorded, cwe at 8K: both
+  prompts gave the worked example, ~10,600 tokens each).
 - The places, then the parts, go as `llm_query_batched`-style batches (group "first reading", turn 0) through the run's
   SubCaller: budgeted, cached, journaled, and on resume served from the journal like any sub-call, so the
   opening is rebuilt byte-identical.
@@ -199,14 +201,17 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     if plain:
         name, _, _, tokens, body = pieces[0]
         prompts.append(ask_plainly(question, body, tokens=tokens, name=name))
+    answers: list[str] = []
     try:
-        answers = await ctx.sub.query_batched(prompts[:1] if split else prompts, group="first reading")
-        if split and _echoed(answers[0], pieces[0][4], question):
+        answers = await ctx.sub.query_batched(prompts[:1], group="first reading")
+        if _echoed(answers[0], pieces[0][4], question) and (split or plain):
             return _echo_stop(ctx, pieces, answers[0], question, named, named_calls)
-        if split and len(prompts) > 1:
+        if len(prompts) > 1:
             answers += await ctx.sub.query_batched(prompts[1:], group="first reading")
     except BudgetExhausted:
-        return None
+        if not plain or len(answers) != 1:
+            return None
+        plain = False  # the budget refused the plain asking: the reading alone
     if all(a.startswith("[error]") for a in answers):
         return None
     if plain:
@@ -231,11 +236,13 @@ def _echoed(answer: str, body: str, question: str) -> bool:
 
 def _echo_stop(ctx: RunContext, pieces: list[tuple[str, int, int, int, str]], answer: str, question: str,
                named: str, named_calls: int) -> str:
-    """The reading when the first part answered with the question's own words: that line, marked, and a note
-    that the other parts were not read (they get the same prompt over the same kind of text)."""
+    """The reading when the first part (or a whole text's reading) answered with the question's own words: that
+    line, marked, and a note that the other parts were not read, or the whole text not asked plainly (the same
+    text or the same kind of text, asked the same question)."""
     lines, _, marked = _part_lines(pieces[:1], [answer], question)
     rest = pieces[1:]
-    unread = render("first_read_echoed", parts=len(rest), tokens=f"{sum(p[3] for p in rest):,}")
+    unread = (render("first_read_echoed", parts=len(rest), tokens=f"{sum(p[3] for p in rest):,}") if rest else
+              load("first_read_echoed_whole"))
     message = render("first_read", how=load("first_read_how"), answers="\n".join(lines), calls=1 + named_calls,
                      named=named, parts=unread)
     ctx.reading = Reading(message, "\n".join(lines), (), marked=tuple(marked))
