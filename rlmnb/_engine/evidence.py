@@ -314,6 +314,11 @@ def _restates(answer: str, text: str) -> bool:
 _STATED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'")
 _LISTED = re.compile(r"^[ \t]*(?:[-*]|\d{1,3}[.)])[ \t]+([^\W_][\w-]{2,59})\b", re.M)
 """The first word of each list line ("- sermon: 30", "2. lapdog"): a listed term a statement states."""
+_LISTED_AFTER_COLON = re.compile(r":[ \t]*((?:[^\W\d_][\w-]{2,40}[ \t]*,[ \t]*)+(?:and[ \t]+)?[^\W\d_][\w-]{2,40})")
+"""A run of two or more single words after a colon, comma-separated ("are: sermon, lapdog, underground."): each
+word is a listed term. Recorded (RULER cwe at 8K, on 1704f9e): turn 1 counted the words and printed ten; turns 2
+and 4 said "The top 10 words that appear most often in the list are: sermon, lapdog, ..., laundry.", which stated
+no term the rule saw, so the second saying did not end the run."""
 
 
 def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen: Sequence[str] = (),
@@ -332,6 +337,8 @@ def states_shown_value(reply: str, *, trajectory: Trajectory, run_id: str, seen:
     values: list[Any] = [m.group(0) for m in _NUMBER.finditer(reply) if len(m.group(0).replace(",", "")) >= 2]
     values += [next(g for g in m.groups() if g) for m in _STATED.finditer(reply)]
     values += _LISTED.findall(reply)
+    values += [w for run in _LISTED_AFTER_COLON.findall(reply)
+               for w in re.split(r"[ \t]*,[ \t]*(?:and[ \t]+)?", run.strip())]
     if question:
         values = [v for v in values if not found_in(v, [question])]
     if not values:

@@ -550,9 +550,12 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
 
     Never on the last turn (sending it back there would end the run in the fallback), and at most once
     per run: the next submission is accepted whatever it is. With it, once each: a reading line the harness marked
-    made up (`_marked`), a copy of a text input (`_copied`) and an answer holding only some of the reading's
-    named-place answers (`_partial`).
+    made up (`_marked`) and an answer holding only some of the reading's named-place answers (`_partial`). A copy
+    of a text input (`_copied`) goes back every time, the last turn too.
     """
+    copied = _copied(ctx, result.answer)  # every time, the last turn too
+    if copied is not None:
+        return "copy", copied
     if not _may_send_back(ctx, "evidence"):
         return None
     if ctx.reading is not None and ctx.reading.values and says_nothing(result.answer):
@@ -561,9 +564,6 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     marked = _marked(ctx, result.answer)
     if marked is not None:
         return "marked", marked
-    copied = _copied(ctx, result.answer)
-    if copied is not None:
-        return "copy", copied
     partial = _partial(ctx, result.answer)
     if partial is not None:
         return "partial", partial
@@ -627,12 +627,14 @@ MAX_COPY_CHECK_CHARS = 50_000_000
 
 
 def _copied(ctx: RunContext, answer: Any) -> str | None:
-    """The note sending back, once per run, an answer that is a long verbatim copy of a text input, or None.
+    """The note sending back an answer that is a long verbatim copy of a text input, or None: every time, the last
+    turn too (the fallback answers from the outputs instead); the other guards send back once.
 
     Recorded (RULER vt at 32K, instance 1, Qwen2.5-Coder 1.5B): turn 3 ran `if "97939" in inputs["context"]:
     submit(inputs["context"])`, the whole 28,000-character text; a metric counting the references found in the
-    answer scored it 1.0. The input holds the answer; it is not one."""
-    if not _may_send_back(ctx, "copy"):
+    answer scored it 1.0. The input holds the answer; it is not one. Recorded (RULER cwe at 8K, instance 0, on
+    1704f9e): sent back once at turn 5, the same submission came again at turn 7 and was taken."""
+    if not ctx.config.evidence_check:
         return None
     # lazy: `copied_from` loads no input for a short answer
     texts = ((f.name, value) for f in ctx.extra.get("fields", ())
@@ -641,7 +643,6 @@ def _copied(ctx: RunContext, answer: Any) -> str | None:
     found = copied_from(answer, texts)
     if found is None:
         return None
-    ctx.sent_back.add("copy")
     return render("reject_copy", field=found[0], chars=f"{found[1]:,}")
 
 

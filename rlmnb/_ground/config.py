@@ -69,8 +69,9 @@ class RLMConfig:
     evidence_check: bool = True
     """Send a short submitted answer (a number or a few words) back once per run when the model typed it into
     its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
-    the next submission is accepted. Also once each: a long verbatim copy of a text input, and an answer holding only
-    some of the first reading's named-place answers. Costs one extra turn when it fires; never on the last turn."""
+    the next submission is accepted. Also once each: an answer holding only some of the first reading's named
+    answers, and one quoting a reading's answer marked as none; and every time, a long verbatim copy of a text
+    input. Costs one extra turn when it fires; never on the last turn, but for the copy."""
     repeat_asks: int = 2
     """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the

@@ -233,6 +233,13 @@ def test_the_same_statement_of_shown_values_said_again_after_a_code_step_is_the_
     root = ScriptedLM([count, said, check, said, code("submit(['1.', '2.'])")], name="root")
     result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(asked, text=text)
     assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
+    # the same with the words in one comma-separated line (recorded, RULER cwe at 8K instance 0, on 1704f9e: turns 2
+    # and 4 said "... are: sermon, lapdog, underground, ..." after turn 1's count printed the ten)
+    inline = "The top 2 words that appear most often in the list are: census, wind."
+    root = ScriptedLM([count, inline, check, inline, code("submit(['1.', '2.'])")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+        "What are the 2 most common words in the above list?", text=text)
+    assert result.status == "submitted" and result.answer == inline and len(root.requests) == 4
     # another statement between the two is no repeat: the later one is the model's latest, said once
     other = "The most common word is `wind`: 19."
     root = ScriptedLM([count, said, other, said, code("submit('census')")], name="root")

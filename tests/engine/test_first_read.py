@@ -410,20 +410,24 @@ def test_an_answer_holding_all_or_none_of_the_named_answers_is_not_sent_back() -
     assert partly_holds("1098919", FOUR[:1]) is None  # one place's answer: nothing left out
 
 
-def test_submitting_the_input_itself_goes_back_once() -> None:
+def test_submitting_the_input_itself_goes_back_every_time() -> None:
     # recorded (RULER vt at 32K, instance 1, on d6de7b0): turn 3 ran `if "97939" in inputs["context"]:
     # submit(inputs["context"])`; RULER's string_match_all, counting the references the answer holds, scored the
-    # 28,000-character text 1.0
+    # 28,000-character text 1.0. Recorded (RULER cwe at 8K, instance 0, on 1704f9e): sent back once at turn 5, the
+    # same submission came again at turn 7 and was taken (and scored 1.0 the same way)
     text = haystack(400)
     steps = [code("if '4015985' in inputs['text']:\n    submit(inputs['text'])"), code("submit(inputs['text'][100:3000])"),
              code("submit('4015985')")]
     result, root, _ = run(steps, text)
     rejected = result.trajectory.of(GuardRejected)
-    assert [r.guard for r in rejected] == ["copy"]
-    assert rejected[0].reason.startswith(f"submit() was not accepted yet: its value is {len(text.strip()):,} "
+    assert [r.guard for r in rejected] == ["copy", "copy"]
+    assert rejected[0].reason.startswith(f"submit() was not accepted: its value is {len(text.strip()):,} "
                                          "characters copied from `inputs[\"text\"]`, not an answer.")
-    # once per run: the next submission stands, even a copy (2,900 characters)
-    assert result.status == "submitted" and result.answer == text[100:3000] and len(root.requests) == 2
+    assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 3
+    # on the last turn too: the fallback answers instead
+    result, root, _ = run([code("submit(inputs['text'])"), "4015985"], text, max_iterations=1)
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["copy"]
+    assert result.status == "fallback" and result.answer == "4015985"
     short, _, _ = run([code("submit(inputs['text'][:1999])")], text)
     assert short.status == "submitted" and not short.trajectory.of(GuardRejected)  # shorter than COPY_CHARS
 
