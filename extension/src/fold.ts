@@ -397,7 +397,8 @@ export function fold(payload: unknown): Tree {
         tree.totals.rootCalls += 1;
         addUsage(e.usage ?? {});
         if (e.purpose && e.purpose !== 'turn') {
-          run(e).notes.push(`${e.purpose} reply: ${String(e.text ?? '').slice(0, 300)}`);
+          // a fallback's (or compaction's) reply: the run's answer and reason say what it gave, as in _fold.py
+          run(e);
           break;
         }
         const t = turn(e);
