@@ -206,6 +206,8 @@ class Reading:
     marked: tuple[tuple[str, str], ...] = ()  # (answer, mark): the answers marked `NOT_HELD` or `ECHOED`
     named_where: str = "where the input names what the question asks about (each place read alone)"
     """Where `named` came from, as the partial guard's note says it."""
+    twice: bool = False
+    """A whole text read with both prompts (the reading's and the plain asking's) gave the same one answer."""
 
 
 def answer_strings(answer: Any) -> list[str]:

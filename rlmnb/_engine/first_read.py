@@ -223,8 +223,9 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
                      calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
     items = () if split else listed_items(values, "\n".join(text for _, text in texts), question=question)
+    twice = plain and len(lines) == 1 and " whole, read twice (" in lines[0] and len(values) == 1
     ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked),
-                          named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS)
+                          named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS, twice=twice)
     return message
 
 

@@ -33,6 +33,7 @@ from rlmnb._engine.evidence import (
     answer_strings,
     boxed_answer,
     copied_from,
+    held_by,
     last_lines,
     latest_other,
     partly_holds,
@@ -550,8 +551,9 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
 
     Never on the last turn (sending it back there would end the run in the fallback), and at most once
     per run: the next submission is accepted whatever it is. With it, once each: a reading line the harness marked
-    made up (`_marked`) and an answer holding only some of the reading's named-place answers (`_partial`). A copy
-    of a text input (`_copied`) goes back every time, the last turn too.
+    made up (`_marked`), an answer without the one answer a whole text gave read twice (`_contradicts_reading`) and
+    an answer holding only some of the reading's named-place answers (`_partial`). A copy of a text input
+    (`_copied`) goes back every time, the last turn too.
     """
     copied = _copied(ctx, result.answer)  # every time, the last turn too
     if copied is not None:
@@ -564,6 +566,9 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     marked = _marked(ctx, result.answer)
     if marked is not None:
         return "marked", marked
+    contradicted = _contradicts_reading(ctx, result.answer)
+    if contradicted is not None:
+        return "reading", contradicted
     partial = _partial(ctx, result.answer)
     if partial is not None:
         return "partial", partial
@@ -573,6 +578,22 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
         return None
     ctx.sent_back.add("evidence")
     return "evidence", render("reject_evidence", value=repr(found.value), turn=found.typed_turn)
+
+
+def _contradicts_reading(ctx: RunContext, answer: Any) -> str | None:
+    """The note sending back, once per run, an answer that does not hold the one answer a whole text gave read with
+    both prompts (`Reading.twice`), or None. Recorded (RULER niah_single_2 at 8K, instance 0, on 879f369): both
+    readings said "7067228"; the root counted the word "regrets" in the text, printed "The special magic number ...
+    is: 4" and submitted the count; a value the code computed passes the evidence check. The next submission is
+    taken, whatever it is: the code may have shown the reading wrong."""
+    reading = ctx.reading
+    if reading is None or not reading.twice or len(reading.values) != 1 or not _may_send_back(ctx, "reading"):
+        return None
+    said = " ".join(str(a) for a in answer) if isinstance(answer, list | tuple) else str(answer)
+    if held_by(reading.values[0], said, question=ctx.question) is not False:
+        return None
+    ctx.sent_back.add("reading")
+    return render("reject_reading", value=clip(repr(answer), 200), reading=reading.values[0])
 
 
 def _may_send_back(ctx: RunContext, guard: str) -> bool:

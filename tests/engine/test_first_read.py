@@ -428,8 +428,8 @@ def test_submitting_the_input_itself_goes_back_every_time() -> None:
     result, root, _ = run([code("submit(inputs['text'])"), "4015985"], text, max_iterations=1)
     assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["copy"]
     assert result.status == "fallback" and result.answer == "4015985"
-    short, _, _ = run([code("submit(inputs['text'][:1999])")], text)
-    assert short.status == "submitted" and not short.trajectory.of(GuardRejected)  # shorter than COPY_CHARS
+    short, _, _ = run([code("submit(inputs['text'][:1999])")] * 2, text)  # the first goes back: no reading's answer
+    assert short.status == "submitted" and "copy" not in [g.guard for g in short.trajectory.of(GuardRejected)]
 
 
 def test_a_part_that_says_it_found_nothing_is_shown_as_it_said_and_is_no_answer() -> None:
@@ -689,3 +689,34 @@ def test_a_run_out_of_time_after_its_reading_answers_with_the_reading_when_its_a
     # readings that disagree give no answer
     result, root, sub = run([code("submit('never')")], haystack(200), sub_model=slow("1234567"), max_time=1.2)
     assert result.status == "budget_exhausted" and result.answer is None and not root.requests
+
+
+def test_an_answer_without_the_answer_a_text_read_twice_gave_goes_back_once() -> None:
+    # recorded (RULER niah_single_2 at 8K, instance 0, on 879f369): both readings said "7067228"; turn 1 guessed "is 4"
+    # from the preview, turn 3 counted the word "regrets" and printed "... is: 4", turn 4 submitted that count, which
+    # the evidence check lets through (the code computed it)
+    guess = "The special magic number for furtive-donation is 4."
+    count = code("import re\nspecial_magic_number = len(re.findall(r'\\bgreen\\b', inputs['text'][:300]))\n"
+                 "print(f'The special magic number for furtive-donation is: {special_magic_number}')")
+    steps = [guess, count, code("submit(special_magic_number)"), code("submit('4015985')")]
+    result, root, _ = run(steps, haystack(200))
+    rejected = result.trajectory.of(GuardRejected)
+    assert [r.guard for r in rejected] == ["reading"]
+    assert rejected[0].reason.startswith("submit() was not accepted yet: the first reading read the whole text twice, "
+                                         "with two different prompts, and both times answered `4015985`; your "
+                                         "answer 4 does not hold it.")
+    assert result.status == "submitted" and result.answer == "4015985"
+    # once per run: sent again, the code's answer stands (it may have shown the reading wrong)
+    result, _, _ = run([count, code("submit(special_magic_number)"), code("submit(special_magic_number)")],
+                       haystack(200))
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["reading"] and result.answer == 4
+    # an answer holding the reading's, or readings that disagree, are not sent back
+    result, _, _ = run([code("submit('4015985')")], haystack(200))
+    assert not result.trajectory.of(GuardRejected) and result.status == "submitted"
+    plain = parts_then_passages(lambda part: "4015985" if NEEDLE in part else "None", places=False)
+    differ = lambda messages: "1234567" if "Answer the question" in str(messages[-1]["content"]) else plain(messages)  # noqa: E731
+    root = ScriptedLM([count, code("submit(special_magic_number)")], name="root", context_window=16_384,
+                      max_output_tokens=400)
+    sub = ScriptedLM(differ, name="sub", context_window=16_384, max_output_tokens=120)
+    result = RLM(root, sub, sandbox="local").run(QUESTION, text=haystack(200))
+    assert not result.trajectory.of(GuardRejected) and result.answer == 4
