@@ -21,6 +21,9 @@ Entry points:
   when the run's first reading found an answer.
 - `prints_own_text(code)`: a step that only prints literals written in its code (it read no data);
   `prints_positions(code)`: one that prints only where things are (offsets are not values; not evidence).
+- `asks_only_the_question(prompt, ...)`: a sub-call prompt that carries nothing to read (the question again);
+  `guessed_by_sub_call(answer, ...)`: the turn of such a call whose reply an answer came from, when nothing shown
+  before held it; `bare_sub_calls(...)`: how many a turn made (its output gets a note).
 - `unevidenced(answer, ...)`: where a short submitted answer came from when the model typed it into its
   code and no output printed before that, no sub-call reply and no opening text (question, InputsSummary)
   contains it; None when the answer is evidenced, computed, or not short.
@@ -42,11 +45,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, Trajectory
+from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, SubCallStarted, Trajectory
 
-__all__ = ["COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
-           "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "boxed_answer",
-           "copied_from", "echoes_question", "found_before", "found_in", "held_by", "holding_excerpt", "last_lines",
+__all__ = ["ASKING_WORDS", "BARE_PROMPT_CHARS", "COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
+           "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "asks_only_the_question", "bare_sub_calls", "boxed_answer",
+           "copied_from", "echoes_question", "found_before", "found_in", "guessed_by_sub_call", "held_by", "holding_excerpt", "last_lines",
            "latest_other", "listed_items", "output_tails", "output_text", "partly_holds",
            "prints_own_text", "prints_positions", "prose_answer", "question_mentions", "question_names", "restated",
            "same_words", "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at",
@@ -377,6 +380,60 @@ def _finding_steps(trajectory: Trajectory, run_id: str) -> list[Step]:
 
 def _findings(steps: Iterable[Step]) -> list[Step]:
     return [step for step in steps if not prints_positions(step.code)]
+
+
+# ---- sub-calls given nothing to read ---------------------------------------------------------------
+ASKING_WORDS = frozenset({
+    "what", "which", "where", "when", "whose", "answer", "answers", "asked", "asking", "based", "context", "data",
+    "document", "documents", "find", "from", "given", "give", "input", "inputs", "mentioned", "please", "provided",
+    "question", "read", "reading", "reread", "return", "says", "show", "tell", "text", "texts", "that", "this",
+    "there", "these", "those", "with", "within", "about", "again", "only"})
+"""Words of four or more letters a prompt may add to the question and still carry nothing to read
+(`asks_only_the_question`)."""
+BARE_PROMPT_CHARS = 2000
+"""Longest sub-call prompt `asks_only_the_question` reads; a longer one carries something to read."""
+
+
+def asks_only_the_question(prompt: str, prompt_chars: int, question: str) -> bool:
+    """Whether a sub-call's prompt is the question again with nothing to read: it uses the question's words (at
+    least `ECHO_WORDS` of its four-letter words outside `ASKING_WORDS`, or all of them when it has fewer), and has
+    no number the question does not give and no such word beyond the question's and `ASKING_WORDS`. A sub-model
+    sees only its prompt, so its reply to the question alone is a guess, not a reading. `prompt_chars` is the whole prompt's length (events keep a
+    clipped prompt). Recorded (RULER niah_single_2 at 8K, Qwen2.5-Coder 1.5B, on d92f852): sent back by guard
+    `reading`, the root ran `llm_query("What is the special magic number for tangy-midnight mentioned in the
+    provided text?")`, printed the reply's "12" and submitted it."""
+    if not question.strip() or prompt_chars > min(len(prompt), BARE_PROMPT_CHARS):
+        return False
+    numbers, words = _stated(prompt, question)
+    if numbers or any(w not in ASKING_WORDS for w in words):
+        return False
+    asked = set(_long_words(question)) - ASKING_WORDS
+    return len(asked.intersection(_long_words(prompt))) >= min(ECHO_WORDS, len(asked)) > 0
+
+
+def guessed_by_sub_call(answer: Any, *, trajectory: Trajectory, run_id: str, question: str,
+                        opening: Sequence[str]) -> int | None:
+    """The turn of the run's first sub-call given only the question (`asks_only_the_question`) whose reply holds a
+    short `answer`, when nothing shown before that turn (the opening, earlier outputs, other sub-calls' replies)
+    held it; else None. The answer is then the sub-model's guess, however the code passed it on."""
+    if not short_answer(answer):
+        return None
+    bare = {e.call_id: e.turn for e in trajectory.of(SubCallStarted)
+            if e.run_id == run_id and asks_only_the_question(e.prompt, e.prompt_chars, question)}
+    replies = [e for e in trajectory.of(SubCallFinished) if e.run_id == run_id and e.reply]
+    turns = [bare[e.call_id] for e in replies if e.call_id in bare and found_in(answer, [e.reply or ""])]
+    if not turns:
+        return None
+    turn = min(turns)
+    before = [*opening, *(s.text for s in _finding_steps(trajectory, run_id) if s.turn < turn),
+              *(e.reply or "" for e in replies if e.call_id not in bare)]
+    return None if found_in(answer, before) else turn
+
+
+def bare_sub_calls(trajectory: Trajectory, run_id: str, turn: int, question: str) -> int:
+    """How many of the run's sub-calls at `turn` were given only the question (`asks_only_the_question`)."""
+    return sum(1 for e in trajectory.of(SubCallStarted) if e.run_id == run_id and e.turn == turn
+               and asks_only_the_question(e.prompt, e.prompt_chars, question))
 
 
 # ---- the evidence check ---------------------------------------------------------------------------

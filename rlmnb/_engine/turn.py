@@ -31,8 +31,10 @@ from rlmnb._engine.evidence import (
     RESTATE_CHARS,
     Reading,
     answer_strings,
+    bare_sub_calls,
     boxed_answer,
     copied_from,
+    guessed_by_sub_call,
     held_by,
     last_lines,
     latest_other,
@@ -179,14 +181,14 @@ async def root_call(ctx: RunContext, messages: list[Message], *, purpose: str, r
     where the provider takes them, so generation ends where the model starts writing output itself.
     `retry_empty` marks the reply's event when the caller will ask again because it is empty; `on_repeat` is the
     note it gets when it repeats an earlier turn (`_repeated`: "repeat_reasked", or "repeat_ended" when the run's
-    asks are used up); `sampling` goes to the model (a re-ask's temperature). `cache_marks=False`
+    asks are used up); `sampling` goes to the model (a re-ask's temperature and seed). `cache_marks=False`
     sends a one-off request (a re-ask's prefix is read by no later call) without prompt-cache marks.
     """
     tokens, cost = ctx.budget.estimate(ctx.root_lm, sum(len(str(m.get("content") or "")) for m in messages) // 4)
     reservation = ctx.budget.reserve(ctx.scope.run_id, 1, charged=ctx.scope.depth > 0, est_tokens=tokens,
                                      est_cost=cost)
     params: dict[str, Any] = dict(sampling)
-    if purpose == "turn" and await _supports_stop(ctx):
+    if purpose == "turn" and await _supports(ctx, "stop"):
         params["stop"] = list(STOP_SEQUENCES)
     started = time.perf_counter()
     try:
@@ -224,11 +226,13 @@ def cache_marked(ctx: RunContext, messages: list[Message]) -> list[Message]:
     return mark_prefix(messages, 1 + len(ctx.conversation.opening))
 
 
-async def _supports_stop(ctx: RunContext) -> bool:
-    """Whether the root model takes stop sequences (asked once per run, off the event loop)."""
-    if "supports_stop" not in ctx.extra:
-        ctx.extra["supports_stop"] = bool(await asyncio.to_thread(getattr, ctx.root_lm, "supports_stop", False))
-    return bool(ctx.extra["supports_stop"])
+async def _supports(ctx: RunContext, param: str) -> bool:
+    """Whether the root model takes `param` ("stop", "seed"): its `supports_<param>`, asked once per run, off the
+    event loop (a LiteLLM imports litellm to answer)."""
+    key = f"supports_{param}"
+    if key not in ctx.extra:
+        ctx.extra[key] = bool(await asyncio.to_thread(getattr, ctx.root_lm, key, False))
+    return bool(ctx.extra[key])
 
 
 async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
@@ -272,11 +276,12 @@ async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
                 ask = render("repeat_prose_ask", turn=earlier) + _reading_listed(ctx)
                 retry = _reask_request(messages, ctx.repeats.ran_codes(), ask)
             completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False,
-                                               on_repeat=_repeat_note(ctx), **_reask_sampling(ctx))
+                                               on_repeat=_repeat_note(ctx), **await _reask_sampling(ctx))
         if step.code is None and (partial := _partial_prose(ctx, step)) is not None:  # asked once, as above
             ctx.bus.emit(GuardRejected, ctx.scope, turn=turn, guard="partial", reason=partial)
             retry = _reask_request(messages, ctx.repeats.ran_codes(), partial)
-            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False, **_reask_sampling(ctx))
+            completion, step = await root_call(ctx, retry, purpose="turn", cache_marks=False,
+                                               **await _reask_sampling(ctx))
     except BudgetExhausted as exc:
         return out_of_budget(ctx, exc, str(exc))
     reply = step.kept or EMPTY_KEPT
@@ -330,7 +335,8 @@ async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
     repeat_of = ctx.repeats.check(turn, step.code, shown, clean=clean, submitted=result.submitted)
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
-                extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _same_error(ctx, step.code, result, stalled)
+                extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _bare_calls(ctx, turn)
+                + _same_error(ctx, step.code, result, stalled)
                 + _reading_again(ctx, stalled),
                 nudge=outcome is None, repeat_of=stalled,
                 latest=_latest_other(ctx, stalled) if stalled is not None else None)
@@ -371,8 +377,12 @@ def _prose_answer(ctx: RunContext, text: str) -> str | None:
         if answer is not None:
             return answer
     trajectory, run_id, seen = ctx.bus.trajectory, ctx.scope.run_id, _reading(ctx)
-    return (prose_answer(text, trajectory=trajectory, run_id=run_id, seen=seen)
-            or boxed_answer(text, trajectory=trajectory, run_id=run_id, seen=seen))
+    answer = (prose_answer(text, trajectory=trajectory, run_id=run_id, seen=seen)
+              or boxed_answer(text, trajectory=trajectory, run_id=run_id, seen=seen))
+    if answer is not None and guessed_by_sub_call(answer, trajectory=trajectory, run_id=run_id, question=ctx.question,
+                                                  opening=ctx.conversation.given()) is not None:
+        return None  # a sub-model's guess (`_guessed`) is no value real output showed
+    return answer
 
 
 def _stated_again(ctx: RunContext, turn: int, text: str) -> bool:
@@ -516,13 +526,21 @@ REASK_TEMPERATURE = 0.7
 request prefix gives the same reply."""
 
 
-def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
+async def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
     """Sampling for the re-ask: a higher temperature only where the model was given a temperature (a model built
-    without one may refuse the parameter, as reasoning models do)."""
+    without one may refuse the parameter, as reasoning models do), with a seed where the provider takes one, so
+    a re-run of the same run samples the same re-asks (the seed is the re-ask's number in the run).
+
+    Recorded (RULER at 8K, Qwen2.5-Coder 1.5B on llama.cpp, unseeded): on a rerun, four of twelve instances'
+    re-asks went somewhere new and each scored a whole point apart from its last run; unseeded, a run cannot be
+    repeated to tell a change to the harness from the sampling."""
     temperature = getattr(ctx.root_lm, "temperature", None)
-    if isinstance(temperature, int | float) and not isinstance(temperature, bool) and temperature < REASK_TEMPERATURE:
-        return {"temperature": REASK_TEMPERATURE}
-    return {}
+    if not (isinstance(temperature, int | float) and not isinstance(temperature, bool)
+            and temperature < REASK_TEMPERATURE):
+        return {}
+    if await _supports(ctx, "seed"):
+        return {"temperature": REASK_TEMPERATURE, "seed": ctx.repeats.asked + len(ctx.sent_back)}
+    return {"temperature": REASK_TEMPERATURE}
 
 
 def _typed_data(ctx: RunContext, code: str) -> list[str]:
@@ -569,6 +587,9 @@ def _evidence(ctx: RunContext, result: ExecResult, code: str) -> tuple[str, str]
     contradicted = _contradicts_reading(ctx, result.answer)
     if contradicted is not None:
         return "reading", contradicted
+    guessed = _guessed(ctx, result.answer)
+    if guessed is not None:
+        return "guessed", guessed
     partial = _partial(ctx, result.answer)
     if partial is not None:
         return "partial", partial
@@ -594,6 +615,27 @@ def _contradicts_reading(ctx: RunContext, answer: Any) -> str | None:
         return None
     ctx.sent_back.add("reading")
     return render("reject_reading", value=clip(repr(answer), 200), reading=reading.values[0])
+
+
+def _guessed(ctx: RunContext, answer: Any) -> str | None:
+    """The note sending back, once per run, an answer that came from a sub-call given only the question
+    (`evidence.guessed_by_sub_call`), or None: the sub-model saw none of the input, so its reply is a guess,
+    whether the code typed it into `submit()` or passed it on. The next submission is taken, whatever it is."""
+    if not _may_send_back(ctx, "guessed"):
+        return None
+    turn = guessed_by_sub_call(answer, trajectory=ctx.bus.trajectory, run_id=ctx.scope.run_id, question=ctx.question,
+                               opening=ctx.conversation.given())
+    if turn is None:
+        return None
+    ctx.sent_back.add("guessed")
+    return render("reject_guessed", value=clip(repr(answer), 200), turn=turn)
+
+
+def _bare_calls(ctx: RunContext, turn: int) -> list[str]:
+    """The note for a step whose sub-calls were given only the question (`evidence.asks_only_the_question`): the
+    sub-model sees nothing but its prompt, so the reply is a guess; said where the model sees the reply."""
+    count = bare_sub_calls(ctx.bus.trajectory, ctx.scope.run_id, turn, ctx.question)
+    return ["[note] " + render("bare_sub_call", calls="call" if count == 1 else f"{count} calls")] if count else []
 
 
 def _may_send_back(ctx: RunContext, guard: str) -> bool:

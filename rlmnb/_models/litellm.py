@@ -11,7 +11,8 @@
   and a second copy would queue behind the first (`request_policy`). Requests to one server wait on our
   side for one of its `parallel` slots (default 1 for a server on this machine), so a request's timeout
   starts when the server can take it, not while it queues behind the others (`server_gate`).
-- Stop sequences are passed only where litellm says the provider supports them (`supports_stop`).
+- Stop sequences and a sampling seed are passed only where litellm says the provider supports them
+  (`supports_stop`, `supports_seed`).
 - Usage comes from the provider, else it is counted with tiktoken; cost comes from litellm's price
   map (None when the model has no price: unknown, not free). Give a model a price with
   `input_cost_per_token=` / `output_cost_per_token=` or with `litellm.register_model`
@@ -202,7 +203,7 @@ class LiteLLM:
         self._ready_lock = threading.Lock()
         self._provider = ""
         self._rng = random.Random()
-        self._supports_stop: bool | None = None
+        self._supported: frozenset[str] | None = None
         self.vision = vision  # None: litellm's model info decides (supports_images)
         self.transport = choose_transport(self.name, self.kwargs.get("api_base"), transport, self.kwargs)
         self._lane = OpenAILane(self.name, self.kwargs, self.key_env_var()) if self.transport == "direct" else None
@@ -237,14 +238,23 @@ class LiteLLM:
     @property
     def supports_stop(self) -> bool:
         """Whether the provider takes stop sequences (litellm's supported parameters; imports litellm)."""
-        if self._supports_stop is None:
+        return "stop" in self._supported_params()
+
+    @property
+    def supports_seed(self) -> bool:
+        """Whether the provider takes a sampling `seed` (litellm's supported parameters; imports litellm)."""
+        return "seed" in self._supported_params()
+
+    def _supported_params(self) -> frozenset[str]:
+        """The OpenAI parameters litellm says the provider takes, read once (empty when litellm cannot say)."""
+        if self._supported is None:
             self._prepare()
             try:
                 params = _litellm.get_supported_openai_params(model=self.name, custom_llm_provider=self._provider)
             except Exception:
                 params = None
-            self._supports_stop = bool(params) and "stop" in params
-        return self._supports_stop
+            self._supported = frozenset(params or ())
+        return self._supported
 
     def supports_images(self) -> bool | None:
         """Whether the model reads images: `vision=` when given, else litellm's model info (supports_vision);

@@ -31,7 +31,7 @@ class ScriptedLM:
     `vision` says whether it takes images (llm_query(images=...)); its responder sees the image parts."""
 
     def __init__(self, replies: Sequence[str | Completion] | Responder, *, name: str = "scripted",
-                 latency: float = 0.0, count_usage: bool = True, supports_stop: bool = False,
+                 latency: float = 0.0, count_usage: bool = True, supports_stop: bool = False, supports_seed: bool = False,
                  context_window: int | None = None, max_output_tokens: int | None = None,
                  vision: bool = True) -> None:
         if callable(replies):
@@ -47,11 +47,12 @@ class ScriptedLM:
         self.latency = latency
         self.count_usage = count_usage
         self.supports_stop = supports_stop
+        self.supports_seed = supports_seed
         self.context_window = context_window
         self.max_output_tokens = max_output_tokens
         self.requests: list[list[Message]] = []
         self.request_params: list[dict[str, Any]] = []
-        """The keyword parameters of each request (stop sequences, a re-ask's temperature), in order."""
+        """The keyword parameters of each request (stop sequences, a re-ask's temperature and seed), in order."""
         self._lock = threading.Lock()
         self._served = 0
 

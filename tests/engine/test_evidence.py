@@ -16,6 +16,7 @@ from rlmnb import RLM
 from rlmnb._engine.evidence import (
     Step,
     answer_strings,
+    asks_only_the_question,
     found_before,
     found_in,
     held_by,
@@ -138,7 +139,7 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     # recorded (RULER vt, cwe and niah_multivalue at 8k): the root sent the system prompt's example step on seven
     # turns in a row; the stall note after each run changed nothing (the model copies its own last reply)
     look = "i = data.find('special magic number')\nprint(data[i - 40:i + 60])"
-    root = ScriptedLM([EXAMPLE, EXAMPLE, code(look), code("submit(4015985)")], name="root")
+    root = ScriptedLM([EXAMPLE, EXAMPLE, code(look), code("submit(4015985)")], name="root", supports_seed=True)
     root.temperature = 0.0  # type: ignore[attr-defined]  # a model built with a temperature, as `rlmnb eval` does
     rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
@@ -158,6 +159,7 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     assert said.startswith(str(before[1]["content"])) and str(before[3]["content"]) in said  # opening, turn 1's output
     assert said.endswith("on the part of the data that holds the answer.")
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
+    assert [p.get("seed") for p in root.request_params] == [None, None, 1, None]  # seeded: a re-run samples the same
     # the turn keeps the reply that ran; the repeat and the re-ask are in no later request
     later = "\n".join(str(m["content"]) for m in root.requests[3][1:])  # after the system prompt
     assert "Do not send the code" not in later and later.count("print(str(data)[:500])") == 1
@@ -201,6 +203,7 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
                                              "`inputs[...]`. If a value shown so far answers the question, call "
                                              "`submit(value)` with it.")
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
+    assert all("seed" not in p for p in root.request_params)  # a model that takes no seed is sent none
     assert "['KNRWU']" in result.trajectory.of(CodeExecuted)[0].stdout
     assert result.status == "submitted" and result.answer == "KNRWU"
     # short prose said twice in a row is still the model's answer, not asked again (`_stated_again`)
@@ -914,3 +917,16 @@ def test_listed_items_are_numbers_and_capital_codes_the_text_holds_and_the_quest
     assert listed_items(["7975534, 8816912", "1,234", "JUP"], text, question=question) == ("7975534", "8816912")
     # ordinary words and short numbers are no items: a sentence is not a list
     assert listed_items(["from the 10th century", "The Grass Is Green"], text, question=question) == ()
+
+
+def test_a_sub_call_prompt_asks_only_the_question_when_it_adds_nothing_to_read() -> None:
+    q = "What is the special magic number for tangy-midnight mentioned in the provided text?"
+    recorded = "What is the special magic number for tangy-midnight mentioned in the provided text?"
+    assert asks_only_the_question(recorded, len(recorded), q)
+    assert asks_only_the_question("Re-read the text: what is the special magic number for tangy-midnight?", 70, q)
+    # anything to read: a number or a word the question lacks, a prompt cut in the event, or a long prompt
+    assert not asks_only_the_question(q + " The number 4015985 is in: the grass is green.", 200, q)
+    assert not asks_only_the_question("Is this ticket about billing? 'refund please'", 45, "Which areas get billing complaints?")
+    assert not asks_only_the_question(q, len(q) + 5000, q)
+    assert not asks_only_the_question(q, len(q), "")
+    assert not asks_only_the_question("hi", 2, "q") and not asks_only_the_question("hi", 2, "Say hi")  # not the question

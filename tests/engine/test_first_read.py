@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import code
+from sandbox_support import code, observations
 
 from rlmnb import RLM, RunResult
 from rlmnb._engine.evidence import restated
@@ -720,3 +720,39 @@ def test_an_answer_without_the_answer_a_text_read_twice_gave_goes_back_once() ->
     sub = ScriptedLM(differ, name="sub", context_window=16_384, max_output_tokens=120)
     result = RLM(root, sub, sandbox="local").run(QUESTION, text=haystack(200))
     assert not result.trajectory.of(GuardRejected) and result.answer == 4
+
+
+def test_an_answer_from_a_sub_call_given_only_the_question_goes_back_once() -> None:
+    # recorded (RULER niah_single_2 at 8K, instance 0, resumed on d92f852): sent back by guard `reading`, turn 5 ran
+    # llm_query() on the question reworded, with none of the text; the sub-model said "... is 12", the step printed
+    # it and turn 6 submitted 12, which the evidence check let through (a sub-call's reply counted as evidence)
+    def guessing(messages: list[Message]) -> str:
+        prompt = str(messages[-1]["content"])
+        return "The special magic number for furtive-donation is 12." if len(prompt) < 200 else reader(messages)
+
+    count = code("import re\nspecial_magic_number = len(re.findall(r'\\bgreen\\b', inputs['text'][:300]))\n"
+                 "print(f'The special magic number for furtive-donation is: {special_magic_number}')")
+    ask = code('new_prompt = "What is the special magic number for furtive-donation mentioned in the provided text?"\n'
+               "new_answer = llm_query(new_prompt)\nprint(f'The new answer from the re-read is: {new_answer}')")
+    steps = [count, code("submit(special_magic_number)"), ask, code("submit(12)"), code("submit('4015985')")]
+    result, root, _ = run(steps, haystack(200), sub_model=guessing)
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["reading", "guessed"]
+    assert "[note] This step's sub-model call had only the question in its prompt." in observations(root)[2]
+    assert result.trajectory.of(GuardRejected)[1].reason.startswith(
+        "submit(12) was not accepted yet: that value came from the sub-model call at turn 3, whose prompt held only "
+        "the question and none of the input")
+    assert result.status == "submitted" and result.answer == "4015985"
+    # without a reading (window unknown): computed, not typed, it goes back the same way; once per run, so sent
+    # again it is taken
+    steps = [ask, code("submit(int(new_answer.rstrip('.').split()[-1]))"), code("submit(12)")]
+    result, _, _ = run(steps, haystack(200), sub_model=guessing, window=None)
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["guessed"] and result.answer == 12
+    # stated in prose, it is no answer real output showed: the run goes on
+    find = code("i = inputs['text'].find('furtive-donation is')\nprint(inputs['text'][i:i + 40])")
+    result, _, _ = run([ask, "12", find, code("submit(4015985)")], haystack(200), sub_model=guessing, window=None)
+    assert result.answer == 4015985 and not result.trajectory.of(GuardRejected)
+    # a prompt carrying a part of the text is a reading, and its reply is evidence
+    read = code("new_answer = llm_query('What is the special magic number for furtive-donation? ' + "
+                "inputs['text'][-3000:])\nprint(new_answer)")
+    result, root, _ = run([read, code("submit(new_answer)")], haystack(200), sub_model=guessing, window=None)
+    assert not result.trajectory.of(GuardRejected) and "had only the question" not in observations(root)[0]

@@ -221,3 +221,21 @@ def test_rate_limits_inside_the_adapter_reach_the_limiter(fake_server_factory: A
 def test_plausible_usage_matches_what_the_adapter_reports(fake_server: Any) -> None:
     done = ask(fake_server.lm("fake-sub"))
     assert done.usage.input_tokens == plausible_tokens(MSGS[0]["content"]) + 4 + 2
+
+
+def test_a_seed_reaches_the_server_only_where_the_provider_takes_one(fake_server_factory: Any) -> None:
+    # the engine seeds a re-ask's sampling (`turn._reask_sampling`) only where `supports_seed` says so
+    server = fake_server_factory(record_bodies=True)
+    lm = server.lm("fake-sub", temperature=0)
+    assert lm.supports_seed and lm.supports_stop
+
+    async def once() -> Any:
+        try:
+            return await lm.acomplete(MSGS, temperature=0.7, seed=2)
+        finally:
+            await close_loop_clients()
+
+    asyncio.run(once())
+    body = server.bodies()[-1]
+    assert body["temperature"] == 0.7 and body["seed"] == 2
+    assert not LiteLLM("anthropic/claude-sonnet-4-5", api_key="x").supports_seed  # litellm: Anthropic takes none
