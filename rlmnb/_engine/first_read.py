@@ -217,22 +217,27 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     if plain:
         answers, asked = answers[:1], answers[1]
     lines, values, marked = _part_lines(pieces, answers, question)
+    twice = False
     if plain:
-        lines, values, marked = _with_plain(lines, values, marked, asked, pieces[0], question)
+        lines, values, marked, twice = _with_plain(lines, values, marked, asked, pieces[0], question)
     message = render("first_read", how=load("first_read_how"), answers="\n".join(lines),
                      calls=len(prompts) + named_calls, named=named,
                      parts=load("first_read_parts").rstrip("\n") if split else "")
     items = () if split else listed_items(values, "\n".join(text for _, text in texts), question=question)
-    twice = plain and len(lines) == 1 and " whole, read twice (" in lines[0] and len(values) == 1
     ctx.reading = Reading(message, "\n".join(lines), tuple(dict.fromkeys(values)), marked=tuple(marked),
-                          named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS, twice=twice)
+                          named=items if len(items) >= 2 else (), named_where=WHOLE_ITEMS,
+                          twice=twice and len(values) == 1)
     return message
+
+
+def _no_answer(answer: str) -> bool:
+    """Whether a sub-call's answer gives nothing: a failed call, NOT FOUND, or words saying nothing was found."""
+    return answer.startswith("[error]") or NOT_FOUND in answer or says_nothing(answer)
 
 
 def _echoed(answer: str, body: str, question: str) -> bool:
     """Whether a part's answer is only the question's own words (`evidence.echoes_question`): no reading of it."""
-    return (not answer.startswith("[error]") and NOT_FOUND not in answer and not says_nothing(answer)
-            and echoes_question(answer, body, question=question))
+    return not _no_answer(answer) and echoes_question(answer, body, question=question)
 
 
 def _echo_stop(ctx: RunContext, pieces: list[tuple[str, int, int, int, str]], answer: str, question: str,
@@ -258,7 +263,7 @@ def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str]
     for (name, part, of, tokens, body), answer in zip(pieces, answers, strict=True):
         where = f'`inputs["{name}"]`' + (f" part {part} of {of}" if of > 1 else " whole")
         said = clip(" ".join(answer.split()), ANSWER_CHARS)
-        empty = answer.startswith("[error]") or NOT_FOUND in answer or says_nothing(answer)
+        empty = _no_answer(answer)
         if empty:
             held = None
         elif of == 1:  # a whole text's answer may be a count it never states: only an echo of the question is checked
@@ -279,23 +284,22 @@ def _part_lines(pieces: list[tuple[str, int, int, int, str]], answers: list[str]
 
 def _with_plain(lines: list[str], values: list[str], marked: list[tuple[str, str]], asked: str,
                 piece: tuple[str, int, int, int, str],
-                question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+                question: str) -> tuple[list[str], list[str], list[tuple[str, str]], bool]:
     """`_part_lines`'s lines, values and marked answers with the plain asking's answer (`prompts/ask_plainly.md`)
-    added: one line saying both gave it when the two answers are the same words, else a second line (an echo of
-    the question marked)."""
+    added, and whether the two gave the same answer: then one line saying the text was read twice, else a second
+    line (an echo of the question marked)."""
     name, _, _, tokens, body = piece
     said = " ".join(asked.split())
     if asked.startswith("[error]") or not said:
-        return lines, values, marked
+        return lines, values, marked, False
     if values and same_words(said, values[0]):
-        return [lines[0].replace(" whole (", " whole, read twice (", 1)], values, marked
+        return [lines[0].replace(" whole (", " whole, read twice (", 1)], values, marked, True
     echo = echoes_question(asked, body, question=question)
     mark = f" [{ECHOED}]" if echo else ""
     line = f'- `inputs["{name}"]` whole, asked plainly ({tokens:,} tokens): {clip(said, ANSWER_CHARS)}{mark}'
     if echo:
-        return [*lines, line], values, [*marked, (asked.strip(), ECHOED)]
-    empty = NOT_FOUND in asked or says_nothing(asked)
-    return [*lines, line], values if empty else [*values, asked.strip()], marked
+        return [*lines, line], values, [*marked, (asked.strip(), ECHOED)], False
+    return [*lines, line], values if _no_answer(asked) else [*values, asked.strip()], marked, False
 
 
 async def _named_places(ctx: RunContext, question: str, texts: list[tuple[str, str]],

@@ -111,9 +111,9 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     else:
         why = render("fallback_stalled", earlier=stall.earlier)
         asks = ctx.config.repeat_asks
-        reason = f"no submit(): the reply at turn {stall.turn} repeated turn {stall.earlier}'s " + (
-            "(repeat_asks=0)" if asks == 0 else
-            f"after the model was asked for another step {'once' if asks == 1 else f'{asks} times'}")
+        times = "once" if asks == 1 else f"{asks} times"
+        after = "(repeat_asks=0)" if asks == 0 else f"after the model was asked for another step {times}"
+        reason = f"no submit(): the reply at turn {stall.turn} repeated turn {stall.earlier}'s {after}"
     prompt = render("fallback", why=why, printed=printed)
     before = ctx.conversation.tokens()
     dropped = ctx.conversation.trim(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
