@@ -21,6 +21,7 @@ and notes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rlmnb._engine.replies import Step
@@ -205,10 +206,12 @@ def build_lines(lines: list[str], turn: int, max_turns: int, nudge: bool) -> str
     return "\n".join(lines)
 
 
-def no_code(turn: int, max_turns: int, notes: list[str] | None = None, *, states_found: bool = False) -> str:
+def no_code(turn: int, max_turns: int, notes: list[str] | None = None, *, states_found: bool = False,
+            after: Sequence[str] = ()) -> str:
     """The observation of a reply with nothing to run; `states_found`: its prose repeats values real output
-    showed, so it may be the answer, and the note says how to submit it rather than calling it a guess."""
-    lines = [header(turn, max_turns), *(notes or []), load("no_code_found" if states_found else "no_code")]
+    showed, so it may be the answer, and the note says how to submit it rather than calling it a guess; `after`:
+    notes said last (the first reading's answers)."""
+    lines = [header(turn, max_turns), *(notes or []), load("no_code_found" if states_found else "no_code"), *after]
     left = max_turns - turn
     if 0 < left <= 2:
         lines.append(render("end_near", left=left))

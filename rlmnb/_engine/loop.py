@@ -14,7 +14,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from rlmnb._engine.evidence import ECHOED, NOT_HELD, found_before, output_tails, steps_of
+from rlmnb._engine.evidence import ECHOED, NOT_HELD, Step, found_before, output_tails, steps_of
 from rlmnb._engine.replies import extract_code, final_call, split_reasoning
 from rlmnb._engine.turn import Outcome, RunContext, Stall, out_of_budget, root_call, run_turn
 from rlmnb._ground.config import RLMConfig
@@ -120,9 +120,7 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
     if dropped:
         ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped, tokens_before=before,
                      tokens_after=ctx.conversation.tokens())
-    found = {r.reply for r in ctx.conversation.turns
-             if extract_code(r.reply).code is None and found_before(r.reply, r.turn, steps, question=ctx.question)}
-    messages = code_only(ctx.conversation.messages(), keep=found)
+    messages = code_only(ctx.conversation.messages(), keep=_findings_stated(ctx, steps))
     messages.append({"role": "user", "content": prompt})
     try:
         completion, _ = await root_call(ctx, messages, purpose="fallback")
@@ -134,6 +132,21 @@ async def fallback(ctx: RunContext, stall: Stall | None = None) -> Outcome:
             answer = ctx.schema.validate(_maybe_json(answer))
     ctx.bus.emit(Fallback, ctx.scope, answer=recordable(answer), reason=reason)
     return Outcome("fallback", answer, reason)
+
+
+def _findings_stated(ctx: RunContext, steps: list[Step]) -> set[str]:
+    """The replies without code that state what earlier output held (`evidence.found_before`), judged at the turn the
+    same words were first said: a guess said again after an output that happens to hold it stays a guess.
+    Recorded (RULER niah_single_2 at 8K, instance 0, on a562385): "The special magic number ... is 4." at turns 1,
+    4, 7 and 8, from the preview; turn 2 printed the text's head, which holds "at least 4 of these 5 mistakes",
+    so turns 4, 7 and 8 counted as findings, and the fallback answered "... is 4." though turn 6 had printed
+    "is: 7067228", the answer both readings gave."""
+    first: dict[str, int] = {}
+    for record in ctx.conversation.turns:
+        first.setdefault(" ".join(record.reply.split()), record.turn)
+    return {r.reply for r in ctx.conversation.turns
+            if extract_code(r.reply).code is None
+            and found_before(r.reply, first[" ".join(r.reply.split())], steps, question=ctx.question)}
 
 
 def code_only(messages: list[Message], *, keep: Collection[str] = ()) -> list[Message]:

@@ -301,8 +301,8 @@ async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
                            "output showed", TurnRecord(turn, reply, ""))
         if not step.empty:
             ctx.repeats.said(turn, step.kept)
-        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply,
-                                                                  states_found=stated)))
+        ctx.conversation.add_turn(TurnRecord(turn, reply, no_code(turn, max_turns, notes_of_reply, states_found=stated,
+                                                                  after=_reading_unsaid(ctx, step.kept))))
         return None
     calls_before = ctx.budget.run_usage(ctx.scope.run_id).sub_calls
     timeout = limits.snippet_timeout
@@ -432,6 +432,20 @@ def _same_error(ctx: RunContext, code: str, result: ExecResult, stalled: int | N
         return []
     turn, line = earlier
     return ["[note] " + render("same_error", turn=turn, line=line if len(line) <= 160 else line[:157] + "...")]
+
+
+def _reading_unsaid(ctx: RunContext, prose: str) -> list[str]:
+    """A reply without code that holds none of the first reading's answers is shown them again, last (as a stalled
+    step is). Recorded (RULER niah_single_2 at 8K, instance 0, on a562385): both readings said "7067228"; the root
+    said "The special magic number ... is 4." (a number in the preview) at turns 1, 4, 7 and 8, its code printed
+    "is: 7067228" at turn 6, and the run ended in the fallback. A reply that holds one, or whose words
+    say nothing beyond the question (`held_by` undecided), gets no note."""
+    reading = ctx.reading
+    if reading is None or not reading.values:
+        return []
+    if any(held_by(value, prose, question=ctx.question) is not False for value in reading.values):
+        return []
+    return [render("repeated_reading", answers=reading.answers_text)]
 
 
 def _reading_again(ctx: RunContext, stalled: int | None) -> list[str]:

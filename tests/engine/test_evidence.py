@@ -495,6 +495,18 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
     assert result.trajectory.of(Fallback)[0].answer == "4015985"
 
 
+def fallback_copies_a_shown_4(replies: list[str]) -> Callable[[list[dict[str, Any]]], str]:
+    """A root that sends `replies` by turn (the last one again after them) and whose fallback answers "4" when the
+    request shows " is 4." anywhere, else the last seven-digit number shown (as the recorded model did)."""
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if "Do not write code" in str(messages[-1]["content"]):
+            said = "\n".join(str(m["content"]) for m in messages)
+            return "4" if " is 4." in said else re.findall(r"\b\d{7}\b", said)[-1]
+        return replies[min(len(replies) - 1, sum(1 for m in messages if m["role"] == "assistant"))]
+
+    return reply
+
+
 def test_the_fallback_is_shown_the_models_code_not_its_prose() -> None:
     # recorded (RULER niah_single_2 at 8K, instance 0, resumed on 604880f with repeat_asks=1): turn 1 said the number
     # "is 4" (the preview's "at least 4 of these 5 mistakes"), turn 4's code printed the needle's number; the
@@ -502,13 +514,7 @@ def test_the_fallback_is_shown_the_models_code_not_its_prose() -> None:
     guess = "The special magic number for furtive-donation mentioned in the provided text is 4."
     look = code("text = inputs['text']\nprint(text[:60])")
 
-    def reply(messages: list[dict[str, Any]]) -> str:
-        if "Do not write code" in str(messages[-1]["content"]):
-            said = "\n".join(str(m["content"]) for m in messages)
-            return "4" if " is 4." in said else re.findall(r"\b\d{7}\b", said)[-1]
-        return [guess, look, FIND, look][min(3, sum(1 for m in messages if m["role"] == "assistant"))]
-
-    root = ScriptedLM(reply, name="root")
+    root = ScriptedLM(fallback_copies_a_shown_4([guess, look, FIND, look]), name="root")
     result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
         "What is the special magic number for furtive-donation?", text=haystack())
     assert result.status == "fallback" and result.answer == "4015985"
@@ -930,3 +936,19 @@ def test_a_sub_call_prompt_asks_only_the_question_when_it_adds_nothing_to_read()
     assert not asks_only_the_question(q, len(q) + 5000, q)
     assert not asks_only_the_question(q, len(q), "")
     assert not asks_only_the_question("hi", 2, "q") and not asks_only_the_question("hi", 2, "Say hi")  # not the question
+
+
+def test_a_guess_said_again_after_an_output_that_happens_to_hold_it_stays_a_guess_for_the_fallback() -> None:
+    # recorded (RULER niah_single_2 at 8K, instance 0, on a562385): "... is 4." at turns 1, 4, 7 and 8 (the preview's
+    # "at least 4 of these 5 mistakes"); turn 2 printed the text's head, which holds that 4, so the later ones
+    # counted as findings and the fallback, shown them, answered "... is 4." though turn 6 printed the needle
+    guess = "The special magic number for furtive-donation mentioned in the provided text is 4."
+    head = code("text = inputs['text']\nprint(text[:60])")
+    text = "April 2012. I could see myself making at least 4 of these 5 mistakes. " + haystack()
+
+    root = ScriptedLM(fallback_copies_a_shown_4([guess, head, guess, FIND]), name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
+        "What is the special magic number for furtive-donation?", text=text)
+    assert "at least 4" in result.trajectory.of(CodeExecuted)[0].stdout
+    assert result.status == "fallback" and result.answer == "4015985"
+    assert guess not in str(root.requests[-1])

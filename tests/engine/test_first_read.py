@@ -756,3 +756,23 @@ def test_an_answer_from_a_sub_call_given_only_the_question_goes_back_once() -> N
                 "inputs['text'][-3000:])\nprint(new_answer)")
     result, root, _ = run([read, code("submit(new_answer)")], haystack(200), sub_model=guessing, window=None)
     assert not result.trajectory.of(GuardRejected) and "had only the question" not in observations(root)[0]
+
+
+FIND_CODE = code("i = inputs['text'].find('furtive-donation is')\nprint(inputs['text'][i:i + 40])")
+
+
+def test_a_reply_without_code_holding_none_of_the_readings_answers_is_shown_them_again_last() -> None:
+    # recorded (RULER niah_single_2 at 8K, instance 0, on a562385): both readings said "7067228"; the root said the
+    # number "is 4" (from the preview) in prose at turns 1, 4, 7 and 8, told each time only that prose is a guess
+    guess = "The special magic number for furtive-donation is 4."
+    result, root, _ = run([guess, "Let me look at the text first.", code("submit('4015985')")], haystack(200))
+    first, second = observations(root)[:2]
+    for obs in (first, second):
+        tail = obs.splitlines()[-3:]
+        assert tail[0] == "[note] The first reading answered:" and "read twice" in tail[1] and "4015985" in tail[1]
+        assert tail[2] == "If one of these answers the question, submit it."
+    assert result.answer == "4015985"
+    # without code, a reply that holds no answer of a reading that has none is not shown it (nothing to show)
+    result, root, _ = run(["Let me look at the text first.", FIND_CODE, code("submit('4015985')")], haystack(200),
+                          sub_model=lambda m: "NOT FOUND")
+    assert "The first reading answered" not in observations(root)[0] and result.answer == "4015985"
