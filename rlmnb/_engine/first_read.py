@@ -36,12 +36,12 @@ Contract:
   capitals, that the text holds), when two or more, are the reading's `named` answers: an answer holding some
   of them goes back once with the list (`turn`; recorded, vt at 8K: the root's regex found the one variable
   assigned directly and went on without the other four the plain asking named).
-- A text too long to read whole is first searched for the names the question asks about
+- Every text, whole or in parts, is first searched for the names the question asks about
   (`evidence.question_mentions`: hyphenated, numbered, capitalised terms the input mentions one to five times), and
   the places are quoted. Each place is read alone in a short sub-call (a few hundred tokens; "NONE" when it does
   not answer). When a place answers (an answer its passage holds), the distinct answers are the reading (`NAMED`)
-  and the parts are not read; the opening says how much was left unread and to read it with code and `llm_query`
-  if the question needs more. When none answers, the parts are read as above. Recorded at 32K: niah_multikey_1's
+  and the text is not read; the opening says how much was left unread and to read it with code and `llm_query`
+  if the question needs more. When none answers, the text is read whole or in parts as above. Recorded at 32K: niah_multikey_1's
   parts answered other keys' numbers and the root restated the first; read together, the quoted passages gave two
   of niah_multivalue's four numbers; each named place read alone gave the asked key's number and all four, in
   about 800 tokens and a minute where the three parts took 32,600 tokens and 45 minutes (probe in
@@ -186,10 +186,11 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
                 return None
     split = any(of > 1 for _, _, of, _, _ in pieces)
     room = max(0, min(MAX_MENTIONS, ctx.config.max_llm_calls // 2 - len(pieces)))
-    named, found, named_calls = await _named_places(ctx, question, texts if split else [], room)
-    if found:  # the places naming what the question asks about answered it: the parts are not read
+    named, found, named_calls = await _named_places(ctx, question, texts, room)
+    if found:  # the places naming what the question asks about answered it: the text is not read
         line = f"- {NAMED}: {clip(', '.join(found), ANSWER_CHARS)}"
-        unread = render("first_read_unread", parts=len(pieces), tokens=f"{sum(t for _, _, _, t, _ in pieces):,}")
+        tokens = f"~{sum(t for _, _, _, t, _ in pieces):,} tokens"
+        unread = render("first_read_unread", size=f"{len(pieces)} parts, {tokens}" if len(pieces) > 1 else tokens)
         message = render("first_read", how=load("first_read_how_named"), answers=line,
                          calls=named_calls, named=named, parts=unread)
         ctx.reading = Reading(message, line, (", ".join(found),), tuple(found))

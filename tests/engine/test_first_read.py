@@ -34,8 +34,11 @@ def haystack(repeats: int) -> str:
 
 
 def reader(messages: list[Message]) -> str:
-    """A sub-model that finds the needle when its part holds it."""
+    """A sub-model that finds the needle when its part holds it, and says NONE for the one place naming the
+    question's key read alone (so that the text is read: `test_a_place_that_answers_spares_reading_the_text`)."""
     text = str(messages[-1]["content"])
+    if text.startswith("A passage taken from a long text"):
+        return "NONE"
     found = re.search(r"furtive-donation is: (\d+)", text)
     return found.group(1) if found else "NOT FOUND"
 
@@ -60,8 +63,10 @@ def reading_of(root: ScriptedLM) -> str:
 
 def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its_first_step() -> None:
     result, root, sub = run([code("submit('4015985')")], haystack(200))
-    assert len(sub.requests) == 2  # the reading, and the model asked plainly (the eval's `direct` prompt)
-    asked = str(sub.requests[0][-1]["content"])
+    # the place naming the question's key read alone (NONE here), the reading, and the model asked plainly (the
+    # eval's `direct` prompt)
+    assert len(sub.requests) == 3
+    asked = str(sub.requests[1][-1]["content"])
     assert NEEDLE in asked and QUESTION in asked
     # the question comes before the text as well as after it (a model reading 8K tokens knows what to look for)
     assert asked.index(QUESTION) < asked.index(NEEDLE) < asked.rindex(QUESTION)
@@ -72,7 +77,7 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     assert opening(root).rstrip().endswith("If the first reading answers the question, check it with one step of "
                                            "code (print the part of the input that holds it) and then submit it; "
                                            "otherwise start by exploring the inputs with code.")
-    plainly = str(sub.requests[1][-1]["content"])
+    plainly = str(sub.requests[2][-1]["content"])
     assert plainly.startswith("Answer the question about the input below. Reply with the answer only")
     assert plainly.index(QUESTION) < plainly.index(NEEDLE) and plainly.rstrip().endswith("</context>")
     # both answered the same: one line says so
@@ -81,9 +86,9 @@ def test_a_small_root_sees_the_sub_models_whole_reading_and_may_submit_it_at_its
     # the reading is output the root has seen: no first-turn refusal, and the evidence check finds the value
     assert not result.trajectory.of(GuardRejected)
     assert result.status == "submitted" and result.answer == "4015985"
-    # the reading first, then the plain asking (not made when the reading only echoes the question)
-    assert [(b.turn, b.group, b.size) for b in result.trajectory.of(BatchStarted)] == [(0, "first reading", 1)] * 2
-    assert result.usage.sub_calls == 2
+    # the named place, the reading, then the plain asking (not made when the reading only echoes the question)
+    assert [(b.turn, b.group, b.size) for b in result.trajectory.of(BatchStarted)] == [(0, "first reading", 1)] * 3
+    assert result.usage.sub_calls == 3
 
 
 def parts_then_passages(part_reply: Any, *, places: bool = True) -> Any:
@@ -459,7 +464,7 @@ def test_no_first_reading_for_a_large_root_model_unknown_windows_off_or_too_many
         assert not reading_of(root) and opening(root).endswith("Start by exploring the inputs with code.")
     result, root, sub = run([code("submit('4015985')")], haystack(200), window=128_000, sub_window=128_000,
                             first_read="on")
-    assert len(sub.requests) == 2 and result.status == "submitted"
+    assert len(sub.requests) == 3 and result.status == "submitted"
 
 
 def test_no_first_reading_for_tables_or_when_the_sub_call_budget_is_tiny() -> None:
@@ -540,7 +545,7 @@ def test_a_failed_reading_leaves_the_run_as_without_it() -> None:
     result = RLM(root, sub, sandbox="local", evidence_check=False, max_retries=0).run(QUESTION, text=haystack(200))
     assert not reading_of(root)
     assert result.status == "submitted"
-    assert len(result.trajectory.of(SubCallFinished)) == 2  # the reading and the plain asking, both failed
+    assert len(result.trajectory.of(SubCallFinished)) == 3  # the named place, the reading, the plain asking: all failed
 
 
 def test_first_read_takes_only_its_three_modes() -> None:
@@ -676,13 +681,15 @@ def test_a_run_out_of_time_after_its_reading_answers_with_the_reading_when_its_a
 
     def slow(reply: str) -> Any:
         def answer(messages: list[Message]) -> str:
-            time.sleep(0.7)  # the two together take longer than the run's max_time: the root's first call is refused
             prompt = str(messages[-1]["content"])
+            if prompt.startswith("A passage taken from a long text"):
+                return "NONE"  # the named place does not answer: the text is read
+            time.sleep(0.7)  # the two together take longer than the run's max_time: the root's first call is refused
             return "4015985" if prompt.startswith("Read") or reply == "same" else reply
         return answer
 
     result, root, sub = run([code("submit('never')")], haystack(200), sub_model=slow("same"), max_time=1.2)
-    assert not root.requests and len(sub.requests) == 2
+    assert not root.requests and len(sub.requests) == 3
     assert result.status == "fallback" and result.answer == "4015985"
     assert "The answer is the first reading's; the model did not check it." in result.reason
     assert "Time budget exhausted" in result.reason
@@ -776,3 +783,17 @@ def test_a_reply_without_code_holding_none_of_the_readings_answers_is_shown_them
     result, root, _ = run(["Let me look at the text first.", FIND_CODE, code("submit('4015985')")], haystack(200),
                           sub_model=lambda m: "NOT FOUND")
     assert "The first reading answered" not in observations(root)[0] and result.answer == "4015985"
+
+
+def test_a_place_that_answers_spares_reading_the_text() -> None:
+    # measured at 32K (RULER needle tasks, Qwen2.5-Coder 1.5B): the places naming the question's key, each read alone,
+    # answered all six instances right in ~3,400 tokens, where the parts cost ~34,000. A text that fits one call is
+    # now treated the same: at 8K reading it whole twice cost ~15,000 tokens, and on niah_multivalue (instance 1,
+    # on a562385) the two readings named two of the key's four numbers
+    text = haystack(200) + "One of the special magic numbers for furtive-donation is: 7273233.\n" + FILLER * 100
+    result, root, sub = run([code("submit('4015985, 7273233')")], text, sub_model=parts_then_passages(lambda p: "x"))
+    assert len(sub.requests) == 2 and all(str(r[-1]["content"]).startswith("A passage") for r in sub.requests)
+    reading = reading_of(root)
+    assert "- where the input names what the question asks about, each place read alone: 4015985, 7273233" in reading
+    assert re.search(r"Only those places were read, not the rest of the text \(~[\d,]+ tokens\)", reading)
+    assert result.status == "submitted" and not result.trajectory.of(GuardRejected)
