@@ -189,8 +189,8 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
     named, found, named_calls = await _named_places(ctx, question, texts, room)
     if found:  # the places naming what the question asks about answered it: the text is not read
         line = f"- {NAMED}: {clip(', '.join(found), ANSWER_CHARS)}"
-        tokens = f"~{sum(t for _, _, _, t, _ in pieces):,} tokens"
-        unread = render("first_read_unread", size=f"{len(pieces)} parts, {tokens}" if len(pieces) > 1 else tokens)
+        size = f"~{sum(t for _, _, _, t, _ in pieces):,} tokens"
+        unread = render("first_read_unread", size=f"{len(pieces)} parts, {size}" if len(pieces) > 1 else size)
         message = render("first_read", how=load("first_read_how_named"), answers=line,
                          calls=named_calls, named=named, parts=unread)
         ctx.reading = Reading(message, line, (", ".join(found),), tuple(found))

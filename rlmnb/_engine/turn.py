@@ -336,7 +336,7 @@ async def run_turn(ctx: RunContext) -> Outcome | Stall | None:
     stalled = repeat_of if outcome is None else None
     obs = build(result, turn=turn, max_turns=max_turns, max_chars=limits.output_chars, timeout=timeout,
                 extra=notes_of_reply + notes + _typed_data(ctx, step.code) + _bare_calls(ctx, turn)
-                + _same_error(ctx, step.code, result, stalled)
+                + _partial_output(ctx, shown, outcome is None and not rejected) + _same_error(ctx, step.code, result, stalled)
                 + _reading_again(ctx, stalled),
                 nudge=outcome is None, repeat_of=stalled,
                 latest=_latest_other(ctx, stalled) if stalled is not None else None)
@@ -643,6 +643,24 @@ def _guessed(ctx: RunContext, answer: Any) -> str | None:
         return None
     ctx.sent_back.add("guessed")
     return render("reject_guessed", value=clip(repr(answer), 200), turn=turn)
+
+
+def _partial_output(ctx: RunContext, shown: str, going_on: bool) -> list[str]:
+    """The note, once per run, for a step whose output shows some but not all of the first reading's named answers
+    (`evidence.partly_holds`), naming those it lacks; only while the run goes on and no guard sent an answer back
+    (that note says it). Recorded (RULER vt at 8K, instance 0, on a562385): the plain asking named the five
+    variables of the chain; turn 1's regex printed ['HZYVC'], the one assigned the value directly, and the root then
+    said no variable matched; it never submitted, and the run ended in the fallback."""
+    reading = ctx.reading
+    if not going_on or reading is None or "partial_output" in ctx.sent_back:
+        return []
+    held = partly_holds(shown, reading.named)
+    if held is None:
+        return []
+    ctx.sent_back.add("partial_output")
+    missing = [n for n in reading.named if n not in held]
+    return ["[note] " + render("partial_output", held=len(held), count=len(reading.named), where=reading.named_where,
+                               shown=", ".join(held), missing=", ".join(missing))]
 
 
 def _bare_calls(ctx: RunContext, turn: int) -> list[str]:

@@ -527,6 +527,13 @@ def test_a_text_that_fits_one_call_is_also_asked_plainly_and_a_different_answer_
     assert [g.guard for g in rejected] == ["partial"]
     assert "holds 1 of the 5 answers the first reading found reading the whole text: HZYVC, KPQZE" in rejected[0].reason
     assert result.answer == ["HZYVC", "KPQZE", "AMLRT", "WOXNB", "JDFUS"]
+    # the output that showed one of them said so when it was shown (recorded on a562385, the same instance: after
+    # `['HZYVC']` the root said no variable matched and never submitted); a rejected submission's note is its own
+    first, second = observations(root)[:2]
+    assert first.endswith("[note] This output shows 1 of the 5 answers the first reading found reading the whole "
+                          "text (HZYVC), not KPQZE, AMLRT, WOXNB, JDFUS. If the question asks for all of them, check "
+                          "those with code or submit all 5.")
+    assert "This output shows" not in second
     # an echo of the question's words is marked on the plain line too, and is no answer
     sub = ScriptedLM(lambda m: "ZYVC" if str(m[-1]["content"]).startswith("Read") else "variables assigned value",
                      name="sub", context_window=16_384, max_output_tokens=120)
