@@ -952,3 +952,25 @@ def test_a_guess_said_again_after_an_output_that_happens_to_hold_it_stays_a_gues
     assert "at least 4" in result.trajectory.of(CodeExecuted)[0].stdout
     assert result.status == "fallback" and result.answer == "4015985"
     assert guess not in str(root.requests[-1])
+
+
+def test_a_printed_tables_row_labels_are_no_values_it_showed() -> None:
+    # recorded (bench/realmodel.py billing, on f9d7749): the root printed the billing rows of a 2,000-row frame and
+    # said "The filtered DataFrame has 15 rows" twice; 15, one printed row's label, ended the run as a shown value
+    printed = ("      ticket_id   area category  \\\n1             2  south  billing   \n15           16   west  billing   \n"
+               "...         ...    ...      ...   \n1998       1999  north  billing   \n\n[624 rows x 4 columns]")
+    assert not found_in(15, [printed]) and not found_in("15", [printed]) and not found_in(1998, [printed])
+    assert found_in(624, [printed]) and found_in(16, [printed]) and found_in(1999, [printed])  # cells, the shape
+    assert found_in(15, ["15\n"]) and found_in(15, ["count: 15"]) and found_in(12, ["east     12\nwest     15"])
+    # the recorded run: said twice after the printed frame, "15 rows" no longer ends it; the count does
+    import pandas as pd
+
+    frame = pd.DataFrame({"ticket_id": range(1, 2001),
+                          "category": ["billing", "account", "shipping", "other", "refund"] * 400})  # 15 is billing
+    show = code("frame = inputs['tickets']\nfiltered = frame[frame['category'] == 'billing']\nprint(filtered)")
+    said = "The filtered DataFrame has 15 rows, which is less than the budget of 4 steps."
+    root = ScriptedLM([show, said, said, code("print(len(filtered))"), code("submit(len(filtered))")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local").run("How many tickets have the category 'billing'?",
+                                                                      tickets=frame)
+    assert "\n15 " in result.trajectory.of(CodeExecuted)[0].stdout  # the printed frame shows the row labelled 15
+    assert result.status == "submitted" and result.answer == 400
