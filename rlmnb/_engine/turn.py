@@ -543,7 +543,8 @@ request prefix gives the same reply."""
 async def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
     """Sampling for the re-ask: a higher temperature only where the model was given a temperature (a model built
     without one may refuse the parameter, as reasoning models do), with a seed where the provider takes one, so
-    a re-run of the same run samples the same re-asks (the seed is the re-ask's number in the run).
+    a re-run of the same run samples the same re-asks (the seed counts the run's re-asks and the guards and notes
+    it has used, so two re-asks of one run differ).
 
     Recorded (RULER at 8K, Qwen2.5-Coder 1.5B on llama.cpp, unseeded): on a rerun, four of twelve instances'
     re-asks went somewhere new and each scored a whole point apart from its last run; unseeded, a run cannot be
