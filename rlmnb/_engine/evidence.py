@@ -418,8 +418,7 @@ def guessed_by_sub_call(answer: Any, *, trajectory: Trajectory, run_id: str, que
     held it; else None. The answer is then the sub-model's guess, however the code passed it on."""
     if not short_answer(answer):
         return None
-    bare = {e.call_id: e.turn for e in trajectory.of(SubCallStarted)
-            if e.run_id == run_id and asks_only_the_question(e.prompt, e.prompt_chars, question)}
+    bare = {e.call_id: e.turn for e in trajectory.of(SubCallStarted) if e.run_id == run_id and _bare(e, question)}
     replies = [e for e in trajectory.of(SubCallFinished) if e.run_id == run_id and e.reply]
     turns = [bare[e.call_id] for e in replies if e.call_id in bare and found_in(answer, [e.reply or ""])]
     if not turns:
@@ -432,8 +431,14 @@ def guessed_by_sub_call(answer: Any, *, trajectory: Trajectory, run_id: str, que
 
 def bare_sub_calls(trajectory: Trajectory, run_id: str, turn: int, question: str) -> int:
     """How many of the run's sub-calls at `turn` were given only the question (`asks_only_the_question`)."""
-    return sum(1 for e in trajectory.of(SubCallStarted) if e.run_id == run_id and e.turn == turn
-               and asks_only_the_question(e.prompt, e.prompt_chars, question))
+    return sum(1 for e in trajectory.of(SubCallStarted) if e.run_id == run_id and e.turn == turn and _bare(e, question))
+
+
+def _bare(call: SubCallStarted, question: str) -> bool:
+    """A sub-call given nothing to read: no image (an image is input it reads) and a prompt that only asks the
+    question (`asks_only_the_question`). Recorded in the suite: `llm_query('Total?', images=[scan])` for the
+    question "Total?" reads the scan."""
+    return not call.images and asks_only_the_question(call.prompt, call.prompt_chars, question)
 
 
 # ---- the evidence check ---------------------------------------------------------------------------
