@@ -47,13 +47,13 @@ from typing import Any
 
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, SubCallStarted, Trajectory
 
-__all__ = ["ASKING_WORDS", "BARE_PROMPT_CHARS", "COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "RARE_MENTIONS",
-           "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings", "asks_only_the_question", "bare_sub_calls", "boxed_answer",
-           "copied_from", "echoes_question", "found_before", "found_in", "guessed_by_sub_call", "held_by", "holding_excerpt", "last_lines",
-           "latest_other", "listed_items", "output_tails", "output_text", "partly_holds",
-           "prints_own_text", "prints_positions", "prose_answer", "question_mentions", "question_names", "restated",
-           "same_words", "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at",
-           "typed_data", "unevidenced"]
+__all__ = ["ASKING_WORDS", "BARE_PROMPT_CHARS", "COPY_CHARS", "ECHOED", "ECHO_WORDS", "EMPTY_WORDS", "NOT_FOUND",
+           "NOT_HELD", "RARE_MENTIONS", "RESTATE_CHARS", "Reading", "Step", "Unevidenced", "answer_strings",
+           "asks_only_the_question", "bare_sub_calls", "boxed_answer", "copied_from", "echoes_question",
+           "found_before", "found_in", "guessed_by_sub_call", "held_by", "holding_excerpt", "last_lines",
+           "latest_other", "listed_items", "output_tails", "output_text", "partly_holds", "prints_own_text",
+           "prints_positions", "prose_answer", "question_mentions", "question_names", "restated", "same_words",
+           "says_nothing", "short_answer", "states_shown_value", "steps_of", "typed_at", "typed_data", "unevidenced"]
 
 SHORT_CHARS = 60
 """Longest string answer the evidence check reads (longer ones are prose, not a looked-up value)."""
@@ -398,8 +398,8 @@ def asks_only_the_question(prompt: str, prompt_chars: int, question: str) -> boo
     """Whether a sub-call's prompt is the question again with nothing to read: it uses the question's words (at
     least `ECHO_WORDS` of its four-letter words outside `ASKING_WORDS`, or all of them when it has fewer), and has
     no number the question does not give and no such word beyond the question's and `ASKING_WORDS`. A sub-model
-    sees only its prompt, so its reply to the question alone is a guess, not a reading. `prompt_chars` is the whole prompt's length (events keep a
-    clipped prompt). Recorded (RULER niah_single_2 at 8K, Qwen2.5-Coder 1.5B, on d92f852): sent back by guard
+    sees only its prompt, so its reply to the question alone is a guess, not a reading. `prompt_chars` is the whole
+    prompt's length (events keep a clipped prompt). Recorded (RULER niah_single_2 at 8K, Qwen2.5-Coder 1.5B, on d92f852): sent back by guard
     `reading`, the root ran `llm_query("What is the special magic number for tangy-midnight mentioned in the
     provided text?")`, printed the reply's "12" and submitted it."""
     if not question.strip() or prompt_chars > min(len(prompt), BARE_PROMPT_CHARS):

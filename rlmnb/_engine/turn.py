@@ -111,6 +111,7 @@ class RunContext:
     limits: RunLimits | None = None  # None: the config's ceilings, fitted to root_lm and sub.lm on first use
     repeats: Repeats = field(default_factory=Repeats)
     sent_back: set[str] = field(default_factory=set)  # the evidence check's guards that sent an answer back (once each)
+    noted: set[str] = field(default_factory=set)  # the once-per-run notes already given (`_partial_output`)
     reading: Reading | None = None  # the first reading the root was shown (first_read.py), if any
 
     def run_limits(self) -> RunLimits:
@@ -554,7 +555,7 @@ async def _reask_sampling(ctx: RunContext) -> dict[str, Any]:
             and temperature < REASK_TEMPERATURE):
         return {}
     if await _supports(ctx, "seed"):
-        return {"temperature": REASK_TEMPERATURE, "seed": ctx.repeats.asked + len(ctx.sent_back)}
+        return {"temperature": REASK_TEMPERATURE, "seed": ctx.repeats.asked + len(ctx.sent_back) + len(ctx.noted)}
     return {"temperature": REASK_TEMPERATURE}
 
 
@@ -653,12 +654,12 @@ def _partial_output(ctx: RunContext, shown: str, going_on: bool) -> list[str]:
     variables of the chain; turn 1's regex printed ['HZYVC'], the one assigned the value directly, and the root then
     said no variable matched; it never submitted, and the run ended in the fallback."""
     reading = ctx.reading
-    if not going_on or reading is None or "partial_output" in ctx.sent_back:
+    if not going_on or reading is None or "partial_output" in ctx.noted:
         return []
     held = partly_holds(shown, reading.named)
     if held is None:
         return []
-    ctx.sent_back.add("partial_output")
+    ctx.noted.add("partial_output")
     missing = [n for n in reading.named if n not in held]
     return ["[note] " + render("partial_output", held=len(held), count=len(reading.named), where=reading.named_where,
                                shown=", ".join(held), missing=", ".join(missing))]
