@@ -188,6 +188,16 @@ def test_documents_in_both_sandboxes_and_the_confined_kernel_reads_them(kind: st
     assert "<Document lease.pdf (PDF, not read yet)> [8] 3" in observations(root)[0]
 
 
+def test_a_page_has_text_like_its_document(kind: str, folder: Path) -> None:
+    root = ScriptedLM([code("texts = [p.text for p in inputs['policy'].pages]\n"
+                            "print(type(texts[0]).__name__, texts == [str(p) for p in inputs['policy']])\n"
+                            "notice = next(t for t in texts if 'ninety' in t).splitlines()[0]\nprint(notice)"),
+                       code("submit(notice)")])
+    result = RLM(root, sandbox=kind).run("Which section sets the notice period?", policy=folder / "agreement.docx")
+    assert result.answer == "Terms", result.reason
+    assert "str True" in observations(root)[0]
+
+
 def test_confinement_needs_cover_document_files_folders_and_globs(folder: Path) -> None:
     fields, _ = _bind(one=folder / "lease.pdf", docs=folder, some=Path(str(folder / "*.md")))
     paths, _ = needs(list(fields.values()))  # type: ignore[arg-type]

@@ -83,7 +83,8 @@ class Page(str):
 
     `number` is 1-based; `label` is the section's heading, the slide's title, the sheet's name or the
     message's subject ("" for a PDF page); `source` is the document's path as shown to the model;
-    `headers` holds a message's headers. A page is a `str`, so `in`, `find` and slicing work on it.
+    `headers` holds a message's headers. A page is a `str`, so `in`, `find` and slicing work on it, and
+    `.text` gives the same text as a plain `str`, as a `Document`'s `.text` does.
     """
 
     number: int
@@ -99,6 +100,12 @@ class Page(str):
         page.headers = MappingProxyType(dict(headers or {}))
         page._doc = doc
         return page
+
+    @property
+    def text(self) -> str:
+        """This page's text as a plain `str` (what `str(page)` gives): `Document.text` joins these, so a
+        model's `[p.text for p in doc.pages]` works as it does on the document."""
+        return str.__str__(self)
 
     @property
     def has_text(self) -> bool:
