@@ -9,6 +9,9 @@ starts a fresh helper, `python -c <bootstrap>`, that before reading anything:
 - applies the seccomp filter of the kernel sandbox (no unix sockets, no listen, no ptrace...);
 - limits its address space (`MEMORY_BYTES`) and CPU time.
 
+Its environment is an allow-list (`helper_env`): locale, PATH, PYTHONPATH, and HOME and TMPDIR in a
+private scratch folder removed when it ends; no API key or credential of the host's reaches it.
+
 Where this system cannot confine (no Landlock ABI 4, not Linux), the helper still runs in its own
 process with the limits, and `Pages.confined` says so. The helper extracts each document with the
 same extractors as the sandbox (`docread`), so its page numbers are the ones the root model saw,
@@ -27,8 +30,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["MAX_HITS", "MEMORY_BYTES", "PAGE_SEPARATOR", "Hit", "Pages", "confine", "find_quotes", "helper",
-           "limit_resources", "pages_cache_dir", "quote_pattern", "search_documents"]
+           "helper_env", "limit_resources", "pages_cache_dir", "quote_pattern", "search_documents"]
 
 MEMORY_BYTES = 4 * 2**30
 MAX_HITS = 20
@@ -81,20 +86,25 @@ def search_documents(quotes: Sequence[str], documents: Sequence[tuple[str, str]]
 
     confined = not support()[1]
     cache = pages_cache_dir()
-    request = {"cache": cache, "quotes": list(quotes), "documents": [[s, os.path.abspath(p)] for s, p in documents],
+    scratch = tempfile.mkdtemp(prefix="rlmnb-guard-helper-")
+    request = {"cache": cache, "scratch": scratch, "quotes": list(quotes),
+               "documents": [[s, os.path.abspath(p)] for s, p in documents],
                "every": {q: list(d) if d is not None else None for q, d in (every or {}).items()},
                "confine": confined, "cpu_seconds": max(1, int(deadline - time.monotonic()) + 1)}
     root = str(Path(__file__).resolve().parents[2])
     code = (f"import sys; sys.path.insert(0, {root!r}); from rlmnb._guards.quote_pages import helper; helper()")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd="/", env={**os.environ, "PYTHONSAFEPATH": "1"})
     try:
-        out, err = proc.communicate(json.dumps(request).encode(), timeout=max(0.1, deadline - time.monotonic()))
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        timed_out = True
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd="/", env=helper_env(scratch))
+        try:
+            out, err = proc.communicate(json.dumps(request).encode(), timeout=max(0.1, deadline - time.monotonic()))
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            timed_out = True
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # fd-based on Linux: a link the helper planted is not followed
     hits: dict[str, list[Hit]] = {}
     errors: dict[str, str] = {}
     reached: set[str] = set()
@@ -120,6 +130,24 @@ def search_documents(quotes: Sequence[str], documents: Sequence[tuple[str, str]]
 
 
 # ---- the helper process -----------------------------------------------------------------------------------
+_PASSED_ENV = ("PATH", "LANG", "TZ", "PYTHONPATH")  # and every LC_* variable
+
+
+def helper_env(scratch: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The helper's whole environment, by allow-list: nothing else of the host's reaches it.
+
+    Passed on from `base` (default `os.environ`): PATH, LANG, every LC_*, TZ, and PYTHONPATH (so the
+    helper imports the same libraries as the host). Set: HOME and TMPDIR to `scratch`, the private folder
+    the helper may write, and PYTHONSAFEPATH (no current folder on its `sys.path`). Why: the helper parses
+    hostile files, and whatever it can read it could be made to show; API keys, database URLs and
+    webhooks are never among what it needs.
+    """
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    env.update(HOME=scratch, TMPDIR=scratch, PYTHONSAFEPATH="1")
+    return env
+
+
 def helper() -> None:
     """The helper's main: confine, then report each document of the request on stdout (see the module)."""
     request = json.loads(sys.stdin.read())
@@ -127,7 +155,7 @@ def helper() -> None:
     limit_resources(int(request.get("cpu_seconds", 60)))
     cache = request.get("cache")
     if request.get("confine"):
-        confine(paths, cache)
+        confine(paths, cache, request.get("scratch"))
     os.environ["RLMNB_DOCUMENT_CACHE"] = cache or os.devnull  # the guard's own cache, never the sandbox's
     from rlmnb._ground.errors import InputError
     from rlmnb.inputs._families import docread
@@ -194,19 +222,17 @@ def limit_resources(cpu_seconds: int) -> None:
 def pages_cache_dir() -> str:
     """The helper's cache of extracted documents (docread's format, keyed by path, mtime and size): a folder
     of this user's, mode 0700, that a confined sandbox kernel cannot write; so a revision's check is fast."""
-    import tempfile
-
     folder = os.path.join(tempfile.gettempdir(), f"rlmnb-guard-pages-{os.getuid()}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     return folder
 
 
-def confine(paths: Sequence[str], cache: str | None = None) -> None:
-    """Confine this process for good: Landlock (read `paths`, Python and the system; write only `cache`; no
-    TCP port) and the kernel sandbox's seccomp filter."""
+def confine(paths: Sequence[str], cache: str | None = None, scratch: str | None = None) -> None:
+    """Confine this process for good: Landlock (read `paths`, Python and the system; write only `cache` and
+    `scratch`, its HOME and TMPDIR; no TCP port) and the kernel sandbox's seccomp filter."""
     from rlmnb._sandbox.confinement import landlock, seccomp
     from rlmnb._sandbox.confinement.policy import reader_policy
 
-    policy = reader_policy(read=paths, write=(cache,) if cache else ())
+    policy = reader_policy(read=paths, write=tuple(p for p in (cache, scratch) if p))
     landlock.restrict_self(paths=policy.rules(), connect_ports=())
     seccomp.apply()

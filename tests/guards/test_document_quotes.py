@@ -3,6 +3,7 @@ documents only in a confined helper process (never with a C parser in the host p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -168,3 +169,36 @@ def test_the_helper_stops_once_every_quote_is_placed(folder: Path) -> None:
     assert cited.reached == {"lease.pdf", "agreement.docx"}  # a page-only citation is looked for everywhere
     named = search_documents([NOTICE], docs, deadline=time.monotonic() + 20, every={NOTICE: ["lease.pdf"]})
     assert named.reached == {"lease.pdf", "agreement.docx"}  # not in the cited one: read on to say where it is
+
+
+CANARIES = {"OPENAI_API_KEY": "sk-canary-1", "REDIS_URL": "redis://:canary-pw@cache.internal:6379/0",
+            "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/canary", "AWS_PROFILE": "canary-profile"}
+
+
+def test_the_helper_gets_only_its_allow_listed_environment(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlmnb._guards.quote_pages as quote_pages
+
+    for name, value in CANARIES.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LC_TIME", "C")
+    seen: list[dict[str, str]] = []
+
+    class Spy(subprocess.Popen):  # type: ignore[type-arg]
+        """The real helper process; the environment it is started with (execve's whole environment)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            seen.append(kwargs["env"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(quote_pages.subprocess, "Popen", Spy)
+    answer = code(f'submit({{"rent": "1,250 EUR", "citations": [{{"text": {RENT!r}, "source": "lease.pdf", '
+                  '"page": 8}]})')
+    root = ScriptedLM([code("print(inputs['docs']['lease.pdf'].find('1,250 EUR')[0].number)"), answer])
+    result = RLM(root, sandbox="kernel", verify=QuotesFound()).run("What is the rent?", docs=folder)
+    assert result.verified, result.reason  # the quote was found at its page by the helper
+    (env,) = seen
+    assert not set(CANARIES) & set(env)
+    assert not any(value in "\0".join(env.values()) for value in CANARIES.values())
+    assert set(env) <= {"PATH", "LANG", "TZ", "PYTHONPATH", "HOME", "TMPDIR", "PYTHONSAFEPATH", "LC_TIME", "LC_ALL",
+                        "LC_CTYPE"} and env["LC_TIME"] == "C"
+    assert env["HOME"] == env["TMPDIR"] and not os.path.exists(env["TMPDIR"])  # its own scratch, removed after
