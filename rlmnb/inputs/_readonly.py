@@ -17,7 +17,7 @@ from pathlib import PurePath
 from typing import Any, NoReturn
 
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._filesystem import decode_file, walk_folder
+from rlmnb.inputs._filesystem import decode_file, walk_folder, within
 from rlmnb.inputs._records import SUPPORTED, type_name
 
 DIR_CACHE_BYTES = 256 * 2**20  # file contents a DirectoryView keeps after reading them
@@ -296,7 +296,8 @@ class DirectoryView(Mapping[str, "str | bytes"]):
     """A directory input: relative posix path -> file content (str, or bytes for binary files).
 
     Nothing is read until a file is accessed; the listing is walked on first use of len() or
-    iteration (symlinked folders are not entered). Contents read are kept up to DIR_CACHE_BYTES.
+    iteration (symlinked folders are not entered). A link that leads out of the root is neither listed
+    nor read (a KeyError, as for a missing file). Contents read are kept up to DIR_CACHE_BYTES.
     """
 
     __slots__ = ("_root", "_name", "_keys", "_cache", "_cached_bytes", "_lock")
@@ -319,7 +320,7 @@ class DirectoryView(Mapping[str, "str | bytes"]):
         if posixpath.normpath(key) != key or key == ".." or key.startswith("../"):
             return None
         path = os.path.join(self._root, *key.split("/"))
-        return path if os.path.isfile(path) else None
+        return path if os.path.isfile(path) and within(self._root, path) else None
 
     def __getitem__(self, key: str) -> str | bytes:
         with self._lock:

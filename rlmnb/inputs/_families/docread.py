@@ -50,6 +50,7 @@ from rlmnb._ground import images
 from rlmnb._ground.errors import InputError
 from rlmnb.inputs._families import biff
 from rlmnb.inputs._families import sheets as sheets_
+from rlmnb.inputs._filesystem import within
 
 FORMATS = {".pdf": "PDF", ".docx": "DOCX", ".pptx": "PPTX", ".xlsx": "XLSX", ".xlsm": "XLSX", ".xls": "XLS", ".html": "HTML",
            ".htm": "HTML", ".md": "Markdown", ".markdown": "Markdown", ".eml": "EML", ".mbox": "MBOX"}
@@ -319,6 +320,8 @@ class LazyFolder(Mapping[str, _Item]):
         item = self._made.get(key)
         if item is None:
             path = key if os.path.isabs(key) else os.path.join(self.root, *key.split("/"))
+            if not within(self.root, path):  # bound within the root; a link changed since is not followed
+                raise InputError(f"{key} leads outside {self.root} through a symbolic link, so it is not read.")
             item = self._made.setdefault(key, self._make(path, key))
         return item
 

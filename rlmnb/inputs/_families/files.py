@@ -14,7 +14,17 @@ from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
 from rlmnb.inputs._families import documents, image_folders
 from rlmnb.inputs._families.text import sampled_tokens, text_preview
-from rlmnb.inputs._filesystem import SNIFF_BYTES, decode_file, decode_tail, sniff, walk_folder
+from rlmnb.inputs._filesystem import (
+    SNIFF_BYTES,
+    FolderWalk,
+    check_within,
+    decode_file,
+    decode_tail,
+    link_out_error,
+    sniff,
+    walk_folder,
+    within,
+)
 from rlmnb.inputs._previews import one_line
 from rlmnb.inputs._readonly import DirectoryView
 from rlmnb.inputs._records import Field, FieldInfo
@@ -114,10 +124,11 @@ def _read_binary_file(name: str, where: str) -> bytes:
 
 
 def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -> Field:
-    walk = walk_folder(where, MAX_DIR_ENTRIES, with_sizes=True)
+    walk = _walk_within(name, where, MAX_DIR_ENTRIES, with_sizes=True)
     table = filetables.for_folder(name, where, [rel for rel, _ in walk.files])
     if walk.truncated and (table is not None or not walk.files):  # a big dataset, or only partition folders so far
-        table = filetables.for_folder(name, where, [rel for rel, _ in walk_folder(where, None, with_sizes=False).files])
+        whole = _walk_within(name, where, None, with_sizes=False)
+        table = filetables.for_folder(name, where, [rel for rel, _ in whole.files])
     if table is not None:
         return describe_table(name, table, config, source)
     folder = documents.for_folder(name, where, walk.files, source, truncated=walk.truncated) \
@@ -147,11 +158,20 @@ def _describe_directory(name: str, where: str, config: RLMConfig, source: Any) -
 
 
 
+def _walk_within(name: str, where: str, limit: int | None, with_sizes: bool) -> FolderWalk:
+    """The folder's listing (`walk_folder`); InputError naming the first link in it that leads out of it."""
+    walk = walk_folder(where, limit, with_sizes)
+    if walk.links_out:
+        raise link_out_error(name, where, os.path.join(where, *walk.links_out[0].split("/")))
+    return walk
+
+
 class GlobFiles(Mapping[str, "str | bytes"]):
     """The files matched by a glob: relative path -> content (str, or bytes for binary files).
 
-    Keys are relative to the pattern's fixed leading folder (`logs/**/*.log` -> `app/1.log`).
-    Contents are read on access, like a directory input, so binding a large glob reads nothing.
+    Keys are relative to the pattern's fixed leading folder, its `root` (`logs/**/*.log` -> `app/1.log`).
+    Contents are read on access, like a directory input, so binding a large glob reads nothing; binding
+    refuses a match that leads out of the root (`check_within`), and a read never follows one.
     """
 
     def __init__(self, pattern: str, matches: list[str]) -> None:
@@ -159,11 +179,15 @@ class GlobFiles(Mapping[str, "str | bytes"]):
         parts = Path(pattern).parts
         fixed = list(_takewhile_fixed(parts[:-1]))
         self.root = Path(*fixed) if fixed else Path(".")
+        self._base = os.path.abspath(self.root)
         self._paths = {Path(m).relative_to(self.root).as_posix() if _under(m, self.root) else Path(m).as_posix():
-                       Path(m) for m in matches}
+                       Path(os.path.abspath(m)) for m in matches}
 
     def __getitem__(self, key: str) -> str | bytes:
-        return decode_file(self._paths[key].read_bytes())
+        path = self._paths[key]
+        if not within(self._base, str(path)):
+            raise InputError(f"{key} leads outside {self._base} through a symbolic link, so it is not read.")
+        return decode_file(path.read_bytes())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -209,10 +233,11 @@ def _describe(name: str, value: Any, config: RLMConfig) -> Field:
     if isinstance(value, GlobFiles):
         from rlmnb.inputs._families.containers import describe_mapping
 
-        table = filetables.for_glob(name, os.path.abspath(value.root), value.pattern, value.paths)
+        root = os.path.abspath(value.root)
+        check_within(name, root, value.paths)  # before anything of a match is read
+        table = filetables.for_glob(name, root, value.pattern, value.paths)
         if table is not None:
             return describe_table(name, table, config, value)
-        root = os.path.abspath(value.root)
         listed = [(os.path.relpath(p, root), os.path.getsize(p)) for p in value.paths]
         folder = documents.for_folder(name, root, listed, value, read_paths=value.paths) \
             or image_folders.for_folder(name, root, listed, value, read_paths=value.paths)
