@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,15 @@ _CONFINEMENT_FLAGS = flags_for(CONFINEMENT_SETTINGS)  # --confinement, --allow-p
 _SHELL_HELP = {"; replaces RLMMagics.allow_paths for this cell": "", "; replaces RLMMagics.allow_network for this cell": ""}
 
 
+_RECORD_HELP = ("a saved trajectory (.json), a journal (.jsonl), or a number or run id from `rlmnb runs` "
+                "(last: the newest)")
+
+
+_EVAL_HELP = {"seed": "seed of the generated task instances (default 0)",
+              "max_iterations": "root turns per rlm run (default 20)",
+              "no_plot": "write no plot beside the summary"}
+
+
 class CLIError(Exception):
     """A user mistake: printed as one line, exit code 2."""
 
@@ -35,57 +46,69 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the offline demo (generated data, scripted models)")
     demo.add_argument("--size", type=int, default=20_000_000, help="characters of generated text (default 20M)")
     demo.add_argument("--html", default="rlmnb-demo.html", help="where to write the HTML view")
-    demo.add_argument("--sandbox", choices=("local", "kernel"), default="local")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--sandbox", choices=("local", "kernel"), default="local",
+                      help="where the model's code runs: a thread here, or a confined kernel (default local)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the generated text and its hidden fact (default 0)")
     add_flags(demo, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
 
     run = sub.add_parser("run", help="answer a question over files with a real model")
-    run.add_argument("question")
-    run.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
+    run.add_argument("question", help="the question to answer (quote it)")
+    run.add_argument("-m", "--model", required=True, help="root model, as provider/name (e.g. openai/gpt-5-mini)")
     run.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
-    run.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
+    run.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server); "
+                                        "one on this machine needs no key")
+    run.add_argument("--api-key", help="the key for both models (default: the provider's environment variable)")
     run.add_argument("-f", "--file", action="append", default=[], metavar="NAME=PATH",
                      help="bind a file or directory as inputs[NAME] (repeatable)")
-    run.add_argument("--max-iterations", type=int)
-    run.add_argument("--max-llm-calls", type=int)
-    run.add_argument("--timeout", type=float)
-    run.add_argument("--max-cost", type=float)
-    run.add_argument("--max-time", type=float)
-    run.add_argument("--sandbox", choices=("local", "kernel"))
+    run.add_argument("--max-iterations", type=int, help="root turns at most (default 20)")
+    run.add_argument("--max-llm-calls", type=int, help="sub-calls at most (default 50)")
+    run.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 60)")
+    run.add_argument("--max-cost", type=float, help="dollars the run may spend (its models need a price)")
+    run.add_argument("--max-time", type=float, help="seconds the whole run may take")
+    run.add_argument("--sandbox", choices=("local", "kernel"), help="where the model's code runs (default kernel)")
     add_flags(run, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
     run.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run.add_argument("--save", metavar="PATH", help="write the trajectory JSON here")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="print each turn's code and its output on stderr as the run goes")
 
-    view = sub.add_parser("view", help="turn a saved trajectory into an HTML page")
-    view.add_argument("path")
+    view = sub.add_parser("view", help="turn a saved trajectory or a journal into an HTML page")
+    view.add_argument("path", help=_RECORD_HELP)
     view.add_argument("-o", "--output", help="HTML file to write (default: PATH with .html)")
 
     resume = sub.add_parser("resume", help="continue a run from its journal (answered calls are not paid again)")
-    resume.add_argument("path", help="the run's journal (.jsonl, listed by `rlmnb runs`)")
+    resume.add_argument("path", help="the run's journal: a .jsonl path, or a number or run id from `rlmnb runs`")
     resume.add_argument("-m", "--model", help="root model (default: the recorded one)")
     resume.add_argument("-s", "--sub-model", help="sub-model (default: the recorded one)")
     resume.add_argument("--api-base", help="an OpenAI-compatible server for both models")
+    resume.add_argument("--api-key", help="the key for both models (default: the provider's environment variable)")
     resume.add_argument("-f", "--file", action="append", default=[], metavar="NAME=PATH",
                         help="bind an input again (files are re-read from their recorded paths by default)")
     resume.add_argument("--max-iterations", type=int, help="root turns in all (more, to go on after they ran out)")
-    resume.add_argument("--max-llm-calls", type=int)
+    resume.add_argument("--max-llm-calls", type=int, help="sub-calls in all, answered ones included")
     resume.add_argument("--force", action="store_true", help="resume even if an input changed since the run")
     resume.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     resume.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    resume.add_argument("-v", "--verbose", action="store_true",
+                        help="print each turn's code and its output on stderr as the run goes")
 
-    runs = sub.add_parser("runs", help="list the journals of runs (question, status, cost, when)")
+    runs = sub.add_parser("runs", help="list the journals of runs, numbered (question, status, cost, when)")
     runs.add_argument("folder", nargs="?", help="default: $RLMNB_JOURNAL_DIR or .rlmnb/runs")
 
-    replay = sub.add_parser("replay", help="re-run a saved trajectory offline, replies served from the record")
-    replay.add_argument("path")
-    replay.add_argument("--json", action="store_true")
+    replay = sub.add_parser("replay", help="re-run a saved trajectory or a journal offline, replies served from "
+                                           "the record")
+    replay.add_argument("path", help=_RECORD_HELP)
+    replay.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
     from rlmnb._eval.command import add_arguments as add_eval_arguments
 
     evaluate = sub.add_parser("eval", help="score methods (rlm, direct, ...) on the long-context task suite")
     add_eval_arguments(evaluate)
+    for action in evaluate._actions:  # eval's options declared without help get it here (rlmnb/_eval/command.py)
+        if not action.help and action.dest in _EVAL_HELP:
+            action.help = _EVAL_HELP[action.dest]
     add_flags(evaluate, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
     return p
 
@@ -106,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rlmnb._ground.errors import ConfigError, InputError, MissingAPIKey, ReplayDivergence
 
         if isinstance(exc, ConfigError | InputError | MissingAPIKey | ReplayDivergence | FileNotFoundError):
-            print(f"rlmnb: {exc}", file=sys.stderr)
+            text = str(exc).replace("pass api_key=...", "pass --api-key KEY") if isinstance(exc, MissingAPIKey) else exc
+            print(f"rlmnb: {text}", file=sys.stderr)
             return EXIT_USAGE
         raise
 
@@ -156,18 +180,53 @@ def _bind_files(specs: list[str]) -> dict[str, Any]:
     return inputs
 
 
-def _progress(event: Any) -> None:
-    kind = event.kind
-    indent = "  " * event.depth
-    if kind == "turn_started":
-        print(f"{indent}turn {event.turn}/{event.max_turns}", file=sys.stderr, flush=True)
-    elif kind == "batch_finished":
-        print(f"{indent}  batch of {event.size} sub-calls, {event.errors} errors, {event.latency_s:.2f} s",
-              file=sys.stderr, flush=True)
-    elif kind == "code_executed" and (event.error or event.timed_out):
-        print(f"{indent}  code failed: {event.error_type or 'timeout'}", file=sys.stderr, flush=True)
-    elif kind == "run_finished":
-        print(f"{indent}finished: {event.status}", file=sys.stderr, flush=True)
+def _progress(verbose: bool) -> Any:
+    """The run's event subscriber for stderr: turns, batches, failures and the end; with `verbose`, each
+    turn's code and what it printed, as each snippet finishes."""
+
+    def say(text: str, indent: str) -> None:
+        print(textwrap.indent(text, indent), file=sys.stderr, flush=True)
+
+    def on_event(event: Any) -> None:
+        kind = event.kind
+        indent = "  " * event.depth
+        if kind == "turn_started":
+            say(f"turn {event.turn}/{event.max_turns}", indent)
+        elif kind == "batch_finished":
+            say(f"  batch of {event.size} sub-calls, {event.errors} errors, {event.latency_s:.2f} s", indent)
+        elif kind == "code_executed" and verbose:
+            output = "\n".join(part for part in (event.stdout.rstrip(), event.stderr.rstrip(), event.error or "")
+                               if part) or ("(timed out)" if event.timed_out else "(no output)")
+            say(f"  code:\n{textwrap.indent(event.code.rstrip(), '    ')}\n  output:\n"
+                f"{textwrap.indent(output, '    ')}", indent)
+        elif kind == "code_executed" and (event.error or event.timed_out):
+            say(f"  code failed: {event.error_type or 'timeout'}", indent)
+        elif kind == "run_finished":
+            say(f"finished: {event.status}", indent)
+
+    return on_event
+
+
+def _models(model: str, sub_model: str | None, api_base: str | None, api_key: str | None) -> tuple[Any, Any]:
+    """The root and sub-model for the command line's names: plain names when neither --api-base nor --api-key
+    is given (the RLM resolves them), else LiteLLMs with both. A server on this machine needs no key: when
+    neither --api-key nor the provider's variable gives one, a placeholder is sent (local servers ignore it)."""
+    if not api_base and not api_key:
+        return model, sub_model
+    from rlmnb._models.litellm import LiteLLM
+    from rlmnb._models.request_policy import is_loopback
+
+    def lm(name: str) -> Any:
+        options: dict[str, Any] = {"api_base": api_base} if api_base else {}
+        made = LiteLLM(name, **options, api_key=api_key) if api_key else LiteLLM(name, **options)
+        if not api_key and is_loopback(api_base) and not os.environ.get(made.key_env_var(), "").strip():
+            made = LiteLLM(name, **options, api_key=LOCAL_PLACEHOLDER_KEY)
+        return made
+
+    return lm(model), (lm(sub_model) if sub_model else None)
+
+
+LOCAL_PLACEHOLDER_KEY = "no-key"  # sent to a server on this machine when no key is given (it checks none)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -182,14 +241,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.sandbox:
         settings["sandbox"] = args.sandbox
     settings.update(values_of(args, _CONFINEMENT_FLAGS))  # checked by RLM(...) below, before any model call
-    model: Any = args.model
-    sub_model: Any = args.sub_model
-    if args.api_base:
-        from rlmnb._models.litellm import LiteLLM
-
-        model = LiteLLM(args.model, api_base=args.api_base)
-        sub_model = LiteLLM(args.sub_model, api_base=args.api_base) if args.sub_model else None
-    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress, **settings)
+    model, sub_model = _models(args.model, args.sub_model, args.api_base, args.api_key)
+    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress(args.verbose), **settings)
+    rlm.check_keys()  # a missing key is said now, before litellm is imported (seconds) and the inputs are bound
     result = rlm.run(args.question, **inputs)
     if args.save:
         result.save(args.save)
@@ -208,8 +262,23 @@ def _print_result(result: Any, as_json: bool) -> None:
     answer = result.answer if isinstance(result.answer, str) else json.dumps(result.answer, default=str, indent=1)
     print(answer)
     print(f"[{result.status}: {result.usage.root_calls} root + {result.usage.sub_calls} sub-calls, "
-          f"{result.usage.tokens:,} tokens, {result.usage.cost_text()}, {result.usage.wall_s:.1f} s]",
+          f"{result.usage.tokens:,} tokens, {_cost_text(result)}, {result.usage.wall_s:.1f} s]",
           file=sys.stderr)
+
+
+def _cost_text(result: Any) -> str:
+    """The run's cost, naming the models whose calls had no price (root calls: the root's, sub-calls: the sub's)."""
+    from rlmnb.views._format import fmt_cost
+
+    usage = result.usage
+    unpriced: dict[str, None] = {}
+    starts = {e.run_id: e for e in result.trajectory.events if e.kind == "run_started"}
+    for event in result.trajectory.events:
+        if event.kind in ("model_reply", "sub_call_finished") and event.usage and event.usage.get("cost_usd") is None:
+            start = starts.get(event.run_id)
+            if start is not None:
+                unpriced[start.model if event.kind == "model_reply" else start.sub_model] = None
+    return fmt_cost(usage.cost_usd, usage.unpriced_calls, tuple(unpriced))
 
 
 def _exit_for(status: str) -> int:
@@ -218,17 +287,62 @@ def _exit_for(status: str) -> int:
     return EXIT_INTERRUPTED if status == "interrupted" else EXIT_FAILED
 
 
-def _view(args: argparse.Namespace) -> int:
+def _record_path(ref: str) -> Path:
+    """The file a record argument names: a path, else a number, run id or file name from `rlmnb runs`
+    ("last": the newest), numbered as `rlmnb runs` numbers them."""
+    from rlmnb._engine.journal import journal_folder, list_journals
+
+    path = Path(ref).expanduser()
+    if path.is_file():
+        return path
+    folder = journal_folder(True)
+    assert folder is not None
+    found = [summary.path for summary in list_journals(folder)]
+    if ref == "last" or ref.isdigit():
+        index = 0 if ref == "last" else int(ref) - 1
+        if 0 <= index < len(found):
+            return found[index]
+        count = "no journals" if not found else f"{len(found)} journal{'' if len(found) == 1 else 's'}"
+        raise CLIError(f"{ref}: {folder} holds {count}; `rlmnb runs` lists them with their numbers.")
+    for candidate in found:
+        if ref in (candidate.name, candidate.stem) or candidate.stem.endswith(f"-{ref}"):
+            return candidate
+    raise CLIError(f"no file at {path} and no journal {ref!r} in {folder}: give the path of a saved trajectory "
+                   f"(.json) or journal (.jsonl), or a number or run id from `rlmnb runs`.")
+
+
+def _is_journal(path: Path) -> bool:
+    """Whether `path` starts as a journal does (a header line), rather than as one JSON document."""
+    try:
+        with path.open("rb") as handle:
+            first = json.loads(handle.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and first.get("kind") == "journal"
+
+
+def _record(ref: str) -> tuple[Path, Any, Any]:
+    """(path, Trajectory, Journal or None) of a saved trajectory, a saved RunResult or a journal; a CLIError
+    saying what the command takes for any other file."""
+    from rlmnb._engine.journal import read_journal
     from rlmnb.events import Trajectory
+
+    path = _record_path(ref)
+    try:
+        if _is_journal(path):
+            journal = read_journal(path)
+            return path, journal.trajectory, journal
+        return path, Trajectory.load(path), None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise CLIError(f"{path} is neither a saved rlmnb trajectory (.json) nor a journal (.jsonl) ({reason}); "
+                       f"`rlmnb runs` lists the journals.") from None
+
+
+def _view(args: argparse.Namespace) -> int:
     from rlmnb.views._page import page_title, viewer_page
 
-    source = Path(args.path)
-    if not source.is_file():
-        raise CLIError(f"no trajectory file at {source}; check the path.")
-    try:
-        trajectory = Trajectory.load(source)
-    except (ValueError, KeyError) as exc:
-        raise CLIError(f"{source} is not an rlmnb trajectory: {exc}") from None
+    source, trajectory, _ = _record(args.path)
     target = Path(args.output) if args.output else source.with_suffix(".html")
     target.write_text(viewer_page([(trajectory, source.stem)], page_title(trajectory, source.stem)), encoding="utf-8")
     print(f"wrote {target}")
@@ -237,11 +351,23 @@ def _view(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from rlmnb._api import RLM
+    from rlmnb._ground.errors import ReplayDivergence
 
-    source = Path(args.path)
-    if not source.is_file():
-        raise CLIError(f"no trajectory file at {source}; check the path.")
-    result = RLM.replay(source)
+    source, trajectory, journal = _record(args.path)
+    starts = [e for e in trajectory.events if e.kind == "run_started" and e.depth == 0]
+    in_memory = [str(i.get("name")) for i in (starts[0].inputs if starts else []) if not i.get("path")]
+    if in_memory:  # files are re-read from their paths; values the run was given in Python cannot be
+        how = (f"RLM(model).resume({str(source)!r}, {in_memory[0]}=...) serves its record at zero cost"
+               if journal is not None else f"RLM.replay({str(source)!r}, {in_memory[0]}=...)")
+        raise CLIError(f"{source.name} was run over in-memory inputs ({', '.join(in_memory)}), which the command "
+                       f"line cannot pass again: in Python, {how}.")
+    try:
+        result = RLM.replay(trajectory)
+    except ReplayDivergence as exc:
+        if journal is not None and journal.final() is None:
+            raise CLIError(f"{exc} The journal {source.name} ends before its run did: continue it with "
+                           f"`rlmnb resume {args.path}`.") from None
+        raise
     _print_result(result, args.json)
     return _exit_for(result.status)
 
@@ -250,25 +376,30 @@ def _resume(args: argparse.Namespace) -> int:
     from rlmnb._api import RLM
     from rlmnb._engine.journal import read_journal
 
-    source = Path(args.path)
-    if not source.is_file():
-        raise CLIError(f"no journal at {source}; `rlmnb runs` lists them.")
+    source = _record_path(args.path)
     try:
         journal = read_journal(source)
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    model: Any = args.model or journal.header.get("model")
-    sub_model: Any = args.sub_model or journal.header.get("sub_model")
+        raise CLIError(f"{exc} `rlmnb resume` continues a journal (.jsonl; `rlmnb runs` lists them); a saved "
+                       f"trajectory (.json) runs again with `rlmnb replay`.") from None
+    model = args.model or journal.header.get("model")
+    sub_model = args.sub_model or journal.header.get("sub_model")
     if not model:
         raise CLIError("the journal names no root model: pass -m MODEL.")
-    if args.api_base:
-        from rlmnb._models.litellm import LiteLLM
-
-        model = LiteLLM(model, api_base=args.api_base)
-        sub_model = LiteLLM(sub_model, api_base=args.api_base) if sub_model else None
+    if not args.api_base:  # a name without a provider is a model object's (a ScriptedLM, an LM), not litellm's
+        if sub_model and "/" not in str(sub_model) and args.model and not args.sub_model:
+            sub_model = None  # the recorded sub-model was an object: the given root model serves both
+        bare = next((str(n) for n, given in ((model, args.model), (sub_model, args.sub_model))
+                     if n and not given and "/" not in str(n)), None)
+        if bare is not None:
+            raise CLIError(f"the run used a model object named {bare!r} (a ScriptedLM or your own LM), which a "
+                           f"journal cannot rebuild: pass -m/-s provider/name to go on with a real model, or resume "
+                           f"it in Python with RLM(model, sub_model).resume({str(source)!r}).")
+    model, sub_model = _models(model, sub_model, args.api_base, args.api_key)
     settings = {k: v for k, v in {"max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls}.items() if v is not None}
-    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress, **settings)
+    rlm = RLM(model, sub_model, on_event=None if args.quiet else _progress(args.verbose), **settings)
+    rlm.check_keys()
     result = rlm.resume(journal, force=args.force, **_bind_files(args.file))
     _print_result(result, args.json)
     return _exit_for(result.status)
@@ -280,7 +411,11 @@ def _runs(args: argparse.Namespace) -> int:
     folder = Path(args.folder) if args.folder else journal_folder(True)
     assert folder is not None
     found = list_journals(folder)
-    print("\n".join(r.row() for r in found) if found else f"no journals in {folder}")
+    if not found:
+        print(f"no journals in {folder}")
+        return EXIT_OK
+    print(f"Journals in {folder}, newest first (view, replay or resume one by its number or path):")
+    print("\n".join(f"{number:>3}  {summary.row()}" for number, summary in enumerate(found, 1)))
     return EXIT_OK
 
 

@@ -52,10 +52,11 @@ from typing import Any
 
 from rlmnb._ground.concurrency import backoff as _backoff
 from rlmnb._ground.concurrency import note_rate_limited
-from rlmnb._ground.errors import MissingAPIKey, PromptTooLarge, RLMError
+from rlmnb._ground.errors import ConfigError, MissingAPIKey, PromptTooLarge, RLMError
 from rlmnb._ground.tokens import count_messages, count_tokens, prepare_offline_env
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion, Message
+from rlmnb._models.names import bare_name_error
 from rlmnb._models.openai_lane import OpenAILane, choose_transport, close_lane_sessions
 from rlmnb._models.request_policy import (
     LOCAL_PARALLEL,
@@ -82,6 +83,8 @@ _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure
             "together_ai": "TOGETHERAI_API_KEY", "openrouter": "OPENROUTER_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
             "cohere": "COHERE_API_KEY", "xai": "XAI_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY",
             "hosted_vllm": "HOSTED_VLLM_API_KEY", "perplexity": "PERPLEXITYAI_API_KEY"}
+# Providers that take exactly the key variable above and nothing else (checked without importing litellm).
+_PLAIN_KEY = frozenset({"openai", "anthropic", "groq", "mistral", "deepseek", "openrouter", "xai"})
 # Modules litellm imports lazily on its first request; importing them up front keeps that off the loop.
 _WARM_MODULES = ("openai.resources.chat", "litellm.proxy._types", "litellm._service_logger",
                  "litellm.litellm_core_utils.default_encoding", "litellm.llms.openai_like.dynamic_config")
@@ -177,6 +180,8 @@ class LiteLLM:
                  vision: bool | None = None, transport: str = "auto", **litellm_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LiteLLM needs a model name such as 'openai/gpt-5-mini'.")
+        if "/" not in model and not (litellm_kwargs.get("api_base") or litellm_kwargs.get("base_url")):
+            raise ConfigError(bare_name_error(model.strip()))  # "gpt-4o": say "openai/gpt-4o", not "needs api_base"
         self.local = is_local(model.strip(), litellm_kwargs.get("api_base")) if local is None else bool(local)
         if timeout is None:
             timeout = LOCAL_TIMEOUT if self.local else REMOTE_TIMEOUT
@@ -327,7 +332,15 @@ class LiteLLM:
             self._ready = True
 
     def check_key(self) -> None:
-        """Raise MissingAPIKey when the provider needs a key that is neither passed nor in the environment."""
+        """Raise MissingAPIKey when the provider needs a key that is neither passed nor in the environment.
+
+        A provider whose one key variable is known (`_PLAIN_KEY`) is checked before litellm is imported, so a
+        missing key is said at once; litellm's own check follows for the rest.
+        """
+        provider = self.name.split("/", 1)[0]
+        if (provider in _PLAIN_KEY and not self.kwargs.get("api_key")
+                and not os.environ.get(_KEY_ENV[provider], "").strip()):
+            raise MissingAPIKey(f"No API key for {provider}: set {_KEY_ENV[provider]} (or pass api_key=...).")
         self._prepare()
         if not self.kwargs.get("api_key"):
             try:

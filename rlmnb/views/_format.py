@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlmnb._ground.text import clip as clip_text
@@ -34,13 +34,20 @@ def fmt_count(n: int | float | None) -> str:
     return f"{n / 1e6:.2f}M"
 
 
-def fmt_cost(cost: float | None, unpriced: int = 0) -> str:
-    """A cost; calls without a price are counted apart and never shown as $0.0000."""
+def fmt_cost(cost: float | None, unpriced: int = 0, models: Sequence[str] = ()) -> str:
+    """A cost; calls without a price are counted apart and never shown as $0.0000.
+
+    `models` names the models whose calls had no price, so the text can say which model needs one.
+    """
     if unpriced and not cost:
-        return f"unpriced ({unpriced:,} call{'' if unpriced == 1 else 's'})"
+        calls = f"{unpriced:,} call{'' if unpriced == 1 else 's'}"
+        named = f", no price for {', '.join(models)}" if models else ""
+        return f"cost unknown: unpriced ({calls}){named}"
     text = "$?" if cost is None else f"${cost:.4f}"
     if unpriced:
         text += f" + {unpriced:,} unpriced"
+        if models:
+            text += f" (no price for {', '.join(models)})"
     return text
 
 

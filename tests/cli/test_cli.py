@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from rlmnb._cli import main
+from rlmnb._cli import _parser, main
 from rlmnb.testing.fake_server import FakeServer
 
 
@@ -57,8 +59,8 @@ def test_run_through_litellm_against_the_fake_server(tmp_path: Path, capsys: pyt
     (["run", "-m", "openai/x", "-f", "notes", "q"], "-f expects NAME=PATH"),
     (["run", "-m", "openai/x", "-f", "n=/no/such/file.txt", "q"], "no file or directory at /no/such/file.txt"),
     (["run", "-m", "openai/x", "--max-iterations", "0", "q"], "max_iterations must be a positive"),
-    (["view", "/no/such.json"], "no trajectory file at /no/such.json"),
-    (["replay", "/no/such.json"], "no trajectory file at /no/such.json"),
+    (["view", "/no/such.json"], "/no/such.json"),
+    (["replay", "/no/such.json"], "/no/such.json"),
 ])
 def test_usage_errors_are_one_line_with_exit_code_2(argv: list[str], message: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,7 +83,7 @@ def test_view_writes_html_and_rejects_non_trajectories(tmp_path: Path, capsys: p
     bogus = tmp_path / "bogus.json"
     bogus.write_text(json.dumps({"schema_version": 99, "events": []}))
     assert main(["view", str(bogus)]) == 2
-    assert "is not an rlmnb trajectory" in capsys.readouterr().err
+    assert str(bogus) in capsys.readouterr().err
     from rlmnb import RLM
     from rlmnb.testing import ScriptedLM
 
@@ -95,3 +97,84 @@ def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).with_name("rlmnb")
     proc = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "demo" in proc.stdout and "replay" in proc.stdout
+
+
+def _actions(parser: argparse.ArgumentParser, path: str = "rlmnb") -> list[tuple[str, argparse.Action]]:
+    """Every action of the parser and of its subcommands' parsers, with the command it belongs to."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found += _actions(child, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            found.append((path, action))
+    return found
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    actions = _actions(_parser())
+    assert len(actions) > 40
+    missing = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in actions
+               if not (a.help or "").strip()]
+    assert missing == []
+
+
+def test_a_missing_key_is_said_before_litellm_is_imported(tmp_path: Path) -> None:
+    notes = tmp_path / "n.txt"
+    notes.write_text("x")
+    code = ("import sys\nfrom rlmnb._cli import main\n"
+            f"code = main(['run', '-m', 'openai/gpt-5-mini', '-f', 'n={notes}', 'q'])\n"
+            "print(code, 'litellm' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    assert "OPENAI_API_KEY" in proc.stderr and "--api-key" in proc.stderr
+
+
+@pytest.mark.parametrize("key", [None, "sk-given"])
+def test_run_takes_api_key_and_a_local_server_needs_none(key: str | None, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The code is 77.")
+    script = {"root": ["```python\nprint(inputs['notes'])\n```", "```python\nsubmit('77')\n```"]}
+    with FakeServer(script=script, api_key=key) as server:
+        argv = ["run", "-m", "openai/root", "--api-base", server.url, "--sandbox", "local", "-f", f"notes={notes}",
+                "--json", "What is the code?"]
+        code = main(argv + (["--api-key", key] if key else []))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert json.loads(captured.out)["answer"] == "77"
+    assert key is None or key not in captured.err + captured.out
+
+
+def test_api_key_reaches_a_hosted_provider_without_api_base(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    notes = tmp_path / "n.txt"
+    notes.write_text("The code is 77.")
+    script = {"gpt-x": ["```python\nprint(inputs['n'])\n```", "```python\nsubmit('77')\n```"]}
+    with FakeServer(script=script, api_key="sk-right") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # the "hosted" provider is the fake server
+        code = main(["run", "-m", "openai/gpt-x", "--api-key", "sk-right", "--sandbox", "local", "-f", f"n={notes}",
+                     "--json", "q"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert json.loads(captured.out)["answer"] == "77"
+
+
+def test_verbose_prints_each_turns_code_and_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The code is 77.")
+    script = {"root": ["```python\nprint('seen:', inputs['notes'][-3:-1])\n```",
+                       "```python\nx = 1 / 0\n```", "```python\nsubmit('77')\n```"]}
+    with FakeServer(script=script) as server:
+        assert main(["run", "-m", "openai/root", "--api-base", server.url, "--sandbox", "local", "-v",
+                     "-f", f"notes={notes}", "What is the code?"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "77"
+    assert "$0.0000" not in err and "no price for openai/root" in err  # the fake server's model has no price
+    assert "print('seen:', inputs['notes'][-3:-1])" in err and "seen: 77" in err
+    assert "x = 1 / 0" in err and "ZeroDivisionError" in err
+    assert err.index("seen: 77") < err.index("x = 1 / 0") < err.index("finished: submitted")
