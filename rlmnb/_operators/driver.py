@@ -1,14 +1,17 @@
-"""The map driver: chunks of items -> packed rounds -> validated answers, with bounded re-asks.
+"""The map driver: chunks of items -> packed rounds -> validated answers, with re-asks until none is lost.
 
 Per chunk of items, the first round sends every pack in ONE batch (so the budget reserves it whole,
-all-or-nothing), then each re-ask round sends what is still without a valid answer, again as one batch,
-at most `retries` times: an item whose answer was missing, unparsable or invalid goes alone; a pack whose
-call failed as a whole (an "[error]" slot: rate limit, timeout) goes again as the same pack, so a failing
-provider is not hit with one call per item; a pack too large for the sub-model is split into single items,
-and a single item too large is final at once. An item that still fails is None in the result and
-listed with its reason. When the budget refuses a round, nothing of that round was sent: the map
-stops, every item not yet answered is None ("not sent"), and the partial result comes back with the
-report, so the model code keeps what was paid for.
+all-or-nothing), then each re-ask round sends what is still without a valid answer, again as one batch.
+An item whose answer was missing, unparsable or invalid is asked again in a pack half the size of the one
+it failed in (50 -> 25 -> 12 -> ... -> 1), so a sub-model that drops a few items of every reply is asked
+until each is answered, for a few calls more than the first round; once alone, an item is re-asked at most
+`retries` times. A pack whose call failed as a whole (an "[error]" slot: rate limit, timeout) goes again
+as the same pack, at most `retries` times, so a failing provider is not hit with one call per item; a pack
+too large for the sub-model is split into single items, and a single item too large is final at once.
+`retries=0` asks every item once. An item that still fails is marked in the result (`"[error] <reason>"`
+for text and label outputs, None for typed ones) and listed with its reason in the report. When the budget
+refuses a round, nothing of that round was sent: the map stops, every item not yet answered is marked
+("not sent"), and the partial result comes back with the report, so the model code keeps what was paid for.
 
 Chunks overlap: while one chunk's batch is in flight the next is read, packed and sent from a worker
 thread, so the host's limiter never runs dry between chunks (a barrier per chunk would leave it idle
@@ -36,6 +39,7 @@ from rlmnb._operators.sources import Source
 PREVIEW_CHARS = 80  # of an item's text, in its error record
 MAX_CHUNKS_IN_FLIGHT = 8  # chunks sent and not yet done: bounds the items held (8 x CHUNK_ROWS)
 _TOO_LARGE = "PromptTooLarge"
+ERROR_MARK = "[error]"  # what a failed item of a text or label output holds, before its reason
 
 
 @dataclass
@@ -46,6 +50,9 @@ class _Item:
     attempts: int = 0
     reason: str = ""
     final: bool = False  # re-asking cannot help (too large for the sub-model on its own)
+    pack_cap: int = 0  # the most items its next re-ask may share a prompt with (halved at each failure)
+    alone_reasks: int = 0  # re-asks sent with it alone in the prompt (at most `retries`)
+    failed_calls: int = 0  # calls of its pack that failed whole (re-sent as the same pack at most `retries` times)
 
 
 @dataclass
@@ -140,7 +147,7 @@ class MapDriver:
         while again and self.state.stopped is None:
             keep: list[list[_Item]] = []
             for pack in again:
-                if all(i.attempts <= self.retries and not i.final for i in pack):
+                if all(self._may_reask(item, len(pack)) for item in pack):
                     keep.append(pack)
                 else:
                     self._fail_all(pack)
@@ -148,9 +155,18 @@ class MapDriver:
                 return
             with self._lock:
                 self.state.reasks += sum(len(pack) for pack in keep)
+            for pack in keep:
+                if len(pack) == 1:
+                    pack[0].alone_reasks += 1
             again = self._round(keep, retry=True)
         if self.state.stopped is not None:
             self._fail_all([i for pack in again for i in pack], f"not sent: {self.state.stopped}")
+
+    def _may_reask(self, item: _Item, pack_size: int) -> bool:
+        """Whether an item without a valid answer is asked again, in a pack of `pack_size` items."""
+        if item.final or self.retries == 0 or item.failed_calls > self.retries:
+            return False
+        return pack_size > 1 or item.alone_reasks < self.retries
 
     def _round(self, packs: list[list[_Item]], *, retry: bool) -> list[list[_Item]]:
         """Send packs as one batch; returns what to ask again (packs of the items without a valid answer)."""
@@ -168,21 +184,36 @@ class MapDriver:
             if not retry:
                 self.state.packs += len(packs)
         again: list[list[_Item]] = []
+        missed: list[_Item] = []
         for pack, reply in zip(packs, replies, strict=True):
-            again.extend(self._take(pack, reply))
-        return again
+            whole, failed = self._take(pack, reply)
+            again.extend(whole)
+            missed.extend(failed)
+        return again + self._repack(missed)
 
-    def _take(self, pack: list[_Item], reply: str) -> list[list[_Item]]:
+    def _repack(self, items: list[_Item]) -> list[list[_Item]]:
+        """Items that failed on their own, packed again: each with at most its (halved) cap of items."""
+        packs: list[list[_Item]] = []
+        for cap in sorted({item.pack_cap for item in items}, reverse=True):
+            group = [item for item in items if item.pack_cap == cap]
+            packs += [[group[p] for p in pack] for pack in plan_packs([i.size for i in group], self.pack_tokens,
+                                                                        cap, self._fixed)]
+        return packs
+
+    def _take(self, pack: list[_Item], reply: str) -> tuple[list[list[_Item]], list[_Item]]:
+        """Read one pack's reply: (packs to send again as they are, items that failed on their own)."""
         for item in pack:
             item.attempts += 1
         if reply.startswith("[error]"):
             reason = reply[len("[error]"):].strip()
+            too_large = reason.startswith(_TOO_LARGE)
             for item in pack:
                 item.reason = reason
-                item.final = len(pack) == 1 and reason.startswith(_TOO_LARGE)
-            if reason.startswith(_TOO_LARGE) and len(pack) > 1:
-                return [[item] for item in pack]  # the estimate was off: each item alone fits
-            return [pack]
+                item.final = len(pack) == 1 and too_large
+                item.failed_calls += 0 if too_large else 1
+            if too_large and len(pack) > 1:
+                return [[item] for item in pack], []  # the estimate was off: each item alone fits
+            return [pack], []
         answers, problems = parse_reply(reply, len(pack))
         failed = []
         for number, item in enumerate(pack, 1):
@@ -195,10 +226,15 @@ class MapDriver:
             except ValueError as exc:
                 item.reason = str(exc)
                 failed.append(item)
-        return [[item] for item in failed]
+        for item in failed:
+            item.pack_cap = max(1, len(pack) // 2)
+        return [], failed
 
     def _fail_all(self, items: list[_Item], reason: str | None = None) -> None:
+        """Record items as failed: listed with their reason, and marked in the result (see module docs)."""
         for item in items:
+            if self.spec.textual:
+                self.state.values[item.pos] = f"{ERROR_MARK} {reason or item.reason}"
             preview = item.text if len(item.text) <= PREVIEW_CHARS else item.text[:PREVIEW_CHARS - 3] + "..."
             self.state.errors.append((item.pos, ItemError(index=_plain(self.key(item.pos)), item=preview,
                                                           reason=reason or item.reason, attempts=item.attempts)))
@@ -208,7 +244,7 @@ class MapDriver:
         return MapReport(operator=operator, items=len(s.values), packs=s.packs, reasks=s.reasks,
                          failures=len(s.errors), calls=s.calls, rounds=s.rounds, stopped=s.stopped,
                          errors=tuple(e for _, e in sorted(s.errors, key=lambda pair: pair[0])),
-                         wall_s=round(getattr(self, "elapsed", 0.0), 6))
+                         wall_s=round(getattr(self, "elapsed", 0.0), 6), marked=self.spec.textual)
 
 
 def _plain(value: Any) -> Any:
@@ -226,4 +262,4 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-__all__ = ["MAX_CHUNKS_IN_FLIGHT", "MapDriver", "MapState", "PREVIEW_CHARS", "Send"]
+__all__ = ["ERROR_MARK", "MAX_CHUNKS_IN_FLIGHT", "MapDriver", "MapState", "PREVIEW_CHARS", "Send"]

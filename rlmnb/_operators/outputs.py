@@ -20,9 +20,14 @@ _FALSE = {"false", "no", "n", "0"}
 
 
 class OutputSpec:
-    """Base: how a result is described and validated."""
+    """Base: how a result is described and validated.
+
+    `textual`: results are strings, so an item that failed is marked `"[error] <reason>"` in place (a count
+    of the results then shows it); a typed result (number, bool, record) holds None there instead.
+    """
 
     name = "str"
+    textual = True
 
     def describe(self) -> str:
         return "a JSON string"
@@ -37,6 +42,7 @@ class OutputSpec:
 
 class IntSpec(OutputSpec):
     name = "int"
+    textual = False
 
     def describe(self) -> str:
         return "a JSON integer"
@@ -58,6 +64,7 @@ class IntSpec(OutputSpec):
 
 class FloatSpec(OutputSpec):
     name = "float"
+    textual = False
 
     def describe(self) -> str:
         return "a JSON number"
@@ -78,6 +85,7 @@ class FloatSpec(OutputSpec):
 
 class BoolSpec(OutputSpec):
     name = "bool"
+    textual = False
 
     def describe(self) -> str:
         return "JSON true or false"
@@ -118,6 +126,8 @@ class LabelSpec(OutputSpec):
 class PydanticSpec(OutputSpec):
     """A pydantic model: the JSON schema goes into the prompt, `model_validate` checks the reply."""
 
+    textual = False
+
     def __init__(self, model: type[Any]) -> None:
         self.model = model
         self.name = model.__name__
@@ -139,6 +149,8 @@ _PLAIN = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 class DataclassSpec(OutputSpec):
     """A dataclass: its fields become a JSON object description; plain field types are checked."""
+
+    textual = False
 
     def __init__(self, cls: type[Any]) -> None:
         self.cls = cls

@@ -14,7 +14,7 @@ SHOWN_ERRORS = 5  # failed items printed; the rest stay in attrs
 
 @dataclass(frozen=True)
 class ItemError:
-    """An item left as None: where it is (its index label or position), a preview, and the reason."""
+    """An item that failed (None or "[error] ..." in the result): where it is (its index label or position), a preview, and the reason."""
 
     index: Any
     item: str
@@ -44,11 +44,13 @@ class MapReport:
     stopped: str | None = None
     errors: tuple[ItemError, ...] = field(default_factory=tuple)
     wall_s: float = 0.0
+    marked: bool = False  # failed items hold "[error] <reason>" in the result (text outputs), else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"operator": self.operator, "items": self.items, "packs": self.packs, "reasks": self.reasks,
                 "failures": self.failures, "calls": self.calls, "rounds": self.rounds, "stopped": self.stopped,
-                "errors": [e.to_dict() for e in self.errors], "wall_s": self.wall_s}
+                "errors": [e.to_dict() for e in self.errors], "wall_s": self.wall_s,
+                "marked": self.marked}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MapReport:
@@ -57,14 +59,15 @@ class MapReport:
                    failures=int(data.get("failures", 0)), calls=int(data.get("calls", 0)),
                    rounds=int(data.get("rounds", 0)), stopped=data.get("stopped"),
                    errors=tuple(ItemError.from_dict(e) for e in data.get("errors", [])),
-                   wall_s=float(data.get("wall_s", 0.0)))
+                   wall_s=float(data.get("wall_s", 0.0)), marked=bool(data.get("marked", False)))
 
     def text(self) -> str:
         """What the call prints: one line of figures, then the first failed items."""
         line = (f"{self.operator}: {self.items:,} item{'s' if self.items != 1 else ''} in {self.packs:,} "
                 f"pack{'s' if self.packs != 1 else ''}, {self.calls:,} sub-call{'s' if self.calls != 1 else ''}, "
                 f"{self.reasks:,} re-asked, {self.failures:,} failed")
-        lines = [line + (" (None in the result; reasons in result.attrs['llm_errors'])" if self.failures else "")]
+        held = "'[error] <reason>'" if self.marked else "None"
+        lines = [line + (f" ({held} in the result; reasons in result.attrs['llm_errors'])" if self.failures else "")]
         errors = list(self.errors)
         if self.stopped:
             lines.append(f"  stopped early: {self.stopped}")
