@@ -5,7 +5,8 @@ to script what real providers send besides text (`finish_reason="length"`, `reas
 `meta={"empty": "no_choices"}`). With `supports_stop=True` a reply is cut at the first stop sequence a
 request passes, as providers do. Every request is recorded in `.requests`. A list script that has been used up starts again from the top when a new
 conversation begins (a request with no assistant message: a new run's first root call), so re-running a
-notebook cell replays the same scripted run; inside one run, running out is still `ScriptExhausted`. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
+notebook cell replays the same scripted run; inside one run, running out is still `ScriptExhausted`, whose
+message says how many replies the script holds, which reply was asked for, and what that request said. Usage is counted with tiktoken's bundled encodings (offline), so budgets and meters
 behave as they would with a real provider; cost is zero.
 """
 
@@ -68,9 +69,7 @@ class ScriptedLM:
                 if self._served >= len(self._replies) and self._replies and _starts_conversation(messages):
                     self._served = 0  # a re-run: the script plays again from the top
                 if self._served >= len(self._replies):
-                    raise ScriptExhausted(
-                        f"ScriptedLM {self.name!r} ran out of replies after {len(self._replies)}; "
-                        f"add replies to its script or pass a callable.")
+                    raise ScriptExhausted(_exhausted(self.name, len(self._replies), messages))
                 reply = self._replies[self._served]
                 self._served += 1
                 return reply
@@ -105,6 +104,17 @@ class ScriptedLM:
     def __repr__(self) -> str:
         kind = "callable" if self._responder is not None else f"{len(self._replies)} replies"
         return f"ScriptedLM({self.name!r}, {kind})"
+
+
+def _exhausted(name: str, given: int, messages: list[Message]) -> str:
+    """Why a list script ran out and what to add: how many replies it holds, how many requests asked for one,
+    and what the last said (often a run's closing call after its last turn, or a submit sent back)."""
+    last = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    said = " ".join(str(last).split())[:100] if isinstance(last, str) else "(not text)"
+    return (f"ScriptedLM {name!r} ran out of replies: its script has {given}, and the run asked for "
+            f"reply {given + 1} (its last message: {said!r}). Add replies to the script (a run whose turns end without submit() "
+            f"makes one more root call for its answer, and a submit() sent back by a check is asked again), or pass "
+            f"a callable.")
 
 
 def _starts_conversation(messages: list[Message]) -> bool:
