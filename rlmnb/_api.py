@@ -122,6 +122,10 @@ class RLM:
         revision_prompt: replaces the default revision message ($confidence, $reason... placeholders).
         on_event: a callback receiving every event live (the widget uses this).
         config: a ready RLMConfig; keyword settings (max_iterations=..., timeout=...) override it.
+
+    Model code reaches only what the user handed it: `llm_query(model=...)` and the other sub-calls name only
+    the models given here or in `models=[...]`, and a Dask input's cluster is reached only with
+    `allow_model_code_on_dask_cluster=True` (model code then runs on that cluster, outside the sandbox).
     """
 
     def __init__(self, model: Any = None, sub_model: Any = None, *, sandbox: str | None = None,

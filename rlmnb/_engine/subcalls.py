@@ -17,6 +17,12 @@ Maps (llm_map / llm_classify / llm_filter): the packing, validation and re-asks 
 handing back the packing limits, which follow the sub-model's window), sends each round of packed
 prompts through `SubCaller.query_batched` tagged with the map's id, and closes it with its figures
 (MapFinished). rlm_query goes to a `ChildRunner` (runs.Children).
+
+Models: a sub-call names only a model the user configured (`SubCaller.allowed_models`: the run's sub-model,
+the tree's other models handed in as `models`, and `RLMConfig.models`); any other name is refused with
+ModelNotAllowed before anything is reserved or sent, since model code chooses the name and the host, not the
+sandbox, would send the request (a litellm name can carry any URL). LM objects come only from the user's
+own Python and stay allowed.
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ from rlmnb._engine.cache import ResponseCache, cache_identity, open_cache, promp
 from rlmnb._engine.limits import SMALL_WINDOW, sub_prompt_window, window_of
 from rlmnb._ground.concurrency import AdaptiveLimiter
 from rlmnb._ground.config import RLMConfig
-from rlmnb._ground.errors import EmptyAnswer, ImagesRefused, ModelError, PromptTooLarge, format_error_slot
+from rlmnb._ground.errors import (
+    EmptyAnswer,
+    ImagesRefused,
+    ModelError,
+    PromptTooLarge,
+    RecoverableError,
+    format_error_slot,
+)
 from rlmnb._ground.images import Image, image_tokens
 from rlmnb._ground.tokens import count_tokens
 from rlmnb._ground.usage import CallUsage
@@ -52,7 +65,11 @@ from rlmnb.events import (
 )
 
 __all__ = ["DEFAULT_PACK_TOKENS", "MAX_ERRORS_KEPT", "MAX_PACK_TOKENS", "CallClock", "ChildRunner", "MapHost",
-           "RunHost", "SubCaller", "check_vision", "pack_limits"]
+           "ModelNotAllowed", "RunHost", "SubCaller", "check_vision", "pack_limits"]
+
+
+class ModelNotAllowed(RecoverableError, ValueError):
+    """A sub-call named a model the user did not configure; nothing was reserved or sent."""
 
 
 def _messages(prompt: str, images: Sequence[Image] = ()) -> list[Message]:
@@ -90,8 +107,9 @@ class SubCaller:
 
     def __init__(self, *, lm: LM, config: RLMConfig, budget: Budget, bus: EventBus, scope: RunScope,
                  limiter: AdaptiveLimiter | None = None, cache: ResponseCache | None = None,
-                 turn: Callable[[], int] = lambda: 0) -> None:
+                 turn: Callable[[], int] = lambda: 0, models: Sequence[LM | None] = ()) -> None:
         self.lm = lm
+        self.models = tuple(m for m in models if m is not None)  # the tree's other models (root, child)
         self.config = config
         self.budget = budget
         self.bus = bus
@@ -186,11 +204,27 @@ class SubCaller:
         return out
 
     # ---- internals -------------------------------------------------------------------------------
+    def allowed_models(self) -> dict[str, LM | None]:
+        """The model names a sub-call may give, each with its LM (None: `RLMConfig.models`, made on first use)."""
+        allowed: dict[str, LM | None] = {name: None for name in self.config.models}
+        for lm in (*reversed(self.models), self.lm):  # the run's own objects win over a configured name
+            allowed[model_label(lm)] = lm
+        return allowed
+
     def _lm_for(self, model: Any) -> LM:
-        if self.pinned or model is None or model is self.lm or model == model_label(self.lm):
+        """The LM a sub-call's `model` names. Raises ModelNotAllowed for a name outside `allowed_models`."""
+        if self.pinned or model is None or model is self.lm:
             return self.lm
-        if not isinstance(model, str):
+        if not isinstance(model, str):  # an object: the user's own Python made it (kernel calls carry names)
             return resolve_model(model, role="llm_query model")
+        allowed = self.allowed_models()
+        if model not in allowed:
+            shown = model if len(model) <= 80 else model[:79] + "…"
+            raise ModelNotAllowed(f"model {shown!r} is not one this run may call, so nothing was sent; leave model= "
+                                  f"out for the sub-model or pass one of: {', '.join(map(repr, allowed))}.")
+        found = allowed[model]
+        if found is not None:
+            return found
         if model not in self._models:
             self._models[model] = resolve_model(model, role="llm_query model", max_retries=self.config.max_retries,
                                                 timeout=self.config.request_timeout)

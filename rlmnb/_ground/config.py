@@ -20,7 +20,8 @@ SANDBOXES = ("local", "kernel")
 CONFINEMENTS = ("auto", "required", "off")
 COMPACTIONS = ("drop", "summarize")
 FIRST_READS = ("auto", "on", "off")
-_EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']"}
+_EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']",
+             "models": "['openai/gpt-4o-mini']"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,14 @@ class RLMConfig:
     """More paths a confined kernel sandbox may read ('/data' or '/data:ro'), or read and write ('/out:rw')."""
     allow_network: tuple[str, ...] = ()
     """More 'host:port' addresses a confined kernel sandbox may connect to (TCP; Landlock rules by port)."""
+    allow_model_code_on_dask_cluster: bool = False
+    """Let a Dask input bound to a distributed cluster be computed ON that cluster: the kernel sandbox connects to
+    its scheduler, so model code runs on the cluster's scheduler and workers, outside rlmnb's confinement (with a
+    LocalCluster: in this very process). False: the sandbox computes Dask frames itself, and the host computes a
+    frame whose data only the cluster holds and copies the result in."""
+    models: tuple[str, ...] = ()
+    """More models, by litellm name, that llm_query(model=...), llm_query_batched and llm_map may call besides the
+    run's own (model, sub_model, child_model); any other name is refused to the model with nothing sent."""
     journal: bool | str = True
     """Write the run's events to a journal file as they happen (what resume reads): True for $RLMNB_JOURNAL_DIR
     or .rlmnb/runs under the working directory, a folder path, or False for none."""
@@ -170,7 +179,10 @@ class RLMConfig:
             raise ConfigError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {self.sandbox!r}.")
         if self.confinement not in CONFINEMENTS:
             raise ConfigError(f"confinement must be one of {', '.join(CONFINEMENTS)}, got {self.confinement!r}.")
-        for name in ("allow_paths", "allow_network"):
+        if not isinstance(self.allow_model_code_on_dask_cluster, bool):
+            raise ConfigError(f"allow_model_code_on_dask_cluster must be True or False, "
+                              f"got {self.allow_model_code_on_dask_cluster!r}.")
+        for name in ("allow_paths", "allow_network", "models"):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
@@ -194,6 +206,7 @@ class RLMConfig:
         out["secret_env"] = list(self.secret_env)
         out["allow_paths"] = list(self.allow_paths)
         out["allow_network"] = list(self.allow_network)
+        out["models"] = list(self.models)
         return out
 
 

@@ -88,7 +88,7 @@ class MagicDefaults(Configurable):
     def run_config(self) -> RLMConfig:
         """The RLMConfig the %config settings make; a bad value is a UsageError naming the setting."""
         values = {name: getattr(self, name) for name in SETTING_TRAITS}
-        for name in ("secret_env", "allow_paths", "allow_network"):
+        for name in ("secret_env", "allow_paths", "allow_network", "models"):
             if name in values:
                 values[name] = tuple(values[name])
         try:
@@ -130,10 +130,10 @@ SETTING_TRAITS: tuple[str, ...] = tuple(RLMSettings.class_own_traits(config=True
 
 # (topic, settings): the order of `%rlm config`; a setting no topic names lands under "Other"
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Models", ("model", "sub_model", "max_retries", "request_timeout")),
+    ("Models", ("model", "sub_model", "models", "max_retries", "request_timeout")),
     ("Budget", ("max_iterations", "max_llm_calls", "max_tokens", "max_cost", "max_time")),
     ("Sandbox", ("sandbox", "timeout", "memory_limit", "keep_session", "secret_env", "confinement", "allow_paths",
-                 "allow_network")),
+                 "allow_network", "allow_model_code_on_dask_cluster")),
     ("Sub-calls", ("max_concurrency", "min_concurrency", "cache", "max_sub_prompt_tokens", "pack_tokens",
                    "pack_items", "map_retries")),
     ("What the root model sees", ("max_output_chars", "max_context_tokens", "compaction", "summary_max_tokens",
