@@ -1,13 +1,16 @@
 """Dask inputs on a real `distributed.LocalCluster` with two worker processes (one per module).
 
-Summaries come from metadata and the first partition (never the whole frame); the kernel sandbox
-connects its own client to the user's scheduler and its `.compute()` runs on the cluster's workers;
-without a client the graph crosses and runs on Dask's default scheduler; sub-calls stay on the host
-under the run's one budget; bad clusters fail with one sentence before any model call.
+Summaries come from metadata and the first partition (never the whole frame); by default the kernel sandbox
+computes a frame itself (its graph on Dask's threaded scheduler, or the host's export of a persisted frame)
+and never reaches the cluster; only with `allow_model_code_on_dask_cluster` does it connect its own client to
+the user's scheduler, so `.compute()` runs on the cluster's workers; sub-calls stay on the host under the
+run's one budget; bad clusters fail with one sentence before any model call. The attacks on the boundary
+are in tests/sandbox/test_dask_boundary.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -23,17 +26,31 @@ import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
-from sandbox_support import KINDS, code, run_bound
+from sandbox_support import KINDS, EchoHost, code, run_bound
 
 from rlmnb import RLM, InputError
 from rlmnb._ground.config import RLMConfig
+from rlmnb._sandbox import create_sandbox
 from rlmnb.inputs import bind_inputs
 from rlmnb.inputs._families import dask_frames
 from rlmnb.testing import ScriptedLM
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("stop_the_spare")]
+ON_CLUSTER = RLMConfig(allow_model_code_on_dask_cluster=True)
 
 
+async def run_opted_in(kind: str, values: dict[str, Any], body: str) -> str:
+    """What `body` prints in a fresh sandbox of `kind` whose inputs were bound with the cluster opt-in."""
+    fields, _ = bind_inputs(values, ON_CLUSTER)
+    sandbox = create_sandbox(kind)
+    try:
+        await sandbox.start(EchoHost(asyncio.get_running_loop()))
+        await sandbox.bind(fields)
+        result = await sandbox.execute(body, 120)
+        assert result.error is None, result.error
+        return result.stdout
+    finally:
+        await sandbox.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +92,16 @@ def test_a_dask_frame_is_summarised_from_metadata_and_its_first_partition(client
     fields, summary = bind_inputs({"events": events(events_path)}, RLMConfig())
     text = summary.text
     assert 'inputs["events"]: dask_frame (dask.DataFrame), 60,000 rows x 3 columns' in text  # Parquet footers
-    assert "Dask DataFrame, 4 partitions, not computed" in text and "runs it on the cluster" in text
+    assert "Dask DataFrame, 4 partitions, not computed" in text and "on the cluster" not in text
     assert "columns: user int64, amount float64, kind " in text
     first = pd.read_parquet(events_path / "part-0.parquet").iloc[0]
     assert f"user | amount | kind\n    {first.user} | {first.amount} | {first.kind}" in text
+    assert fields[0].endpoints == () and fields[0].plan == {"crossing": "graph"}  # the sandbox computes it
+    assert fields[0].read_paths == (str(events_path),)  # with Dask's own readers, over these files
+    opted = bind_inputs({"events": events(events_path)}, ON_CLUSTER)[0][0]
     host, port = client.scheduler.address.split("://")[1].rsplit(":", 1)
-    assert fields[0].endpoints == (f"{host}:{port}",)
-    assert fields[0].read_paths == (str(events_path),)  # a confined kernel without a cluster reads these
+    assert opted.endpoints == (f"{host}:{port}",) and opted.plan == {"crossing": "cluster"}
+    assert "runs it on the cluster" in opted.info.detail
 
 
 def test_a_filtered_frame_has_an_unknown_row_count_and_known_divisions_are_shown(client: Client) -> None:
@@ -103,19 +123,61 @@ def test_describing_computes_only_the_first_partition(client: Client) -> None:
     assert "4 partitions" in text and "rows unknown" in text
 
 
-# ---- on the cluster -----------------------------------------------------------------------------------------
+# ---- where .compute() runs ----------------------------------------------------------------------------------
+WHERE = ("import os\ne = inputs['events']\n"
+         "print(e.groupby('user').size().nlargest(3).compute().to_dict())\n"
+         "print(sorted(set(e.map_partitions(lambda p: p.assign(pid=os.getpid())).pid.compute())), os.getpid())")
+
+
+async def test_by_default_the_kernel_computes_the_frame_itself_and_never_the_cluster(
+        client: Client, events_path: Path) -> None:
+    gc.collect()
+    before = set(client.list_datasets())
+    out, shipped = await run_bound("kernel", {"events": events(events_path)}, WHERE)
+    top, pids = out.splitlines()
+    truth = pd.read_parquet(events_path).groupby("user").size().nlargest(3).to_dict()
+    assert top == str(truth)
+    computed, kernel = pids.rsplit(" ", 1)
+    assert eval(computed) == [int(kernel)]  # noqa: S307 - our own printed list: the sandbox's own threads
+    assert not set(client.run(os.getpid).values()) & {int(kernel)} and int(kernel) != os.getpid()
+    assert shipped == 0 and set(client.list_datasets()) == before  # the graph crossed; nothing was published
+
+
 @pytest.mark.parametrize("kind", KINDS)
-async def test_sandbox_code_computes_on_the_clusters_workers(kind: str, client: Client, events_path: Path) -> None:
-    body = ("import os\ne = inputs['events']\n"
-            "print(e.groupby('user').size().nlargest(3).compute().to_dict())\n"
-            "print(sorted(set(e.map_partitions(lambda p: p.assign(pid=os.getpid())).pid.compute())))")
-    out, shipped = await run_bound(kind, {"events": events(events_path)}, body)
+async def test_with_the_opt_in_sandbox_code_computes_on_the_clusters_workers(
+        kind: str, client: Client, events_path: Path) -> None:
+    out = await run_opted_in(kind, {"events": events(events_path)}, WHERE)
     top, pids = out.splitlines()
     truth = pd.read_parquet(events_path).groupby("user").size().nlargest(3).to_dict()
     assert top == str(truth)
     workers = set(client.run(os.getpid).values())
-    assert set(eval(pids)) <= workers and os.getpid() not in eval(pids)  # noqa: S307 - our own printed list
-    assert shipped == 0  # reconnected to the scheduler, nothing copied
+    computed = eval(pids.rsplit(" ", 1)[0])  # noqa: S307 - our own printed list
+    assert set(computed) <= workers and os.getpid() not in computed
+
+
+async def test_a_persisted_frame_is_computed_by_the_host_and_crosses_as_arrow_with_its_partitions(
+        client: Client) -> None:
+    source = pd.DataFrame({"v": np.arange(1_000), "w": np.arange(1_000) % 7}, index=np.arange(1_000) * 2)
+    frame = dd.from_pandas(source, npartitions=5).persist()
+    fields, _ = bind_inputs({"p": frame}, RLMConfig())
+    assert fields[0].plan == {"crossing": "export"} and fields[0].endpoints == ()
+    body = ("p = inputs['p']\nprint(p.npartitions, len(p), int(p.v.sum().compute()), list(p.divisions))\n"
+            "print(p.groupby('w').v.sum().compute().sort_index().tolist(), int(p.index.max().compute()))")
+    out, shipped = await run_bound("kernel", {"p": frame}, body)
+    assert out.splitlines() == [f"5 1000 {source.v.sum()} {list(frame.divisions)}",
+                                f"{source.groupby('w').v.sum().tolist()} 1998"]
+    assert shipped > 0  # the host's export, not the cluster, fed the sandbox
+
+
+def test_a_persisted_frame_too_large_to_copy_stops_the_run_before_any_model_call(
+        client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_frames, "MAX_EXPORT_BYTES", 1_000)
+    frame = dd.from_pandas(pd.DataFrame({"v": np.arange(10_000)}), npartitions=2).persist()
+    root = ScriptedLM([code("print(1)")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel").run("?", big=frame)
+    assert result.status == "error" and root.requests == []
+    assert result.error is not None and "Input 'big'" in result.error
+    assert "allow_model_code_on_dask_cluster=True" in result.error  # the way out is named
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -154,14 +216,14 @@ def test_sub_calls_stay_on_the_host_under_the_one_budget(client: Client, events_
 
 
 # ---- bad clusters -------------------------------------------------------------------------------------------
-def test_a_cluster_inside_this_process_is_refused_for_the_kernel_before_any_model_call() -> None:
+def test_a_cluster_inside_this_process_is_refused_for_the_opt_in_before_any_model_call() -> None:
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as inproc, Client(inproc):
         frame = dd.from_pandas(pd.DataFrame({"v": [1, 2, 3]}), npartitions=1)
         root = ScriptedLM([code("print(1)")], name="root")
-        result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel").run("?", v=frame)
+        result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel",
+                     allow_model_code_on_dask_cluster=True).run("?", v=frame)
     assert result.status == "error" and root.requests == []
     assert result.error is not None and "Input 'v': its Dask scheduler at inproc://" in result.error
-    assert "start it with processes=True or protocol='tcp', or use sandbox='local'" in result.error
 
 
 def test_a_scheduler_the_kernel_cannot_reach_is_one_sentence_naming_the_input() -> None:
@@ -198,8 +260,8 @@ def test_a_tls_cluster_is_reached_with_the_users_security_settings_which_never_r
         assert c.scheduler.address.startswith("tls://")
         frame = dd.from_pandas(pd.DataFrame({"v": np.arange(100)}), npartitions=2)
         root = ScriptedLM([code("print(int(inputs['v'].v.sum().compute()))"), code("submit('ok')")], name="root")
-        result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel", evidence_check=False).run(
-            "?", v=frame)
+        result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), sandbox="kernel", evidence_check=False,
+                     allow_model_code_on_dask_cluster=True).run("?", v=frame)
     assert result.answer == "ok", result.error
     assert "4950" in root.requests[1][-1]["content"]  # the kernel's TLS client computed it
     assert "PRIVATE KEY" not in json.dumps(result.trajectory.to_dict())
@@ -211,7 +273,7 @@ async def test_a_published_collection_is_unpublished_when_the_user_lets_it_go(cl
     gc.collect()  # collections of earlier tests are let go (and unpublished) first
     before = set(client.list_datasets())
     frame = events(events_path)
-    out, _ = await run_bound("kernel", {"events": frame}, "print(inputs['events'].npartitions)")
+    out = await run_opted_in("kernel", {"events": frame}, "print(inputs['events'].npartitions)")
     assert out == "4\n"
     published = set(client.list_datasets()) - before
     assert len(published) == 1 and next(iter(published)).startswith("rlmnb-")
