@@ -32,6 +32,8 @@ __all__ = ["GROUPS", "MAX_QUESTION_CHARS", "SETTING_FLAGS", "SettingFlag", "chec
            "verify_guard"]
 
 MAX_QUESTION_CHARS = 20_000  # an interpolated question longer than this carries data, not a question
+CLOSE_MATCH = 0.7  # difflib ratio of an unknown option's name to a declared one's for "did you mean" (--max-iter
+# -> --max-iterations is 0.73; --bogus -> --rounds is 0.55)
 
 
 # ==================================================================================================
@@ -105,11 +107,39 @@ def parse_line(magic: Any, line: str) -> Any:
         args = parse_argstring(magic, line)  # type: ignore[no-untyped-call]
     except UsageError as exc:
         raise UsageError(f"{exc}{_did_you_mean(magic, str(exc))} (see %%rlm? for the options)") from None
+    repeated = _repeated_option(magic.parser, line)
+    if repeated is not None:
+        raise UsageError(f"{repeated} is given more than once; give it once (see %%rlm? for the options).")
     for name in ("model", "sub_model", "schema", "out"):  # IPython keeps quotes around option values
         value = getattr(args, name)
         if isinstance(value, str):
             setattr(args, name, unquote(value))
     return args
+
+
+def _repeated_option(parser: argparse.ArgumentParser, line: str) -> str | None:
+    """The first single-valued option the line gives twice (argparse would keep the last one silently), e.g.
+    `-m a ... --model b`; None when there is none. Repeatable (append) options and flags may repeat."""
+    from IPython.utils.process import arg_split
+
+    seen: dict[str, str] = {}
+    words = arg_split(line)
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        name, has_value = (word.split("=", 1)[0], True) if word.startswith("--") and "=" in word else (word, False)
+        action = parser._option_string_actions.get(name)
+        if action is None or type(action).__name__ != "_StoreAction":
+            continue  # a value, a flag, a repeatable option
+        if action.dest in seen:
+            return f"{seen[action.dest]} / {name}" if seen[action.dest] != name else name
+        seen[action.dest] = name
+        if has_value:
+            continue
+        if action.nargs is None or (action.nargs == "?" and index < len(words) and not words[index].startswith("-")):
+            index += 1  # its value, which may itself start with a dash
+    return None
 
 
 def _did_you_mean(magic: Any, message: str) -> str:
@@ -126,7 +156,9 @@ def _did_you_mean(magic: Any, message: str) -> str:
     for word in (w.split("=", 1)[0] for w in words if w.startswith("-")):
         same = [d for d in declared if d.startswith("--") == word.startswith("--")]
         longer = [d for d in same if d.startswith(word) and len(word) > 3]  # an abbreviation, refused as such
-        close = longer[:1] if len(longer) == 1 else difflib.get_close_matches(word, same, n=1, cutoff=0.6)
+        bare = {d.lstrip("-"): d for d in same}  # compared without the dashes, which every option shares
+        near = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=CLOSE_MATCH)
+        close = longer[:1] if len(longer) == 1 else [bare[n] for n in near]
         if close and close[0] != word:
             hints.append(f"{word}: did you mean {close[0]}?")
     return f"; {'; '.join(hints)}" if hints else ""
