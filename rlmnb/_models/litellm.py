@@ -66,6 +66,7 @@ from rlmnb._models.request_policy import (
     is_local,
     retry_after,
     server_gate,
+    server_slots,
     timed_out,
 )
 
@@ -163,9 +164,10 @@ class LiteLLM:
         local: whether the server runs on this machine (longer default timeout, no retry of a timed-out
             request); default: a loopback api_base or a local provider (Ollama, LM Studio, llamafile).
         parallel: requests sent at once to the server, shared by every LiteLLM of the same server; the
-            others wait on our side, where their timeout has not started. Default: 1 for a server on this
-            machine (llama.cpp and Ollama answer one at a time by default; give a batching server such as
-            vLLM its slot count), no limit for a hosted provider.
+            others wait on our side, where their timeout has not started. Default: for a server on this
+            machine, what it says at the first request (llama.cpp's /props slots; no limit for vLLM and
+            SGLang, which batch), else 1 (llama-cpp-python and Ollama answer one at a time); no limit for a
+            hosted provider.
         input_cost_per_token, output_cost_per_token: register a price for this model with litellm.
         vision: whether the model reads images (llm_query(images=...)); default: litellm's model info,
             and a model litellm does not know is refused images until you say vision=True.
@@ -190,6 +192,9 @@ class LiteLLM:
         if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
             raise ValueError(f"parallel is a number of requests (1 or more), or None; got {parallel!r}.")
         self.parallel = parallel if parallel is not None else (LOCAL_PARALLEL if self.local else None)
+        base = litellm_kwargs.get("api_base")
+        # a server on this machine is asked how many requests it serves at once (first request); parallel= wins
+        self._slots_from = str(base) if parallel is None and self.local and base else None
         for reserved in ("model", "messages", "stream"):
             if reserved in litellm_kwargs:
                 raise ValueError(f"LiteLLM does not take {reserved!r} as a litellm argument.")
@@ -363,6 +368,8 @@ class LiteLLM:
         if not self._key_checked:
             await asyncio.to_thread(self.check_key)
         litellm = _litellm if _litellm is not None else await _aload_litellm()
+        if self._slots_from is not None:
+            self.parallel, self._slots_from = await server_slots(self._slots_from), None
         lane = self._lane
         call = {**self.kwargs, **params, "timeout": self.timeout, "max_retries": 0, "num_retries": 0}
         retries = rate_limited = 0

@@ -34,8 +34,8 @@ def provider_hint(name: str) -> str | None:
     for prefix, provider in PREFIX_PROVIDERS:
         if lowered.startswith(prefix):
             return f"{provider}/{bare}"
-    provider = _litellm_providers().get(bare)
-    return f"{provider}/{bare}" if provider else None
+    known = _litellm_providers().get(bare)
+    return f"{known}/{bare}" if known else None
 
 
 def bare_name_error(name: str) -> str:

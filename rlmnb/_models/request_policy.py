@@ -15,6 +15,10 @@
   would run while it waits behind the others (recorded: three 11K-token reading parts sent at once to the
   local 1.5B model; the first took 359 s, the second and third timed out at 600 s while queued). The
   timeout counts from when a request passes the gate.
+- `server_slots` asks a server on this machine how many requests it serves at once, once per address and
+  process, where the server says: llama.cpp's `GET /props` (`total_slots`), or a `GET /v1/models` whose
+  models are `owned_by` vLLM or SGLang (servers that batch: no gate, the run's own limit applies). A server
+  that says neither (llama-cpp-python, Ollama, LM Studio) keeps `LOCAL_PARALLEL`.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_PARALLEL", "LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "REMOTE_TIMEOUT", "classify", "is_local",
-           "is_loopback", "retry_after", "server_gate", "timed_out"]
+__all__ = ["BATCHING_SERVERS", "LOCAL_PARALLEL", "LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "PROBE_TIMEOUT", "REMOTE_TIMEOUT",
+           "classify", "is_local", "is_loopback", "retry_after", "server_gate", "server_slots", "timed_out"]
 
 REMOTE_TIMEOUT = 120.0
 """Seconds a request to a hosted provider may take by default."""
@@ -40,6 +44,10 @@ LOCAL_TIMEOUT = 600.0
 LOCAL_PARALLEL = 1
 """Requests sent at once to a server on this machine by default (llama.cpp's Python server and Ollama answer one
 at a time unless told otherwise; a server that batches, such as vLLM, is given `parallel=` to match its slots)."""
+PROBE_TIMEOUT = 2.0
+"""Seconds `server_slots` waits for each of a local server's answers (/props, /v1/models)."""
+BATCHING_SERVERS = frozenset({"vllm", "sglang"})
+"""`owned_by` values of `GET /v1/models` from servers that batch requests (many at once)."""
 # providers whose default api_base is on this machine
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile"})
 # how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
@@ -145,3 +153,58 @@ async def server_gate(server: str, parallel: int | None) -> AsyncIterator[None]:
     gate = gates.setdefault((server, parallel), asyncio.Semaphore(parallel))
     async with gate:
         yield
+
+
+_SLOTS: dict[str, int | None] = {}  # api_base -> what its server said (process-wide: it does not change)
+_PROBES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Task[int | None]]] = (
+    weakref.WeakKeyDictionary())
+
+
+async def server_slots(api_base: str) -> int | None:
+    """How many requests the server at `api_base` (on this machine) serves at once: its slots, None for a
+    server that batches (no gate), else `LOCAL_PARALLEL`. Asked once per address; never raises."""
+    key = api_base.strip().rstrip("/")
+    if key in _SLOTS:
+        return _SLOTS[key]
+    probes = _PROBES.setdefault(asyncio.get_running_loop(), {})
+    task = probes.get(key)
+    if task is None:  # concurrent first requests share one probe
+        task = probes[key] = asyncio.ensure_future(_ask_slots(key))
+    slots = await asyncio.shield(task)
+    _SLOTS[key] = slots
+    return slots
+
+
+async def _ask_slots(base: str) -> int | None:
+    import aiohttp
+
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            props = await _get_json(session, f"{root}/props")
+            settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+            for value in (props.get("total_slots") if isinstance(props, dict) else None,
+                          props.get("n_slots") if isinstance(props, dict) else None,
+                          settings.get("n_slots") if isinstance(settings, dict) else None):
+                if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                    return value
+            listing = await _get_json(session, f"{base}/models")
+            models = listing.get("data") if isinstance(listing, dict) else None
+            owners = {str(m.get("owned_by", "")).lower() for m in models or [] if isinstance(m, dict)}
+            if owners & BATCHING_SERVERS:
+                return None
+    except Exception:  # noqa: S110 - a server that cannot say keeps the safe default
+        pass
+    return LOCAL_PARALLEL
+
+
+async def _get_json(session: Any, url: str) -> Any:
+    """The JSON body of a GET, None for any other answer."""
+    async with session.get(url) as response:
+        if response.status != 200:
+            return None
+        try:
+            return await response.json(content_type=None)
+        except ValueError:
+            return None

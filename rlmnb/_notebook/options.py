@@ -120,7 +120,7 @@ def parse_line(magic: Any, line: str) -> Any:
 def _repeated_option(parser: argparse.ArgumentParser, line: str) -> str | None:
     """The first single-valued option the line gives twice (argparse would keep the last one silently), e.g.
     `-m a ... --model b`; None when there is none. Repeatable (append) options and flags may repeat."""
-    from IPython.utils.process import arg_split
+    from IPython.utils.process import arg_split  # type: ignore[attr-defined]  # the split parse_argstring uses
 
     seen: dict[str, str] = {}
     words = arg_split(line)

@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1, for tests, notebooks and benchmarks offline.
 
 It speaks enough of the OpenAI API for litellm (`model="openai/<name>", api_base=server.url`):
-`POST /v1/chat/completions` and `GET /v1/models`, plus `GET /stats` and `POST /reset` for tests.
+`POST /v1/chat/completions` and `GET /v1/models`, plus `GET /stats` and `POST /reset` for tests (and, with
+`report_slots=True`, llama.cpp's `GET /props`).
 What it answers (scripts, responders, reply shapes, latency, faults) is `fake_behaviours`; this
 module is the server and its lifecycle. Knobs: `latency`, `faults` (with `retry_after` seconds on
 429s), `api_key` (other keys get a 401), `context_window` (larger prompts get the provider's
@@ -93,6 +94,10 @@ class FakeServer(Address):
             default False.
         slots: requests answered at once; the others wait inside the server, unseen by the client, as with
             llama.cpp's Python server (one slot); default: all at once.
+        report_slots: answer `GET /props` as llama.cpp's server does, with `total_slots` (the `slots` above, 1
+            when unset); default False: /props is not found, as on most servers.
+        owned_by: the `owned_by` of every model `GET /v1/models` lists ("vllm" or "sglang" to pose as a
+            batching server); default "rlmnb-fake".
         port: 0 picks a free port.
     """
 
@@ -102,6 +107,7 @@ class FakeServer(Address):
                  fault_sequence: Sequence[str | None] | None = None, retry_after: float = 0.0, hang_s: float = 30.0, api_key: str | None = None,
                  context_window: int | None = None, report_usage: bool = True, seed: int = 0,
                  record_bodies: bool = False, prompt_cache: bool = False, slots: int | None = None,
+                 report_slots: bool = False, owned_by: str = "rlmnb-fake",
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = load_script(script)
         self.responder = load_responder(responder)
@@ -127,6 +133,8 @@ class FakeServer(Address):
         self.record_bodies = record_bodies
         self.prompt_cache = prompt_cache
         self.slots = slots
+        self.report_slots = report_slots
+        self.owned_by = owned_by
         self._slot_gate: asyncio.Semaphore | None = None
         self._bodies: list[dict[str, Any]] = []
         self._prefixes: set[str] = set()
@@ -203,6 +211,8 @@ class FakeServer(Address):
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        if self.report_slots:
+            app.router.add_get("/props", self._props)
         app.router.add_get("/stats", self._get_stats)
         app.router.add_post("/reset", self._reset)
         self._stopping = asyncio.Event()
@@ -263,7 +273,14 @@ class FakeServer(Address):
 
         names = sorted({*self.script, "fake-sub", "fake-root"})
         return web.json_response({"object": "list", "data": [
-            {"id": n, "object": "model", "created": 0, "owned_by": "rlmnb-fake"} for n in names]})
+            {"id": n, "object": "model", "created": 0, "owned_by": self.owned_by} for n in names]})
+
+    async def _props(self, request: Any) -> Any:
+        """llama.cpp's server properties: how many requests it serves at once (`total_slots`)."""
+        from aiohttp import web
+
+        return web.json_response({"total_slots": self.slots or 1,
+                                  "default_generation_settings": {"n_ctx": self.context_window or 4096}})
 
     async def _get_stats(self, request: Any) -> Any:
         from aiohttp import web

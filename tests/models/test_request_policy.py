@@ -91,3 +91,38 @@ def test_retry_after_header_forms() -> None:
     assert 5 < (retry_after(Exc({"retry-after": time.strftime("%a, %d %b %Y %H:%M:%S GMT",
                                                                 time.gmtime(time.time() + 10))})) or 0) <= 10
     assert retry_after(Exc({})) is None and retry_after(ValueError()) is None
+
+
+# ---- how many requests a server on this machine gets at once: what it says -----------------------------------
+def peak_of(server: Any, lm: LiteLLM, n: int = 6) -> int:
+    """The most requests `server` held at once while `lm` sent `n` together."""
+    async def together() -> None:
+        try:
+            await asyncio.gather(*(lm.acomplete([{"role": "user", "content": f"part {i}"}]) for i in range(n)))
+        finally:
+            await close_loop_clients()
+
+    asyncio.run(together())
+    return int(server.stats()["peak_in_flight"])
+
+
+def test_a_llama_cpp_server_gets_as_many_requests_as_its_slots(fake_server_factory: Any) -> None:
+    server = fake_server_factory(latency=0.2, slots=3, report_slots=True)
+    lm = server.lm("fake-sub")
+    assert peak_of(server, lm) == 3 and lm.parallel == 3
+
+
+@pytest.mark.parametrize("owner", ["vllm", "sglang"])
+def test_a_batching_server_gets_no_gate(owner: str, fake_server_factory: Any) -> None:
+    server = fake_server_factory(latency=0.2, owned_by=owner)
+    lm = server.lm("fake-sub")
+    assert peak_of(server, lm) == 6 and lm.parallel is None
+
+
+def test_a_server_that_says_nothing_gets_one_and_parallel_wins(fake_server_factory: Any) -> None:
+    quiet = fake_server_factory(latency=0.1)
+    assert peak_of(quiet, quiet.lm("fake-sub")) == 1
+    told = fake_server_factory(latency=0.1, slots=4, report_slots=True)
+    assert peak_of(told, told.lm("fake-sub", parallel=2)) == 2
+    batching = fake_server_factory(latency=0.1, owned_by="vllm")
+    assert peak_of(batching, batching.lm("fake-sub", parallel=1)) == 1
