@@ -109,11 +109,13 @@ def test_a_run_gets_exactly_what_the_flags_allow(tmp_path: Path, capsys: pytest.
     assert started.config["confinement"] == "required"
     assert started.config["allow_paths"] == [f"{allowed}:rw"]
     assert started.config["allow_network"] == ["127.0.0.1:9", "127.0.0.1:10"]
-    assert started.confinement is not None and started.confinement["active"] == "landlock+seccomp"
+    assert started.confinement is not None and started.confinement["active"].endswith("landlock+seccomp")
     executed = [e for e in trajectory.events if e.kind == "code_executed"]
     assert "allowed body" in executed[0].stdout and not executed[0].error
     assert (allowed / "out.txt").read_text() == "written"
-    assert executed[1].error_type == "PermissionError" and "not for the sandbox" not in json.dumps(trajectory.to_dict())
+    # refused (Landlock), or not there at all (a mount namespace holding only what was allowed)
+    assert executed[1].error_type in ("PermissionError", "FileNotFoundError")
+    assert "not for the sandbox" not in json.dumps(trajectory.to_dict())
 
 
 @pytest.mark.integration
