@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
 
 from rlmnb._ground.errors import ConfigError, SubmitSignal
@@ -49,13 +50,66 @@ def _check_prompts(prompts: object, fn: str) -> list[str]:
     return items
 
 
+MAX_SUBMIT_BYTES = 8 << 20  # a submitted value's JSON (as the kernel sends it: ASCII, escaped); see bridge.REPLY_BYTES
+MAX_SUBMIT_ITEMS = 400_000  # values in it, containers and dict keys included; see bridge.REPLY_ITEMS
+
+
 def _submit_signal(value: Any) -> SubmitSignal:
+    """The signal that ends the snippet: the value as plain JSON data, or why it cannot be accepted (not
+    JSON-able, nested over 50 levels, or over MAX_SUBMIT_BYTES / MAX_SUBMIT_ITEMS), so the run goes on."""
     handling = sys.exc_info()[0]
     during = handling.__name__ if handling is not None and not issubclass(handling, SubmitSignal) else None
     try:
-        return SubmitSignal(to_jsonable(value), during_exception=during)
+        data = to_jsonable(value)
     except NotJSONable as exc:
         return SubmitSignal(None, error=f"the value is a {type(value).__name__} ({exc})", during_exception=during)
+    over = oversize(data, MAX_SUBMIT_BYTES, MAX_SUBMIT_ITEMS)
+    if over is not None:
+        return SubmitSignal(None, error=f"the value is too large to submit: {over}; submit a smaller value, such as "
+                                        f"a summary, counts or the first rows", during_exception=during)
+    return SubmitSignal(data, during_exception=during)
+
+
+def oversize(data: Any, max_bytes: int, max_items: int) -> str | None:
+    """Why plain JSON data (what `to_jsonable` returns) is over `max_bytes` bytes of ASCII-escaped JSON or
+    `max_items` values, or None. One walk that stops at the first bound crossed, so a 200 MB string or a list
+    of 100 M numbers costs no more than the bound to measure."""
+    size, items = 0, 1
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            size += _json_str_bytes(value, max_bytes - size)
+        elif isinstance(value, list | dict):
+            items += len(value) * (2 if isinstance(value, dict) else 1)
+            if items > max_items:
+                return f"it holds more than {max_items:,} values"
+            if isinstance(value, dict):
+                size += 2 + 4 * len(value)  # braces, ': ' and ', '
+                stack.extend(value)  # the keys (strings)
+                stack.extend(value.values())
+            else:
+                size += 2 + 2 * len(value)
+                stack.extend(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            size += value.bit_length() * 30103 // 100_000 + 2
+        else:  # float, bool, None
+            size += 24
+        if size > max_bytes:
+            return f"its JSON is more than {max_bytes:,} bytes"
+    return None
+
+
+def _json_str_bytes(text: str, room: int) -> int:
+    """Bytes `text` takes as an ASCII-escaped JSON string, counted in 1 MiB pieces and only up to past `room`."""
+    if len(text) + 2 > room:
+        return len(text) + 2  # over already: escaping only adds
+    total, step = 2, 1 << 20
+    for start in range(0, len(text), step):
+        total += len(encode_basestring_ascii(text[start:start + step])) - 2
+        if total > room:
+            break
+    return total
 
 
 def user_variables(namespace: Mapping[str, Any], hidden: set[str]) -> list[tuple[str, str]]:
@@ -176,4 +230,4 @@ def check_tools(tools: Sequence[Callable[..., Any]] | Mapping[str, Callable[...,
     return items
 
 
-__all__ = ["SyncBridge", "check_tools", "install", "user_variables"]
+__all__ = ["MAX_SUBMIT_BYTES", "MAX_SUBMIT_ITEMS", "SyncBridge", "check_tools", "install", "oversize", "user_variables"]

@@ -15,6 +15,7 @@ import ast
 import builtins
 import collections
 import itertools
+import json
 import linecache
 import sys
 import traceback
@@ -90,6 +91,7 @@ TABLE_COLUMNS = 30       # columns kept
 TABLE_CELL_CHARS = 200   # characters kept per cell
 TABLE_TEXT_CHARS = 20_000  # a text longer than this is not matched to a table
 TABLES_KEPT = 20         # tables noted per snippet
+TABLE_RECORD_BYTES = 100_000  # a record's JSON (ASCII-escaped) at most: all of a snippet's stay under 2 MB
 
 
 def _cell(value: Any) -> str:
@@ -100,7 +102,8 @@ def _cell(value: Any) -> str:
 def table_record(value: Any, text: str) -> dict[str, Any] | None:
     """`value` as a table the views can draw, if it is a pandas DataFrame or Series (recognised by its class,
     never importing pandas), else None. `text` is what was written for it; the record keeps its first rows and
-    columns as strings, and the whole shape."""
+    columns as strings, and the whole shape. A record over TABLE_RECORD_BYTES is not made (the table stays text,
+    which the model reads as before), so a snippet's tables stay small in the reply whatever the frames hold."""
     cls = type(value)
     if cls.__module__.split(".", 1)[0] != "pandas" or cls.__name__ not in ("DataFrame", "Series"):
         return None
@@ -109,12 +112,13 @@ def table_record(value: Any, text: str) -> dict[str, Any] | None:
     try:
         frame = value.to_frame() if cls.__name__ == "Series" else value
         head = frame.iloc[:TABLE_ROWS, :TABLE_COLUMNS]
-        return {"text": text, "shape": [int(frame.shape[0]), int(frame.shape[1])],
-                "columns": [_cell(c) for c in head.columns], "index": [_cell(i) for i in head.index],
-                "rows": [[_cell(v) for v in row] for row in head.itertuples(index=False, name=None)],
-                "series": cls.__name__ == "Series"}
+        record = {"text": text, "shape": [int(frame.shape[0]), int(frame.shape[1])],
+                  "columns": [_cell(c) for c in head.columns], "index": [_cell(i) for i in head.index],
+                  "rows": [[_cell(v) for v in row] for row in head.itertuples(index=False, name=None)],
+                  "series": cls.__name__ == "Series"}
     except Exception:  # an odd frame (a subclass, a failing __str__): it stays text
         return None
+    return record if len(json.dumps(record, ensure_ascii=True)) <= TABLE_RECORD_BYTES else None
 
 
 def _noting_print(tables: list[dict[str, Any]]) -> Any:

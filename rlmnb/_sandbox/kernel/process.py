@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from rlmnb._ground.errors import SandboxError
-from rlmnb._sandbox.bridge import MIME, listening_socket
+from rlmnb._sandbox.bridge import (
+    MIME,
+    REPLY_BYTES,
+    REPLY_ITEMS,
+    ProtocolError,
+    TooLarge,
+    bounded_loads,
+    listening_socket,
+)
 from rlmnb._sandbox.confinement.launch import bootstrap
 from rlmnb._sandbox.confinement.policy import Policy, build_policy
 from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir
@@ -42,7 +50,9 @@ LOG_TAIL = 64 * 2**10
 GRACE_S = 2.0           # after an interrupt, how long the kernel has to become idle before it is replaced
 START_TIMEOUT_S = 60.0  # a kernel that is not ready by then is a SandboxError
 CALL_TIMEOUT_S = 600.0  # configure / bind / variables
-MAX_REPLY_BYTES = 512 << 20  # ZMQ refuses larger messages from the kernel: the host's memory is not its to fill
+# ZMQ refuses a larger message from the kernel: the host's memory is not its to fill. The reply JSON
+# (REPLY_BYTES at most) travels escaped inside the message's own JSON, which can double it.
+MAX_REPLY_BYTES = 2 * REPLY_BYTES + (8 << 20)
 REPLY_EXPR = {"r": "__rlmnb__.reply()"}
 _KERNEL_ARGS = ("--HistoryManager.enabled=False", "--InteractiveShellApp.exec_PYTHONSTARTUP=False",
                 "--Application.log_level=ERROR")
@@ -385,13 +395,30 @@ def _stop_manager(km: Any, marker: str) -> None:
 
 
 def reply_payload(content: Any) -> Any:
-    """The JSON our kernel side left in the `r` user expression, or None when there is none."""
+    """The JSON our kernel side left in the `r` user expression, or None when there is none.
+
+    It is decoded within REPLY_BYTES and REPLY_ITEMS (`bounded_loads`): a reply over them, not JSON, or not a
+    mapping (the kernel side keeps its replies within them, so only tampered-with code makes one) reads as an
+    outcome with an error, which the model sees; the kernel is kept. A JSON null (no outcome kept) is None.
+    """
     if not isinstance(content, dict):
         return None
     expr = (content.get("user_expressions") or {}).get("r") or {}
-    if expr.get("status") != "ok" or MIME not in expr.get("data", {}):
+    if not isinstance(expr, dict) or expr.get("status") != "ok" or not isinstance(expr.get("data"), dict):
         return None
-    return json.loads(expr["data"][MIME])
+    payload = expr["data"].get(MIME)
+    if not isinstance(payload, str):
+        return None
+    try:
+        data = bounded_loads(payload, max_bytes=REPLY_BYTES, max_items=REPLY_ITEMS)
+    except ProtocolError as exc:
+        why = f"it holds {exc}" if isinstance(exc, TooLarge) else str(exc)
+    else:
+        if data is None or isinstance(data, dict):
+            return data
+        why = f"it is a {type(data).__name__}, not a mapping"
+    return {"error": f"ReplyRefused: the sandbox's reply was not read: {why}. Print less, and submit a smaller "
+                     f"value (a summary or counts).", "error_type": "ReplyRefused"}
 
 
 def describe_failure(content: Any) -> str:

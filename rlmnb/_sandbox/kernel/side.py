@@ -22,7 +22,6 @@ import contextlib
 import itertools
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ from typing import Any
 
 from rlmnb._ground import errors as rlm_errors
 from rlmnb._ground.images import Image
-from rlmnb._sandbox.bridge import MIME, opening, pack, recv_frame
+from rlmnb._sandbox.bridge import MIME, REPLY_BYTES, TooLarge, connect, opening, pack, recv_frame, too_large
 from rlmnb._sandbox.local import LazyInputs, sandbox_builtins
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, run_snippet, snippet_filename
@@ -135,7 +134,8 @@ class HostCallDropped(RuntimeError):
 
 
 class SocketBridge:
-    """SyncBridge over loopback TCP: one connection per call, tagged with the run, the turn and the step."""
+    """SyncBridge over the broker's socket (Unix, or loopback TCP): one connection per call, tagged with the
+    run, the turn and the step."""
 
     def __init__(self) -> None:
         self.settings: dict[str, Any] = {}
@@ -148,9 +148,12 @@ class SocketBridge:
         turn, step = self.turn, self.step
         req = {"run": s["run"], "turn": turn, "step": step, "id": next(self._ids), "op": op,
                **payload}
-        with socket.create_connection(("127.0.0.1", s["port"])) as sock:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(opening(s["secret"]) + pack(req))
+        try:
+            frame = opening(s["secret"]) + pack(req)
+        except TooLarge as exc:  # refused here, before anything is sent: the broker would not read it
+            raise ValueError(too_large(op, payload, exc)) from None
+        with connect(s) as sock:
+            sock.sendall(frame)
             try:
                 reply = recv_frame(sock)
             except (OSError, ValueError) as exc:
@@ -207,7 +210,7 @@ class SocketBridge:
         return encode_value(value, self.settings["transfer_dir"], allow_pickle=False)
 
     def _decode(self, data: Any) -> Any:
-        return decode_value(data, self.settings["transfer_dir"], allow_pickle=True)
+        return decode_value(data, self.settings.get("inbox") or self.settings["transfer_dir"], allow_pickle=True)
 
 
 _error_classes: dict[tuple[str, str], type[Exception]] = {}
@@ -333,7 +336,7 @@ class Runtime:
                               answer=signal.value if signal else None,
                               submit_error=signal.error if signal else None,
                               submit_during_exception=signal.during_exception if signal else None)
-            self.last = _dumps(result)
+            self.last = _fitted(result)
             out.discard()
             err.discard()
         return result
@@ -385,6 +388,28 @@ def _dumps(obj: Any) -> str:
     except (TypeError, ValueError) as exc:
         obj = dict(obj, answer=None, submit_error=f"the value could not be sent to the host ({exc})")
         return json.dumps(obj, ensure_ascii=True, allow_nan=True, default=repr)
+
+
+def _fitted(result: dict[str, Any]) -> str:
+    """A snippet's outcome as its reply JSON, within the REPLY_BYTES the host reads. The values are capped where
+    they are made (submit, tables, output buffers); should the whole still be over (a very large
+    max_output_chars), the tables go first, then the submitted value (refused, so the model is told), then
+    the outputs keep only their heads."""
+    text = _dumps(result)
+    if len(text) <= REPLY_BYTES:
+        return text
+    result = dict(result, tables=[])
+    text = _dumps(result)
+    if len(text) > REPLY_BYTES and result.get("answer") is not None:
+        result.update(answer=None, submit_error=f"the value is too large to submit: with this snippet's output "
+                                                f"the reply is more than {REPLY_BYTES:,} bytes; submit a smaller "
+                                                f"value, or print less")
+        text = _dumps(result)
+    if len(text) > REPLY_BYTES:
+        room = REPLY_BYTES // 32  # characters per stream: 12 bytes each at most, escaped
+        result.update(stdout=str(result.get("stdout"))[:room], stderr=str(result.get("stderr"))[:room])
+        text = _dumps(result)
+    return text
 
 
 # ---- entry points the host calls ----------------------------------------------------------------------------
