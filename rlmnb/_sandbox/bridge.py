@@ -374,9 +374,10 @@ class Broker:
         self._accepting = self._loop.create_task(self._accept(sock, _Gate(self.limits)))
 
     def settings(self) -> dict[str, Any]:
-        """What the kernel side needs to call back (pushed to it on every attach)."""
-        return {"port": self.port, "path": self.path, "secret": self.secret, "run": self.run,
-                "transfer_dir": self.transfer_dir}
+        """What the kernel side needs to call back (pushed to it on every attach): the socket's "path" for a
+        Unix socket, else its TCP "port"."""
+        where: dict[str, Any] = {"path": self.path} if self.path else {"port": self.port}
+        return {**where, "secret": self.secret, "run": self.run, "transfer_dir": self.transfer_dir}
 
     def drop_step(self, step: int) -> None:
         """The step timed out or its kernel was lost: cancel its calls; their replies are never sent."""
