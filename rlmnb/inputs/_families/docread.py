@@ -41,6 +41,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -48,7 +49,7 @@ from typing import Any, TypeVar, overload
 
 from rlmnb._ground import images
 from rlmnb._ground.errors import InputError
-from rlmnb.inputs._families import biff
+from rlmnb.inputs._families import biff, xmlscan
 from rlmnb.inputs._families import sheets as sheets_
 from rlmnb.inputs._filesystem import within
 
@@ -445,22 +446,36 @@ def check_zip(path: str, shown: str) -> zipfile.ZipFile:
     return z
 
 
+CORE_KEYS = {"dc:title": "title", "dc:creator": "author", "dcterms:created": "created",
+             "dcterms:modified": "modified"}
+
+
 def core_properties(z: zipfile.ZipFile) -> dict[str, Any]:
-    """title, author, created, modified from docProps/core.xml (bounded), else {}."""
-    try:
-        info = z.getinfo("docProps/core.xml")
-    except KeyError:
+    """title, author, created, modified from docProps/core.xml, else {}: its first MiB parsed in linear time
+    within a time budget (xmlscan), so a hostile part cannot hold the process."""
+    part = xmlscan.member_prefix(z, "docProps/core.xml", 2**20)
+    if part is None:
         return {}
-    if info.file_size > 2**20:
-        return {}
-    xml = z.read(info).decode("utf-8", "replace")
     out: dict[str, Any] = {}
-    for key, tag in (("title", "dc:title"), ("author", "dc:creator"), ("created", "dcterms:created"),
-                     ("modified", "dcterms:modified")):
-        m = re.search(rf"<{tag}\b[^>]*>(.*?)</{tag}>", xml, re.S)
-        if m:
-            out[key] = html.unescape(m.group(1)).strip()
-    return out
+    inside: list[str] = []  # the property being read, and its text so far
+    texts: list[str] = []
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        if not inside and name in CORE_KEYS and CORE_KEYS[name] not in out:
+            inside.append(name)
+            texts.clear()
+
+    def end(name: str) -> None:
+        if inside and name == inside[0]:
+            out[CORE_KEYS[inside.pop()]] = "".join(texts).strip()
+
+    def text(data: str) -> None:
+        if inside:
+            texts.append(data)
+
+    xmlscan.scan(part[0], xmlscan.Handler(start, end, text), complete=part[1],
+                 deadline=time.monotonic() + xmlscan.PROBE_SECONDS)
+    return {k: v for k, v in out.items() if v}
 
 
 def _office(path: str, shown: str, module: str) -> tuple[dict[str, Any], Any]:

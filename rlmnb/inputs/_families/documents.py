@@ -3,7 +3,7 @@
 Binding reads only what a bounded, safe read gives on the host (never a C parser on the user's file):
 the PDF structure through `pdfscan` (pages, metadata, outline, pages without a text layer, encryption),
 an Office file's zip directory and docProps (title, author, dates, pages, words, slides, sheets; the
-headings of a DOCX from its XML, bounded), an .xls's sheets from its records (`biff`), the headings of
+headings of a DOCX from its XML: a bounded prefix, parsed in linear time within a time budget by `xmlscan`), an .xls's sheets from its records (`biff`), the headings of
 HTML and Markdown from their text. A damaged,
 encrypted or over-large file is an InputError naming it, at bind time. A folder or glob is described from
 its listing alone (file count by format, bytes). The content is extracted in the sandbox by `docread`,
@@ -18,6 +18,7 @@ import email.parser
 import email.policy
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rlmnb._ground.errors import InputError
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import CHARS_PER_TOKEN
-from rlmnb.inputs._families import biff, docread, pdfscan, sheets
+from rlmnb.inputs._families import biff, docread, pdfscan, sheets, xmlscan
 from rlmnb.inputs._previews import human_count
 from rlmnb.inputs._records import Field, FieldInfo
 from rlmnb.inputs._registry import Family
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from rlmnb._ground.config import RLMConfig
 
 TEXT_READ_BYTES = 4 * 2**20   # HTML/Markdown read at bind time for headings and words
-DOCX_XML_BYTES = 32 * 2**20   # word/document.xml inflated at bind time for headings
+DOCX_XML_BYTES = 16 * 2**20   # of word/document.xml inflated at bind time for headings and words
+MAX_HEADINGS = 200            # DOCX headings kept at bind time
 TOKENS_PER_PAGE = 500         # a PDF page's tokens when its words are not known
 TOKENS_PER_SLIDE = 100        # a slide's
 OUTLINE_SHOWN = 40            # outline entries in a FieldInfo preview (the summary may show fewer)
@@ -53,6 +55,7 @@ class Probe:
     textless: tuple[int, ...] = ()
     checked: int | None = None  # pages checked for a text layer when fewer than `pages` (an even sample)
     workbook: sheets.WorkbookFacts | None = None
+    note: str = ""  # what the probe could not read (a DOCX's headings past its byte cap or time budget)
 
 
 def probe(path: str, size: int, shown: str) -> Probe:
@@ -98,6 +101,7 @@ def _office(path: str, fmt: str, shown: str) -> Probe:
         words: int | None = None
         outline: tuple[str, ...] = ()
         workbook = None
+        note = ""
         if fmt == "PPTX":
             pages = sum(1 for n in names if re.fullmatch(r"ppt/slides/slide\d+\.xml", n))
         elif fmt == "XLSX":
@@ -105,39 +109,78 @@ def _office(path: str, fmt: str, shown: str) -> Probe:
             outline = tuple(s.name for s in workbook.sheets)
             pages = len(outline)
         else:
-            xml = _small(z, "word/document.xml", DOCX_XML_BYTES)
-            outline, lead = _docx_headings(xml)
-            words = len(re.sub(r"<[^>]+>", " ", xml).split()) if xml else None
-            pages = len(outline) + (1 if lead or not outline else 0)
-    return Probe(fmt, pages, words, {k: str(v) for k, v in meta.items()}, tuple(outline), workbook=workbook)
+            outline, lead, words, note = _docx_outline(z)
+            pages = None if note else len(outline) + (1 if lead or not outline else 0)
+    return Probe(fmt, pages, words, {k: str(v) for k, v in meta.items()}, tuple(outline), workbook=workbook,
+                 note=note)
 
 
-def _small(z: Any, name: str, limit: int = 2**20) -> str:
-    try:
-        info = z.getinfo(name)
-    except KeyError:
-        return ""
-    return "" if info.file_size > limit else str(z.read(info).decode("utf-8", "replace"))
+@dataclass
+class _Para:
+    style: str | None = None
+    texts: list[str] = field(default_factory=list)
+    in_t: bool = False
 
 
-def _docx_headings(xml: str) -> tuple[tuple[str, ...], bool]:
-    """The headings of word/document.xml (indented by level), and whether text comes before the first."""
-    import html as html_
+def _docx_outline(z: Any) -> tuple[tuple[str, ...], bool, int | None, str]:
+    """The headings of word/document.xml (indented by level, at most MAX_HEADINGS), whether text comes before
+    the first, its word count (None unless read whole), and a note for the summary when it was not read whole.
 
+    Linear in the part's first DOCX_XML_BYTES and within xmlscan.PROBE_SECONDS (see xmlscan)."""
+    part = xmlscan.member_prefix(z, "word/document.xml", DOCX_XML_BYTES)
+    if part is None:
+        return (), False, None, ""
     found: list[str] = []
     lead = False
-    for para in re.finditer(r"<w:p\b.*?</w:p>", xml, re.S):
-        body = para.group(0)
-        style = re.search(r'<w:pStyle w:val="([^"]+)"', body)
-        if not (style and (style.group(1).startswith("Heading") or style.group(1) == "Title")):
-            lead = lead or (not found and bool(re.search(r"<w:t\b[^>]*>[^<]*\S", body)))
-        else:
-            level = style.group(1).removeprefix("Heading")
-            indent = "  " * (int(level) - 1) if level.isdigit() and int(level) > 1 else ""
-            found.append(indent + html_.unescape("".join(re.findall(r"<w:t\b[^>]*>([^<]*)</w:t>", body))))
-            if len(found) >= 200:
-                break
-    return tuple(found), lead
+    words = 0
+    paras: list[_Para] = []
+    pending: list[str] = []
+
+    def flush() -> None:  # a tag ends a run of text: count its words (tags separate words)
+        nonlocal words
+        if pending:
+            words += len("".join(pending).split())
+            pending.clear()
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        flush()
+        if name == "w:p":
+            paras.append(_Para())
+        elif paras and name == "w:pStyle":
+            paras[-1].style = attrs.get("w:val")
+        elif paras and name == "w:t":
+            paras[-1].in_t = True
+
+    def end(name: str) -> None:
+        nonlocal lead
+        flush()
+        if paras and name == "w:t":
+            paras[-1].in_t = False
+        elif paras and name == "w:p":
+            para = paras.pop()
+            style = para.style or ""
+            if not (style.startswith("Heading") or style == "Title"):
+                lead = lead or (not found and any(t.strip() for t in para.texts))
+            elif len(found) < MAX_HEADINGS:
+                level = style.removeprefix("Heading")
+                indent = "  " * (int(level) - 1) if level.isdigit() and 1 < int(level) < 10 else ""
+                found.append(indent + "".join(para.texts))
+
+    def text(data: str) -> None:
+        pending.append(data)
+        if paras and paras[-1].in_t:
+            paras[-1].texts.append(data)
+
+    data, whole = part
+    outcome = xmlscan.scan(data, xmlscan.Handler(start, end, text), complete=whole,
+                           deadline=time.monotonic() + xmlscan.PROBE_SECONDS)
+    flush()
+    if outcome is xmlscan.Scan.TIMED_OUT:
+        return (), False, None, f"headings not read (the document's XML took over {xmlscan.PROBE_SECONDS:g} s)"
+    if outcome is xmlscan.Scan.CUT:
+        cut = f"the first {DOCX_XML_BYTES // 2**20} MB" if not whole else "the part that parses"
+        return tuple(found), lead, None, f"headings from {cut} of the document's XML only"
+    return tuple(found), lead, words, ""
 
 
 def _text_document(path: str, fmt: str, size: int) -> Probe:
@@ -180,6 +223,8 @@ def _detail(p: Probe, size: int) -> tuple[str, int]:
         if p.meta.get(key):
             parts.append(f"{key} {clip(p.meta[key], 80)!r}")
     text = ", ".join(parts)
+    if p.note:
+        text += f"; {p.note}"
     sampled = p.checked is not None and p.pages is not None
     of = f" (of {p.checked:,} checked of {p.pages:,})" if sampled else ""
     if p.textless:
@@ -289,5 +334,5 @@ FAMILY = Family("documents", ("document", "documents", "workbook", "workbooks"),
                 relations=lambda value: value.relations())
 
 
-__all__ = ["DOCX_XML_BYTES", "FAMILY", "FOLDER_SHOWN", "OLD_WORKBOOKS", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
+__all__ = ["DOCX_XML_BYTES", "FAMILY", "MAX_HEADINGS", "FOLDER_SHOWN", "OLD_WORKBOOKS", "OUTLINE_SHOWN", "TEXT_FORMATS", "TEXT_READ_BYTES", "TOKENS_PER_PAGE",
            "TOKENS_PER_SLIDE", "Probe", "for_file", "for_folder", "probe"]

@@ -36,10 +36,11 @@ XREF_BYTES = 16 * 2**20     # bytes one classic cross-reference table may take
 OBJECT_BYTES = 2**20        # bytes one object without a stream may take
 XREF_RANGES = 100_000       # subsections in one cross-reference section
 
-_OBJ = re.compile(rb"(\d+)\s+\d+\s+obj\b(.*?)\bendobj\b", re.S)
+_OBJ_HEAD = re.compile(rb"(?<!\d)(\d{1,10})\s{1,32}\d{1,10}\s{1,32}obj\b")  # bounded runs: linear on any input
+_ENDOBJ = re.compile(rb"\bendobj\b")
 _HEAD = re.compile(rb"\s*(\d+)\s+\d+\s+obj\b")
 _STREAM_EOL = re.compile(rb"\r?\n")
-_REF = re.compile(rb"(\d+)\s+\d+\s+R\b")
+_REF = re.compile(rb"(?<!\d)(\d{1,10})\s{1,32}\d{1,10}\s{1,32}R\b")
 _SHOWS_TEXT = re.compile(rb"T[jJ]\b|['\"]\s*$", re.M)  # the text-showing operators
 _ENTRY = re.compile(rb"(\d{10}) \d{5} ([nf])(?: \r| \n|\r\n)")
 _SUBSECTION = re.compile(rb"\s*(\d+)[ \t]+(\d+)[ \t]*(?:\r\n|\r|\n)")
@@ -187,7 +188,7 @@ def _page_at(objects: Mapping[int, bytes], tree: dict[int, tuple[bytes, list[byt
 def _kids(node: bytes) -> list[bytes] | None:
     """The object numbers (digits, for int()) of a page tree node's kids (/Type /Pages with /Kids); None
     for a page."""
-    kids = re.search(rb"/Kids\s*\[([^\]]*)\]", node)
+    kids = re.search(rb"/Kids\s*\[([^\[\]]*)\]", node)  # from one `[` to the next bracket: linear
     if kids is None or not re.search(rb"/Type\s*/Pages\b", node):
         return None
     return _REF.findall(kids.group(1))
@@ -425,7 +426,21 @@ def _unpredict(raw: bytes, d: bytes) -> bytes:
 
 
 def _objects(data: bytes) -> dict[int, bytes]:
-    objects = {int(m.group(1)): m.group(2) for m in _OBJ.finditer(data)}
+    """Every `N G obj ... endobj` of the data by number (a later one replaces an earlier), then the members of
+    its object streams. Linear: heads and ends are found once each, and each head meets its end by bisection
+    (a lazy `obj(.*?)endobj` pattern rescans to the end from every head that has none)."""
+    ends = [(m.start(), m.end()) for m in _ENDOBJ.finditer(data)]
+    starts = [start for start, _ in ends]
+    objects: dict[int, bytes] = {}
+    resume = 0
+    for head in _OBJ_HEAD.finditer(data):
+        if head.start() < resume:
+            continue  # inside the object before
+        i = bisect.bisect_left(starts, head.end())
+        if i == len(ends):
+            break  # no end after this head, so none after any later one
+        objects[int(head.group(1))] = data[head.end():ends[i][0]]
+        resume = ends[i][1]
     for body in [o for o in objects.values() if re.search(rb"/Type\s*/ObjStm\b", o)]:
         for num, member in _members(body).items():
             objects.setdefault(num, member)
@@ -489,7 +504,7 @@ def _outline(objects: Mapping[int, bytes], first_of: int | None) -> tuple[str, .
 
 def _draws_text(objects: Mapping[int, bytes], page: bytes) -> bool:
     """False only when every content stream of the page was read and none has a text operator."""
-    contents = re.search(rb"/Contents\s*(\[.*?\]|\d+\s+\d+\s+R)", page, re.S)
+    contents = re.search(rb"/Contents\s*(\[[^\[\]]*\]|\d{1,10}\s+\d{1,10}\s+R)", page)
     if contents is None:
         return False
     for ref in _REF.findall(contents.group(1)):
@@ -581,12 +596,15 @@ def _int(body: bytes, key: bytes) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_STRING = re.compile(rb"(\((?:\\.|[^\\)])*\)|<[0-9A-Fa-f\s]*>)", re.S)
 _ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"(": b"(", b")": b")", b"\\": b"\\"}
 
 
 def _string(body: bytes, key: str) -> str:
     """A string value of the dictionary (literal or hex), decoded; "" when absent."""
-    m = re.search(rb"/" + key.encode() + rb"\s*(\((?:\\.|[^\\)])*\)|<[0-9A-Fa-f\s]*>)", _dict_part(body), re.S)
+    part = _dict_part(body)
+    at = re.search(rb"/" + key.encode() + rb"\s*[(<]", part)  # its first occurrence, then one match from there:
+    m = _STRING.match(part, at.end() - 1) if at else None  # a pattern searched from each occurrence is quadratic
     if m is None:
         return ""
     token = m.group(1)

@@ -21,31 +21,32 @@ INTERVAL, else VARCHAR holding every value as text).
 from __future__ import annotations
 
 import datetime
-import html
 import posixpath
 import re
+import time
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlmnb._ground.errors import InputError
+from rlmnb.inputs._families import xmlscan
 from rlmnb.inputs._previews import plural
 
 MAX_SHEET_CELLS = 10_000_000   # rows x columns of one sheet's used rectangle
 HEAD_BYTES = 64 * 2**10        # of a sheet's XML read at bind time for its dimension and first row
 SCAN_BYTES = 16 * 2**20        # of a sheet's XML scanned at bind time when it declares no dimension
 SHARED_BYTES = 2**20           # of the shared strings read at bind time for headers
+MEMBER_BYTES = 4 * 2**20       # of the workbook's sheet list and its relationships read
 MAX_PROBED_WORKBOOKS = 1_000   # workbooks of a folder whose sheets become relations
 HEADER_SHOWN = 12              # header names per sheet in the summary
 
 _NS = r"(?:[A-Za-z_][\w.-]*:)?"
 _ANY_REF = re.compile(rb" r=\"([A-Z]{1,3})(\d{1,7})\"")  # a cell's reference (a row's has no letters)
-_CELL_FULL = re.compile(rb" r=\"([A-Z]{1,3})(\d{1,7})\"[^>]*(?<!/)>")
+_CELL_TAG = re.compile(rb"<" + _NS.encode() + rb"c\b([^<>]*)>")  # a cell's start tag (from `<`: linear)
 _CELL_OPEN = re.compile(rb"<" + _NS.encode() + rb"c[\s>/]")
-_DIMENSION = re.compile(rb"<" + _NS.encode() + rb"dimension\b[^>]*\bref=\"([A-Z]{1,3})(\d{1,7})"
-                        rb"(?::([A-Z]{1,3})(\d{1,7}))?\"")
-_TAG = re.compile(rb"<" + _NS.encode() + rb"(row|c)\b([^>]*)>")
+_REF_RANGE = re.compile(r"([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?")
+_TAG = re.compile(rb"<" + _NS.encode() + rb"(row|c)\b([^<>]*)>")
 _REF_ATTR = re.compile(rb"\br=\"([A-Z]{0,3})(\d*)\"")
 
 
@@ -101,31 +102,35 @@ def column_number(letters: bytes | str) -> int:
 
 # ---- where the sheets are -------------------------------------------------------------------------------
 def sheet_members(z: zipfile.ZipFile) -> list[tuple[str, str]]:
-    """(sheet name, XML member) of each worksheet, in workbook order (chart sheets left out)."""
-    book = _member_text(z, "xl/workbook.xml")
-    rels = _member_text(z, "xl/_rels/workbook.xml.rels")
+    """(sheet name, XML member) of each worksheet, in workbook order (chart sheets left out); the workbook's
+    parts read in linear time (xmlscan), their first MEMBER_BYTES each."""
     targets: dict[str, str] = {}
-    for m in re.finditer(r"<(?:\w+:)?Relationship\b([^>]*)>", rels):
-        attrs = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if "Id" in attrs and "Target" in attrs and attrs.get("Type", "").endswith("/worksheet"):
+
+    def relationship(name: str, attrs: dict[str, str]) -> None:
+        if xmlscan.local(name) == "Relationship" and attrs.get("Type", "").endswith("/worksheet") \
+                and "Id" in attrs and "Target" in attrs:
             target = attrs["Target"]
             targets[attrs["Id"]] = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
                 posixpath.join("xl", target))
-    out = []
-    for m in re.finditer(r"<(?:\w+:)?sheet\b([^>]*)>", book):
-        name = re.search(r'\bname="([^"]*)"', m.group(1))
-        rid = re.search(r'\b\w+:id="([^"]*)"', m.group(1))
-        if name and rid and rid.group(1) in targets:
-            out.append((html.unescape(name.group(1)), targets[rid.group(1)]))
+
+    out: list[tuple[str, str]] = []
+
+    def sheet(name: str, attrs: dict[str, str]) -> None:
+        if xmlscan.local(name) == "sheet":
+            rid = next((v for k, v in attrs.items() if ":" in k and xmlscan.local(k) == "id"), None)
+            if "name" in attrs and rid in targets:
+                out.append((attrs["name"], targets[rid]))
+
+    _scan_member(z, "xl/_rels/workbook.xml.rels", xmlscan.Handler(start=relationship))
+    _scan_member(z, "xl/workbook.xml", xmlscan.Handler(start=sheet))
     return out
 
 
-def _member_text(z: zipfile.ZipFile, name: str, limit: int = 4 * 2**20) -> str:
-    try:
-        info = z.getinfo(name)
-    except KeyError:
-        return ""
-    return "" if info.file_size > limit else z.read(info).decode("utf-8", "replace")
+def _scan_member(z: zipfile.ZipFile, name: str, handler: xmlscan.Handler, limit: int = MEMBER_BYTES) -> None:
+    """Scan the first `limit` bytes of a member (if the archive has it) within the probe's time budget."""
+    part = xmlscan.member_prefix(z, name, limit)
+    if part is not None:
+        xmlscan.scan(part[0], handler, complete=part[1], deadline=time.monotonic() + xmlscan.PROBE_SECONDS)
 
 
 # ---- a sheet's extent ----------------------------------------------------------------------------------
@@ -172,10 +177,9 @@ def _scan_refs(z: zipfile.ZipFile, member: str, budget: int | None, with_empty: 
     cell has no reference."""
     first_row = first_col = 10**9
     last_row = last_col = 0
-    pattern = _ANY_REF if with_empty else _CELL_FULL
     try:
         for body in _pieces(z, member, budget):
-            refs = pattern.findall(body)
+            refs = _ANY_REF.findall(body) if with_empty else _full_cell_refs(body)
             if with_empty and len(refs) != len(_CELL_OPEN.findall(body)):
                 return "walk", None
             if refs:
@@ -188,6 +192,18 @@ def _scan_refs(z: zipfile.ZipFile, member: str, budget: int | None, with_empty: 
     except _OverBudget:
         return "budget", None
     return "whole", Extent(first_row, first_col, last_row, last_col) if last_row else None
+
+
+def _full_cell_refs(body: bytes) -> list[tuple[bytes, bytes]]:
+    """The references of the cells that are not self-closing (`<c r="B7" ...>`, not `<c r="B7"/>`). Linear:
+    each tag is matched from its `<` to the next `<` or `>`, never again from inside it."""
+    refs = []
+    for m in _CELL_TAG.finditer(body):
+        attrs = m.group(1)
+        ref = _ANY_REF.search(attrs) if not attrs.endswith(b"/") else None
+        if ref is not None:
+            refs.append((ref.group(1), ref.group(2)))
+    return refs
 
 
 def _walk_extent(z: zipfile.ZipFile, member: str, budget: int | None) -> tuple[Extent | None, bool]:
@@ -233,7 +249,7 @@ def probe_workbook(z: zipfile.ZipFile, shown: str) -> WorkbookFacts:
         except KeyError:
             raise InputError(f"{shown}: sheet {name!r} is listed but its part {member} is missing; the workbook "
                              "is damaged.") from None
-        dim = _DIMENSION.search(head)
+        dim = _dimension(head)
         extent: Extent | None
         known = True
         if dim and dim.group(3) is not None and (dim.group(1), dim.group(2)) != (dim.group(3), dim.group(4)):
@@ -253,44 +269,111 @@ def _head(z: zipfile.ZipFile, member: str) -> bytes:
         return f.read(HEAD_BYTES)
 
 
+def _dimension(head: bytes) -> re.Match[str] | None:
+    """The sheet's declared `<dimension ref="A1:C10">`, as a match of its four parts, from the head of its XML."""
+    found: list[str] = []
+
+    def start(name: str, attrs: dict[str, str]) -> bool:
+        tag = xmlscan.local(name)
+        if tag == "dimension":
+            found.append(attrs.get("ref", ""))
+        return tag in ("dimension", "sheetData")  # it comes before the cells, or not at all
+
+    xmlscan.scan(head, xmlscan.Handler(start=start), complete=False, deadline=time.monotonic() + xmlscan.PROBE_SECONDS)
+    return _REF_RANGE.fullmatch(found[0]) if found and len(found[0]) <= 24 else None
+
+
 def _shared_strings(z: zipfile.ZipFile) -> list[str]:
-    try:
-        with z.open("xl/sharedStrings.xml") as f:
-            xml = f.read(SHARED_BYTES).decode("utf-8", "replace")
-    except KeyError:
-        return []
-    return [_text_of(si) for si in re.findall(r"<(?:\w+:)?si\b[^>]*>(.*?)</(?:\w+:)?si>", xml, re.S)]
+    """The first SHARED_BYTES of the shared strings, each string's text (its `<t>` runs joined)."""
+    out: list[str] = []
+    item: list[str] | None = None  # the texts of the <si> being read
+    in_t = False
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        nonlocal item, in_t
+        tag = xmlscan.local(name)
+        if tag == "si":
+            item = []
+        in_t = tag == "t" and item is not None
+
+    def end(name: str) -> None:
+        nonlocal item, in_t
+        in_t = False
+        if xmlscan.local(name) == "si" and item is not None:
+            out.append("".join(item))
+            item = None
+
+    def text(data: str) -> None:
+        if in_t and item is not None:
+            item.append(data)
+
+    _scan_member(z, "xl/sharedStrings.xml", xmlscan.Handler(start, end, text), SHARED_BYTES)
+    return out
 
 
-def _text_of(xml: str) -> str:
-    return html.unescape("".join(re.findall(r"<(?:\w+:)?t\b[^>]*>([^<]*)</(?:\w+:)?t>", xml)))
+@dataclass
+class _Cell:
+    kind: str | None
+    value: str | None = None   # the <v> text; None when the cell has no <v>
+    inline: list[str] = field(default_factory=list)
 
 
 def _first_row(head: bytes, shared: Sequence[str]) -> tuple[str | None, ...]:
     """The first row with content, each cell its text if it is text, else None, from its first column on."""
-    text = head.decode("utf-8", "ignore")
-    for row in re.finditer(r"<(?:\w+:)?row\b[^>]*?(?<!/)>(.*?)</(?:\w+:)?row>", text, re.S):
-        cells: list[str | None] = []
-        for c in re.finditer(r"<(?:\w+:)?c\b([^>]*?)(?:/>|>(.*?)</(?:\w+:)?c>)", row.group(1), re.S):
-            attrs, body = c.group(1), c.group(2) or ""
-            kind = re.search(r'\bt="(\w+)"', attrs)
-            value = re.search(r"<(?:\w+:)?v>([^<]*)<", body)
-            if kind and kind.group(1) == "s" and value and value.group(1).strip().isdigit():
-                i = int(value.group(1))
-                cells.append(shared[i] if i < len(shared) else "?")
-            elif kind and kind.group(1) == "inlineStr":
-                cells.append(_text_of(body))
-            elif kind and kind.group(1) == "str" and value:
-                cells.append(html.unescape(value.group(1)))
-            else:
-                cells.append(None if value else "")
-        if any(c != "" for c in cells):
+    cells: list[str | None] = []
+    cell: _Cell | None = None
+    where = ""  # "v" or "t" while inside one in a cell
+    found: list[tuple[str | None, ...]] = []
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        nonlocal cell, where
+        tag = xmlscan.local(name)
+        if tag == "row":
+            cells.clear()
+        elif tag == "c":
+            cell = _Cell(attrs.get("t"))
+        elif cell is not None and tag in ("v", "t"):
+            where = tag
+            if tag == "v":
+                cell.value = ""
+
+    def end(name: str) -> bool:
+        nonlocal cell, where
+        tag = xmlscan.local(name)
+        where = ""
+        if tag == "c" and cell is not None:
+            cells.append(_cell_text(cell, shared))
+            cell = None
+        elif tag == "row" and any(c != "" for c in cells):
             while cells and cells[0] == "":
                 cells.pop(0)
             while cells and cells[-1] == "":
                 cells.pop()
-            return tuple(cells)
-    return ()
+            found.append(tuple(cells))
+            return True
+        return False
+
+    def text(data: str) -> None:
+        if cell is not None and where == "v":
+            cell.value = (cell.value or "") + data
+        elif cell is not None and where == "t":
+            cell.inline.append(data)
+
+    xmlscan.scan(head, xmlscan.Handler(start, end, text), complete=False,
+                 deadline=time.monotonic() + xmlscan.PROBE_SECONDS)
+    return found[0] if found else ()
+
+
+def _cell_text(cell: _Cell, shared: Sequence[str]) -> str | None:
+    """A first-row cell as the summary shows it: its text if it is text, None for another value, "" if empty."""
+    if cell.kind == "s" and cell.value is not None and cell.value.strip().isdigit():
+        i = int(cell.value)
+        return shared[i] if i < len(shared) else "?"
+    if cell.kind == "inlineStr":
+        return "".join(cell.inline)
+    if cell.kind == "str" and cell.value is not None:
+        return cell.value
+    return None if cell.value is not None else ""
 
 
 # ---- naming ----------------------------------------------------------------------------------------------
