@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 CONFINEMENT_TESTS = ("test_confinement.py", "test_cli_confinement.py", "test_warm.py", "test_policy.py",
-                     "test_seccomp.py")
+                     "test_seccomp.py", "test_namespaces.py")
 CI_SKIP_OK = "(allowed in CI)"  # a skip reason that names a missing kernel feature, not missing confinement
 
 

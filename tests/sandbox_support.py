@@ -24,6 +24,9 @@ from rlmnb._sandbox.transfer import transfer_root
 from rlmnb.testing import ScriptedLM
 
 KINDS = ["local", pytest.param("kernel", marks=pytest.mark.integration)]
+# how a refused access looks from inside a confined kernel: Landlock and seccomp say EPERM/EACCES; in its own
+# namespaces what is out of reach does not exist (ENOENT, ESRCH), or is read-only or unreachable (OSError)
+REFUSED = frozenset({"PermissionError", "FileNotFoundError", "ProcessLookupError", "ConnectionRefusedError", "OSError"})
 
 
 @pytest.fixture(params=KINDS)

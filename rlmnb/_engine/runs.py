@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlmnb._engine.conversation import Conversation
 from rlmnb._engine.first_read import first_read
@@ -44,6 +44,9 @@ from rlmnb._sandbox import Sandbox, create_sandbox
 from rlmnb._sandbox.confinement.policy import Confinement, resolve
 from rlmnb.events import RunFinished, RunScope, RunStarted
 
+if TYPE_CHECKING:
+    from rlmnb.inputs import Field
+
 __all__ = ["ChildRunFailed", "Children", "confinement_of", "execute_run", "inline_inputs", "new_conversation",
            "refine", "sandbox_options", "schema_for"]
 
@@ -56,9 +59,12 @@ def sandbox_options(config: RLMConfig, limits: RunLimits | None = None) -> dict[
     return options
 
 
-def confinement_of(sandbox: Sandbox, config: RLMConfig) -> Confinement:
-    """Which confinement the run's sandbox has (the kernel sandbox knows; any other is unconfined)."""
+def confinement_of(sandbox: Sandbox, config: RLMConfig, fields: Sequence[Field] = ()) -> Confinement:
+    """Which confinement the run's sandbox has (the kernel sandbox knows; any other is unconfined); a sandbox
+    whose inputs name TCP endpoints keeps the host's network (Landlock's ports rule it)."""
     found = getattr(sandbox, "confinement", None)
+    if isinstance(found, Confinement) and any(getattr(f, "endpoints", ()) for f in fields):
+        found = found.sharing_network()
     if isinstance(found, Confinement):
         return found
     kind = sandbox.kind if sandbox.kind != "kernel" else "custom"
@@ -94,7 +100,7 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
                      parent_run_id=spec.parent_run_id, depth=spec.depth)
     lm = spec.root_lm or (tree.root_lm if spec.depth == 0 else tree.child_root_lm())
     sub = SubCaller(lm=tree.sub_lm, config=tree.config, budget=tree.budget, bus=tree.bus, scope=scope,
-                    limiter=tree.limiter, cache=tree.cache)
+                    limiter=tree.limiter, cache=tree.cache, models=(lm, tree.root_lm, tree.child_lm))
     if tree.limiter is None:  # one limit for the whole tree: child runs share the root's, 429s included
         tree.limiter = sub.limiter
     sub.pinned = tree.pinned_models
@@ -110,7 +116,7 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
                   config=tree.config.public_dict(), parent_turn=spec.parent_turn, label=spec.label,
                   schema=schema.describe() if schema is not None else None,
                   verify=tree.verify.describe() if tree.verify is not None else None,
-                  confinement=confinement_of(sandbox, tree.config).to_dict())
+                  confinement=confinement_of(sandbox, tree.config, spec.fields).to_dict())
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
                      schema=schema, limits=limits)

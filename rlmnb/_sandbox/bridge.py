@@ -51,10 +51,11 @@ from rlmnb._sandbox.transfer import decode_value, encode_value, read_image
 HEADER = struct.Struct(">I")
 TOKEN_SIZE = 32  # the secret token that opens every connection: 32 hex characters (128 bits)
 MIME = "application/x-rlmnb+json"  # the kernel side's replies, read from the execute reply's user expressions
-# a request (kernel -> host): 16 MiB is 160 prompts of 100,000 characters in one llm_query_batched, or ~4 M
-# tokens, more than any sub-model reads in one batch; a larger batch is refused before it is sent, with how
-# many prompts per call would fit. Tables and arrays never count: they travel as files.
-MAX_FRAME = 16 << 20
+# a request (kernel -> host): 64 MiB is 640 prompts of 100,000 characters in one llm_query_batched, or a
+# 60 MB text cut into 60 chunks (the demo's 20 MB needle in 20 is one batch); a larger batch is refused before
+# it is sent, with how many prompts per call would fit. Strings decode at about their size; what multiplies
+# memory is many small values, which MAX_ITEMS bounds. Tables and arrays never count: they travel as files.
+MAX_FRAME = 64 << 20
 MAX_ITEMS = 500_000  # JSON values and containers in one request (a list of 500,000 prompts, or of numbers)
 MAX_DEPTH = 128  # nesting of one request or reply (a submitted value may nest 50 levels: see to_jsonable)
 MAX_REPLY_FRAME = 256 << 20  # a reply (host -> kernel): the host's own answers, read by the kernel
@@ -63,7 +64,7 @@ MAX_REPLY_FRAME = 256 << 20  # a reply (host -> kernel): the host's own answers,
 REPLY_BYTES = 16 << 20
 REPLY_ITEMS = 500_000
 MAX_CONNECTIONS = 64  # served at once (the default max_concurrency of sub-calls is 64 too)
-BYTES_HELD = 64 << 20  # request bytes held at once across connections (four requests of the largest size)
+BYTES_HELD = 256 << 20  # request bytes held at once across connections (four requests of the largest size)
 ITEMS_HELD = 1_000_000  # JSON values held at once across connections (~100 MB of Python objects at worst)
 AUTH_TIMEOUT_S = 10.0  # a connection that has not sent its token by then is closed
 READ_TIMEOUT_S = 60.0  # an authenticated connection that stalls mid-frame this long is closed

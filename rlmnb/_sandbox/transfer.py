@@ -183,6 +183,8 @@ class Shipper:
 def _stamp(source: Any) -> tuple[Any, ...]:
     """A cheap fingerprint that catches the common in-place changes of a re-bound mutable object."""
     shape = getattr(source, "shape", None)
+    if shape is not None and not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):
+        shape = None  # a lazy frame's shape (Dask) is no number and compares as an expression
     columns = getattr(source, "columns", None)
     if columns is not None:
         with contextlib.suppress(Exception):
@@ -331,7 +333,7 @@ def encode_value(value: Any, directory: str, *, allow_pickle: bool) -> Any:
                         f"(str, numbers, lists, dicts), a DataFrame or a numpy array.") from None
 
 
-def decode_value(data: Any, directory: str, *, allow_pickle: bool) -> Any:
+def decode_value(data: Any, directory: str | int, *, allow_pickle: bool) -> Any:
     """The inverse of `encode_value`. Files it reads must lie in `directory`; they are deleted.
 
     Without `allow_pickle` (kernel -> host) the data is untrusted: only JSON, pickle-free `.npy` and
@@ -364,19 +366,16 @@ def decode_value(data: Any, directory: str, *, allow_pickle: bool) -> Any:
 _REFUSED = "a value file outside the sandbox's transfer directory, or not a plain file in it, was refused"
 
 
-def _open_inside(path: str, directory: str) -> int:
-    """A read descriptor of the value file `path` names, unlinked from `directory` (a ValueError when
-    it is not a plain, singly linked file directly in it).
+def _open_beneath(directory: str | int, name: str) -> int:
+    """A read descriptor of the plain, singly linked file `name` directly in `directory` (a path the host
+    made, or a directory descriptor it holds), never following a link; a ValueError otherwise.
 
-    Only the last component of `path` is used, opened relative to the directory's own descriptor with
-    O_NOFOLLOW (and O_NONBLOCK: a FIFO never blocks the host), so a symlink, a swapped-in link or a
-    hard link to a file elsewhere is refused, and what is read is what was opened.
-    """
-    name = os.path.basename(path)
-    if (name in ("", ".", "..") or "\0" in name
-            or os.path.realpath(os.path.dirname(os.path.abspath(path))) != os.path.realpath(directory)):
+    This is the one way the host opens anything in a folder the sandbox can write: relative to the
+    folder's descriptor, with O_NOFOLLOW (and O_NONBLOCK: a FIFO never blocks the host), checked on the
+    descriptor it opened, so nothing is checked first and opened later."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
         raise ValueError(_REFUSED)
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    dir_fd = directory if isinstance(directory, int) else os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
@@ -386,11 +385,44 @@ def _open_inside(path: str, directory: str) -> int:
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             os.close(fd)
             raise ValueError(_REFUSED)
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)  # the name only: the open descriptor stays readable
         return fd
     finally:
-        os.close(dir_fd)
+        if not isinstance(directory, int):
+            os.close(dir_fd)
+
+
+def _open_inside(path: str, directory: str | int) -> int:
+    """A read descriptor of the value file `path` names, unlinked from `directory` (a ValueError when
+    it is not a plain, singly linked file directly in it).
+
+    Only the last component of `path` is used (see _open_beneath), so a symlink, a swapped-in link or a
+    hard link to a file elsewhere is refused, and what is read is what was opened. With a directory path,
+    `path` must also name that directory; a directory descriptor (a namespaced sandbox's outbox, whose
+    path differs inside and out) is its own proof."""
+    name = os.path.basename(path)
+    if not isinstance(directory, int) and (
+            os.path.realpath(os.path.dirname(os.path.abspath(path))) != os.path.realpath(directory)):
+        raise ValueError(_REFUSED)
+    fd = _open_beneath(directory, name)
+    dir_fd = directory if isinstance(directory, int) else os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)  # the name only: the open descriptor stays readable
+    finally:
+        if not isinstance(directory, int):
+            os.close(dir_fd)
+    return fd
+
+
+def read_beneath(directory: str | int, name: str, limit: int) -> bytes:
+    """At most `limit` bytes of the plain file `name` in a folder the sandbox can write (b"" when it is not
+    there or not a plain file): the host's one way to read such a file in place (see _open_beneath)."""
+    try:
+        fd = _open_beneath(directory, name)
+    except (ValueError, OSError):
+        return b""
+    with os.fdopen(fd, "rb") as f:
+        return f.read(limit)
 
 
 def _read_value_file(tag: str, fd: int, data: Mapping[str, Any], *, trusted: bool) -> Any:
@@ -425,7 +457,7 @@ def write_image(data: bytes, directory: str) -> str:
     return path
 
 
-def read_image(path: Any, directory: str, limit: int) -> bytes:
+def read_image(path: Any, directory: str | int, limit: int) -> bytes:
     """The bytes of an image file the kernel wrote (it must lie in `directory`, at most `limit` bytes); the file
     is deleted. The bytes are untrusted: the caller checks them (rlmnb._ground.images.from_wire)."""
     fd = _open_inside(str(path), directory)  # unlinked already; a link or a non-plain file is refused
@@ -440,5 +472,5 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, allow_nan=True)
 
 
-__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "read_image", "sweep_stale",
-           "transfer_root", "write_image"]
+__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "read_beneath", "read_image",
+           "sweep_stale", "transfer_root", "write_image"]

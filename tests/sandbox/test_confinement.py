@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import code
+from sandbox_support import REFUSED, code
 
 from rlmnb import RLM
 from rlmnb._ground.errors import ConfigError
@@ -38,7 +38,9 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(confinement.support()[1] != "", reason="no Landlock ABI 4 + seccomp here")]
 ROOT = str(Path(__file__).resolve().parents[2])
 
-# (name, code): @HOME@, @WORK@, @PORT@ and @TMP@ are filled in; each must end in PermissionError
+# (name, code): @HOME@, @WORK@, @PORT@ and @TMP@ are filled in; each must end in a refusal (REFUSED): Landlock and
+# seccomp say EPERM/EACCES; in the sandbox's own namespaces what is out of reach does not exist (ENOENT, ESRCH,
+# ENETUNREACH, or ECONNREFUSED from its own empty loopback)
 ATTACKS: list[tuple[str, str]] = [
     ("host environ", "open(f'/proc/{os.getppid()}/environ', 'rb').read()"),
     ("list /proc", "print(os.listdir('/proc'))"),
@@ -88,7 +90,28 @@ ATTACKS: list[tuple[str, str]] = [
                                  "socket.MSG_FASTOPEN, ('127.0.0.1', @PORT@))"),
     ("TCP_FASTOPEN_CONNECT", "import socket\ns = socket.socket()\ns.setsockopt(socket.IPPROTO_TCP, 30, 1)\n"
                              "s.connect(('127.0.0.1', @PORT@))\ns.sendall(inputs['text'].encode())"),
+    # issue 43's review: by address, not port; the host's sys.path; other processes without a signal; root's
+    # calls; datagrams to any socket file; the transfer folder in the host's /dev/shm
+    ("another loopback address", "import socket\nsocket.create_connection(('127.0.0.2', @PORT@), timeout=5)"),
+    ("IPv6 loopback", "import socket\nsocket.create_connection(('::1', @PORT6@), timeout=5)"),
+    ("a folder on the host's sys.path", "print(open('@SYSPATH@/.env').read())"),
+    ("prlimit the test process", "import resource\nresource.prlimit(@TESTPID@, resource.RLIMIT_CPU, (1, 1))"),
+    ("pin the test process to one CPU", "os.sched_setaffinity(@TESTPID@, {0})"),
+    ("reboot", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+               "if libc.reboot(0x4321FEDC) != 0:\n    raise OSError(ctypes.get_errno(), 'reboot')"),
+    ("read the kernel log", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nbuf = ctypes.create_string_buffer(4096)\n"
+                            "if libc.klogctl(3, buf, 4096) < 0:\n    raise OSError(ctypes.get_errno(), 'syslog')"),
+    ("swapoff", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                "if libc.swapoff(b'/swapfile') != 0:\n    raise OSError(ctypes.get_errno(), 'swapoff')"),
+    ("a unix datagram to a socket file", "import socket\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                                         "a.sendto(b'x', '@DGRAM@')"),
+    ("write into the transfer folder", "import rlmnb._sandbox.kernel.side as side\n"
+                                       "open(side.runtime.bridge.settings['inbox'] + '/junk', 'wb').write(b'x' * 10**6)"),
 ]
+# the transfer folder is the fallback's outbox (kernel -> host values): only a namespaced kernel sees it read-only
+NAMESPACES_ONLY = {"write into the transfer folder"}
+LAYERS = ["namespaces", "fallback"]
+ACTIVE = {"namespaces": "namespaces+landlock+seccomp", "fallback": "landlock+seccomp"}
 SCTP = ("SCTP", "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132)\n"
                 "s.connect(('127.0.0.1', @PORT@))\ns.sendall(inputs['text'].encode())")
 
@@ -105,7 +128,8 @@ LEGIT: list[tuple[str, str, str]] = [
     ("llm_query through the broker", "print(llm_query('ping'))", "pong"),
     ("writing in the temp dir", "import tempfile\nopen('scratch.txt', 'w').write('kept')\n"
                                 "with tempfile.NamedTemporaryFile('w', delete=False) as f:\n    f.write('x')\n"
-                                "print(open('scratch.txt').read(), os.path.dirname(f.name) == os.getcwd())",
+                                "print(open('scratch.txt').read(), os.path.dirname(f.name) in (os.getcwd(), "
+                                "os.environ.get('TMPDIR')))",
      "kept True"),
 ]
 
@@ -117,6 +141,10 @@ from rlmnb import RLM
 from rlmnb.testing import ScriptedLM
 
 spec = json.loads(sys.argv[1])
+if spec["layers"] == "fallback":  # as on a system without user namespaces: Landlock and seccomp alone
+    import rlmnb._sandbox.confinement.policy as policy
+    policy.no_namespaces = lambda: "user namespaces are off here (forced by the test)"
+sys.path.insert(0, spec["syspath"])  # as Jupyter puts the notebook's folder, or `sys.path.insert(0, '..')`
 lm = ScriptedLM(spec["replies"])
 rlm = RLM(lm, ScriptedLM(["pong"] * 10), max_iterations=len(spec["replies"]), timeout=60)
 result = rlm.run("probe", text="hello world", notes=Path("notes.txt"), df=pd.DataFrame({"x": [1, 2, 3]}),
@@ -137,7 +165,13 @@ def launch_env(tmp_path: Path) -> Iterator[dict[str, Any]]:
     (home / ".aws").mkdir()
     work.mkdir()
     canaries = {"key": f"sk-canary-{tag}", "ssh": f"SSH-CANARY-{tag}", "aws": f"AWS-CANARY-{tag}",
-                "env": f"DOTENV-CANARY-{tag}"}
+                "env": f"DOTENV-CANARY-{tag}", "syspath": f"SYSPATH-CANARY-{tag}"}
+    syspath = tmp_path / "project"
+    syspath.mkdir()
+    (syspath / ".env").write_text(f"TOKEN={canaries['syspath']}\n")
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    dgram_path = str(tmp_path / "dgram.sock")
+    dgram.bind(dgram_path)
     (home / ".ssh" / "id_rsa").write_text(canaries["ssh"])
     (home / ".aws" / "credentials").write_text(f"[default]\naws_secret_access_key = {canaries['aws']}\n")
     (work / ".env").write_text(f"OPENAI_API_KEY={canaries['env']}\n")
@@ -159,8 +193,11 @@ def launch_env(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         yield {"home": str(home), "work": str(work), "env": env, "canaries": canaries,
                "port": listener.getsockname()[1], "port6": listener6.getsockname()[1], "tmp": f"/tmp/rlmnb-pwned-{tag}",
-               "listeners": (listener, listener6), "unrelated": unrelated, "signals": received}
+               "listeners": (listener, listener6), "unrelated": unrelated, "signals": received,
+               "syspath": str(syspath), "dgram_path": dgram_path, "dgram": dgram,
+               "affinity": os.sched_getaffinity(0)}
     finally:
+        dgram.close()
         signal.signal(signal.SIGUSR1, previous)
         unrelated.kill()
         unrelated.wait()
@@ -175,12 +212,19 @@ def _nothing_reached(launch: dict[str, Any]) -> None:
         with pytest.raises(BlockingIOError):
             listener.accept()
     assert launch["signals"] == [], "the sandbox signalled the test process"
+    launch["dgram"].setblocking(False)
+    with pytest.raises(BlockingIOError):
+        launch["dgram"].recv(16)  # no datagram reached the socket file
+    import resource
+    assert resource.prlimit(os.getpid(), resource.RLIMIT_CPU)[0] != 1, "the sandbox set the test process's CPU limit"
+    assert os.sched_getaffinity(0) == launch["affinity"], "the sandbox pinned the test process"
     assert launch["unrelated"].poll() is None, "the sandbox killed an unrelated process"
 
 
-def _run_host(launch: dict[str, Any], snippets: list[str], tmp_path: Path) -> dict[str, Any]:
+def _run_host(launch: dict[str, Any], snippets: list[str], tmp_path: Path, layers: str = "namespaces") -> dict[str, Any]:
     out = tmp_path / "result.json"
     fill = {"@HOME@": launch["home"], "@WORK@": launch["work"], "@PORT@": str(launch["port"]), "@TMP@": launch["tmp"],
+            "@SYSPATH@": launch["syspath"], "@DGRAM@": launch["dgram_path"],
             "@PORT6@": str(launch["port6"]), "@TESTPID@": str(os.getpid()), "@SLEEPPID@": str(launch["unrelated"].pid)}
     replies = []
     for snippet in snippets:
@@ -188,7 +232,7 @@ def _run_host(launch: dict[str, Any], snippets: list[str], tmp_path: Path) -> di
             snippet = snippet.replace(token, value)
         replies.append(code("import os\n" + snippet))
     replies.append(code("submit('carried on')"))
-    spec = json.dumps({"replies": replies, "out": str(out)})
+    spec = json.dumps({"replies": replies, "out": str(out), "syspath": launch["syspath"], "layers": layers})
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_HOST), spec], cwd=launch["work"], env=launch["env"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -202,23 +246,71 @@ def _executed(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in data["trajectory"]["events"] if e["kind"] == CodeExecuted.kind]
 
 
-def test_every_attack_is_refused_and_the_run_carries_on(launch_env: dict[str, Any], tmp_path: Path) -> None:
-    data = _run_host(launch_env, [snippet for _, snippet in ATTACKS], tmp_path)
+@pytest.mark.parametrize("layers", LAYERS)
+def test_every_attack_is_refused_and_the_run_carries_on(launch_env: dict[str, Any], tmp_path: Path, layers: str) -> None:
+    attacks = [(name, snippet) for name, snippet in ATTACKS if layers == "namespaces" or name not in NAMESPACES_ONLY]
+    data = _run_host(launch_env, [snippet for _, snippet in attacks], tmp_path, layers)
     assert (data["status"], data["answer"]) == ("submitted", "carried on")
     text = json.dumps(data)
     for name, canary in launch_env["canaries"].items():
         assert canary not in text, f"the {name} canary leaked"
     started = next(e for e in data["trajectory"]["events"] if e["kind"] == RunStarted.kind)
-    assert started["confinement"]["active"] == "landlock+seccomp"
+    assert started["confinement"]["active"] == ACTIVE[layers]
     executed = _executed(data)
-    for (name, _), event in zip(ATTACKS, executed, strict=False):
-        assert event["error_type"] == "PermissionError", f"{name}: {event['error']}"
+    for (name, _), event in zip(attacks, executed, strict=False):
+        assert event["error_type"] in REFUSED, f"{name}: {event['error']}"
         assert "The sandbox refused an access" in event["observation"], name
         assert not event["restarted"], name
-    assert len(executed) == len(ATTACKS) + 1
+    assert len(executed) == len(attacks) + 1
     assert not os.path.exists(os.path.join(launch_env["work"], "pwned.txt"))
     assert not os.path.exists(launch_env["tmp"])
     _nothing_reached(launch_env)
+
+
+PLANT_LINKS = """\
+import os
+from ipykernel.kernelapp import IPKernelApp
+import rlmnb._sandbox.kernel.side as side
+app = IPKernelApp.instance()
+folders = {os.getcwd(), os.environ.get('TMPDIR'), os.environ.get('IPYTHONDIR'), side.runtime.mirror_dir,
+           side.runtime.bridge.settings['transfer_dir'], side.runtime.bridge.settings.get('inbox'),
+           os.path.dirname(app.ip), os.path.dirname(app.connection_file)}
+names = ['stdout.mirror', 'stderr.mirror', 'kernel.log', 'manifest1.json', 'manifest2.json', 'warm', 'policy.json',
+         'kernel.json']
+print('the mirrors exist now')
+planted = 0
+for folder in filter(None, folders):
+    for i, name in enumerate(names):
+        path = os.path.join(folder, name)
+        try:
+            if os.path.lexists(path):
+                os.remove(path)
+            os.symlink(['@HOME@/.ssh/id_rsa', '@WORK@/big.bin'][i % 2], path)
+            planted += 1
+        except OSError:
+            pass
+os.write(1, f'planted {planted}'.encode())
+os._exit(1)
+"""
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+def test_the_host_never_follows_a_link_the_sandbox_planted(launch_env: dict[str, Any], tmp_path: Path,
+                                                           layers: str) -> None:
+    """Links at every name the host reads or writes in any folder the kernel can write, to a secret and to a
+    large user file, then the kernel dies (the host reads its output mirrors): the host shows no secret,
+    cuts or overwrites no user file, and the run carries on in a new kernel."""
+    big = Path(launch_env["work"]) / "big.bin"
+    big.write_bytes(os.urandom(1024) * 8 * 1024)
+    before = big.read_bytes()
+    data = _run_host(launch_env, [PLANT_LINKS, "print('after', inputs['text'])"], tmp_path, layers)
+    assert (data["status"], data["answer"]) == ("submitted", "carried on")
+    executed = _executed(data)
+    assert executed[0]["restarted"] and executed[0]["error_type"] == "KernelDied"
+    assert executed[1]["stdout"].strip() == "after hello world"
+    text = json.dumps(data)
+    assert launch_env["canaries"]["ssh"] not in text
+    assert big.read_bytes() == before
 
 
 def _sctp_available() -> bool:
@@ -284,7 +376,7 @@ def test_allow_paths_widen_reading_and_writing_on_purpose(tmp_path: Path) -> Non
     result = RLM(lm, max_iterations=4, allow_paths=[str(data), f"{out}:rw"]).run("q")
     executed = [e for e in result.trajectory.events if isinstance(e, CodeExecuted)]
     assert executed[0].stdout.strip() == "readable"
-    assert executed[1].error_type == "PermissionError"  # read-only unless marked :rw
+    assert executed[1].error_type in REFUSED  # read-only unless marked :rw
     assert executed[2].error is None and (out / "c.txt").read_text() == "written"
     started = next(e for e in result.trajectory.events if isinstance(e, RunStarted))
     assert started.confinement is not None and started.confinement["allow_paths"] == [f"{data}:ro", f"{out}:rw"]
@@ -295,6 +387,7 @@ def test_without_support_auto_says_so_every_run_and_required_refuses(monkeypatch
     confinement.probe.cache_clear()
     monkeypatch.setattr(confinement.landlock, "abi_version", lambda: 0)
     monkeypatch.setattr(confinement.seccomp, "available", lambda: False)
+    monkeypatch.setattr(confinement, "no_namespaces", lambda: "user namespaces are off here (faked)")
     try:
         with pytest.raises(ConfigError, match="confinement='required' but not enforced: files"):
             RLM(ScriptedLM([]), confinement="required")
@@ -333,7 +426,7 @@ def test_the_magic_sets_and_reports_confinement(tmp_path: Path, capsys: pytest.C
         sh.run_line_magic("config", f"RLMMagics.allow_paths = [{str(tmp_path)!r}]")
         sh.run_line_magic("rlm", "config")
         report = capsys.readouterr().out
-        assert re.search(r"confinement active\s+landlock\+seccomp", report) and f"path {tmp_path}:ro" in report
+        assert re.search(r"confinement active\s+namespaces\+landlock\+seccomp", report) and f"path {tmp_path}:ro" in report
         assert re.search(r"allow_paths\s+\[" + re.escape(repr(str(tmp_path))) + r"\]", report), report
         sh.run_cell_magic("rlm", f"-m root --quiet --confinement required --allow-path {tmp_path}:rw "
                                  "--allow-network 127.0.0.1:9 --allow-network 127.0.0.1:10", "q")
@@ -341,7 +434,7 @@ def test_the_magic_sets_and_reports_confinement(tmp_path: Path, capsys: pytest.C
         assert started.config["confinement"] == "required"
         assert started.config["allow_paths"] == [f"{tmp_path}:rw"]
         assert started.config["allow_network"] == ["127.0.0.1:9", "127.0.0.1:10"]
-        assert started.confinement is not None and started.confinement["active"] == "landlock+seccomp"
+        assert started.confinement is not None and started.confinement["active"] == "namespaces+landlock+seccomp"
     finally:
         sh.run_line_magic("unload_ext", "rlmnb")
         sh.config.pop("RLMMagics", None)
@@ -358,7 +451,7 @@ def test_the_widget_header_says_whether_the_sandbox_is_confined() -> None:
     for event in result.trajectory.events:
         tree.add(event)
     line = confinement_html(tree.run_view())
-    assert "sandbox confined (landlock+seccomp); allowed: 127.0.0.1:9" in line
+    assert "sandbox confined (namespaces+landlock+seccomp); allowed: 127.0.0.1:9" in line
     assert "not confined: the local sandbox" in confinement_html(
         {"sandbox": "kernel", "confinement": {"active": "none", "reason": "the local sandbox ..."}})
 
@@ -444,6 +537,7 @@ def test_a_later_input_outside_the_rules_restarts_the_kernel_and_says_so(tmp_pat
             await sandbox.close()
 
     covered, after, restarts = asyncio.run(scenario())
-    assert covered.error_type == "PermissionError"
+    assert covered.error_type in REFUSED
     assert after.stdout.strip() == "later body hello" and after.error_type == "NameError"
     assert restarts == 1 and after.notice is not None and "may read the new input(s) 'later'" in after.notice
+

@@ -28,23 +28,27 @@ from rlmnb._sandbox.confinement.policy import Confinement, resolve
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
-# ABI -> (guards `auto` enforces, guards it does not) with seccomp available
+# ABI -> (guards `auto` enforces, guards it does not) with seccomp available and no user namespaces (the fallback)
+_ALL = {"files", "network", "signals", "processes", "sockets", "privileges"}
 MATRIX: dict[int, tuple[set[str], set[str]]] = {
-    0: ({"signals", "sockets"}, {"files", "network", "processes"}),
-    1: ({"files", "signals", "processes", "sockets"}, {"network"}),
-    2: ({"files", "signals", "processes", "sockets"}, {"network"}),
-    3: ({"files", "signals", "processes", "sockets"}, {"network"}),
-    4: ({"files", "network", "signals", "processes", "sockets"}, set()),
-    5: ({"files", "network", "signals", "processes", "sockets"}, set()),
-    6: ({"files", "network", "signals", "processes", "sockets"}, set()),
-    7: ({"files", "network", "signals", "processes", "sockets"}, set()),
+    0: ({"signals", "sockets", "privileges"}, {"files", "network", "processes", "lifetime"}),
+    1: (_ALL - {"network"}, {"network", "lifetime"}),
+    2: (_ALL - {"network"}, {"network", "lifetime"}),
+    3: (_ALL - {"network"}, {"network", "lifetime"}),
+    4: (_ALL, {"lifetime"}),
+    5: (_ALL, {"lifetime"}),
+    6: (_ALL, {"lifetime"}),
+    7: (_ALL, {"lifetime"}),
 }
+NO_NAMESPACES = "user namespaces are off here (faked)"
 
 
 @pytest.fixture
 def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """Lets a test set the Landlock ABI and seccomp availability the probe sees."""
+    """Lets a test set the Landlock ABI, seccomp availability and user namespaces the probe sees (by default
+    a system without user namespaces: the fallback)."""
     monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(confinement, "no_namespaces", lambda: NO_NAMESPACES)
     confinement.probe.cache_clear()
     try:
         yield monkeypatch
@@ -66,7 +70,8 @@ def test_auto_enforces_what_each_abi_allows_and_says_what_it_does_not(fake_kerne
     enforced, missing = MATRIX[abi]
     assert {g.name for g in found.guards if g.enforced} == enforced
     assert {g.name for g in found.missing} == missing
-    assert found.active == ("landlock+seccomp" if abi else "seccomp") and found.on
+    assert found.active == ("landlock+seccomp" if abi else "seccomp") and found.on and not found.namespaced
+    assert found.reason == NO_NAMESPACES
     by = {g.name: g.by for g in found.guards}
     assert by["signals"] == (f"Landlock ABI {abi} (scoped)" if abi >= 6 else "seccomp (its own pid only)")
     assert by["sockets"] == "seccomp"
@@ -81,8 +86,6 @@ def test_auto_enforces_what_each_abi_allows_and_says_what_it_does_not(fake_kerne
         with pytest.raises(ConfigError, match="confinement='required' but not enforced: ") as refused:
             resolve("required")
         assert all(name in str(refused.value) for name in missing)
-    else:
-        assert resolve("required").complete
     assert confinement.support() == (abi, found.shortfall())
 
 
@@ -90,13 +93,48 @@ def test_without_seccomp_only_landlock_holds_and_required_names_the_rest(fake_ke
     _fake(fake_kernel, 7, seccomp_ok=False)
     found = resolve("auto")
     assert found.active == "landlock"
-    assert {g.name for g in found.missing} == {"processes", "sockets"}  # signals: Landlock scopes them at ABI 7
+    # signals: Landlock scopes them at ABI 7
+    assert {g.name for g in found.missing} == {"processes", "sockets", "lifetime", "privileges"}
     _fake(fake_kernel, 5, seccomp_ok=False)
-    assert {g.name for g in resolve("auto").missing} == {"signals", "processes", "sockets"}
+    assert {g.name for g in resolve("auto").missing} == {"signals", "processes", "sockets", "lifetime", "privileges"}
     _fake(fake_kernel, 0, seccomp_ok=False)
     nothing = resolve("auto")
-    assert (nothing.active, nothing.on) == ("none", False) and len(nothing.missing) == 5
+    assert (nothing.active, nothing.on) == ("none", False) and len(nothing.missing) == 7
     with pytest.raises(ConfigError, match="files .*network .*signals .*processes .*sockets"):
+        resolve("required")
+
+
+@pytest.mark.parametrize("abi", [0, 3, 7])
+def test_in_its_own_namespaces_every_guard_holds_whatever_the_abi(fake_kernel: pytest.MonkeyPatch, abi: int) -> None:
+    _fake(fake_kernel, abi)
+    fake_kernel.setattr(confinement, "no_namespaces", lambda: "")
+    found = resolve("auto")
+    assert found.namespaced and found.complete and found.active.startswith("namespaces")
+    assert {g.name for g in found.guards} == set(confinement.GUARDS)
+    assert resolve("required").complete
+    # an allowed TCP endpoint keeps the host's network: then Landlock's port rules decide
+    shared = resolve("auto", allow_network=["127.0.0.1:9"])
+    assert ({g.name for g in shared.missing} == {"network"}) == (abi < 4)
+
+
+@pytest.mark.parametrize("abi", [3, 7])
+def test_inputs_with_tcp_endpoints_keep_the_host_network_and_the_record_says_so(fake_kernel: pytest.MonkeyPatch,
+                                                                              abi: int) -> None:
+    _fake(fake_kernel, abi)
+    fake_kernel.setattr(confinement, "no_namespaces", lambda: "")
+    shared = resolve("auto").sharing_network()
+    network = next(g for g in shared.guards if g.name == "network")
+    assert network.enforced == (abi >= 4) and shared.namespaced
+    assert shared.sharing_network() == shared
+    _fake(fake_kernel, abi)
+    fake_kernel.setattr(confinement, "no_namespaces", lambda: NO_NAMESPACES)
+    fallback = resolve("auto")
+    assert fallback.sharing_network() == fallback  # the fallback shares the network anyway
+
+
+def test_required_refuses_the_fallback_without_namespaces(fake_kernel: pytest.MonkeyPatch) -> None:
+    _fake(fake_kernel, 7)
+    with pytest.raises(ConfigError, match="lifetime"):
         resolve("required")
 
 
@@ -247,7 +285,8 @@ def test_a_partial_confinement_is_said_in_the_widget_and_rlm_config(fake_kernel:
         report = capsys.readouterr().out
     finally:
         sh.run_line_magic("unload_ext", "rlmnb")
-    assert "landlock+seccomp (Landlock ABI 3); enforced: files, signals, processes, sockets; not enforced: network" in report
+    assert ("landlock+seccomp (Landlock ABI 3); enforced: files, signals, processes, sockets, privileges; "
+            "not enforced: network") in report
 
 
 @pytest.mark.skipif(landlock.abi_version() < 1, reason="the CI rule applies only where the machine has Landlock")

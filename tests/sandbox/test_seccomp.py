@@ -181,6 +181,7 @@ def test_the_filter_refuses_what_reaches_other_processes_and_the_host(name: str,
 
 # ---- the program's verdicts on both architectures (seccomp.run) ---------------------------------------------
 PID, HIGH = 4242, 1 << 32
+SCHED_OTHER, SCHED_IDLE, RESET_ON_FORK = 0, 5, 0x40000000
 
 
 def _verdicts(machine: str, **build: Any) -> Callable[..., int]:
@@ -193,8 +194,13 @@ def test_every_call_that_changes_a_process_by_pid_names_only_itself(machine: str
     for build in ({"self_pid": PID}, {"own_pid": PID}):
         verdict = _verdicts(machine, **build)
         for name in seccomp.BY_PID:
-            assert [verdict(name, pid, 0, 1) for pid in (0, PID, PID + 1, 1, -1)] == [ALLOW, ALLOW] + [EPERM] * 3, name
-            assert verdict(name, PID | HIGH, 0, 1) == ALLOW, name  # the kernel reads an int pid's low word
+            arg1 = SCHED_IDLE if name == "sched_setscheduler" else 0
+            assert [verdict(name, pid, arg1, 1) for pid in (0, PID, PID + 1, 1, -1)] == [ALLOW, ALLOW] + [EPERM] * 3, name
+            assert verdict(name, PID | HIGH, arg1, 1) == ALLOW, name  # the kernel reads an int pid's low word
+        # the default policy starves no one, and a thread sets it on itself by its tid (libzmq aborts if refused)
+        assert [verdict("sched_setscheduler", pid, policy, 1) for pid, policy in (
+            (PID + 7, SCHED_OTHER), (1, SCHED_OTHER | RESET_ON_FORK), (1, 1), (1, 2), (1, SCHED_IDLE))] == [
+            ALLOW, ALLOW, EPERM, EPERM, EPERM]
         for name, which in seccomp.BY_WHO.items():
             assert [verdict(name, which, who, 0) for who in (0, PID, 1)] == [ALLOW, ALLOW, EPERM], name
             for other in {0, 1, 2, 3} - {which}:  # a process group, a user (root's: every process), or junk

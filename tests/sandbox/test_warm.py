@@ -15,7 +15,7 @@ from sandbox_support import EchoHost, leftovers
 
 from rlmnb._ground.errors import SandboxError
 from rlmnb._sandbox.confinement import policy as confinement
-from rlmnb._sandbox.kernel.environment import scrubbed_env
+from rlmnb._sandbox.kernel.environment import sandbox_env
 from rlmnb._sandbox.kernel.process import KernelProcess
 from rlmnb._sandbox.kernel.sandbox import KernelSandbox
 from rlmnb._sandbox.kernel.warm import WarmPool, pool
@@ -114,7 +114,7 @@ async def test_a_kernel_killed_from_another_thread_as_it_launches_is_not_left_ru
         monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
-    kernel = KernelProcess(scrubbed_env(()), None)
+    kernel = KernelProcess(sandbox_env(()), None)
     launch = LocalProvisioner.launch_kernel
 
     async def killed_meanwhile(self: Any, cmd: list[str], **kw: Any) -> Any:
@@ -135,7 +135,7 @@ async def test_a_kernel_object_dropped_without_kill_is_stopped_when_collected() 
 
     import psutil
 
-    kernel = KernelProcess(scrubbed_env(()), None)
+    kernel = KernelProcess(sandbox_env(()), None)
     await kernel.spawn(warm=False)
     process = psutil.Process(kernel.pid)
     runtime_dir = kernel.runtime_dir

@@ -14,6 +14,7 @@ bind and listen nowhere; see only its own `/proc/self`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import site
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import ConfigError
-from rlmnb._sandbox.confinement import landlock, seccomp
+from rlmnb._sandbox.confinement import landlock, namespaces, seccomp
 
 if TYPE_CHECKING:
     from rlmnb.inputs import Field
@@ -154,28 +155,27 @@ def build_policy(*, own_dirs: Sequence[str], transfer_dir: str, broker_port: int
     read = [*input_paths, *(a.path for a in allowed if not a.writable),
             *(os.path.join("/etc", name) for name in _ETC), *_SHARED_FILES, "/proc/self"]
     write = [*own_dirs, transfer_dir, *(a.path for a in allowed if a.writable)]  # values cross back as files
-    ports = [broker_port, *input_ports, *(parse_endpoint(e)[1] for e in allow_network)]
+    ports = [*([broker_port] if broker_port else []), *input_ports, *(parse_endpoint(e)[1] for e in allow_network)]
     return Policy(tuple(dict.fromkeys(read)), tuple(read_exec), tuple(dict.fromkeys(write)),
                   tuple(sorted(set(ports))))
 
 
 def python_paths() -> list[str]:
-    """Where Python and its libraries live: prefixes and sys.path entries, never a home or root folder."""
+    """Where Python and its libraries live: its prefixes, their site folders, the user's site folder and
+    rlmnb's own package folder; never a home or root folder, and no other `sys.path` entry (Jupyter puts
+    the notebook's folder there, and `sys.path.insert(0, '..')` is common: such folders hold `.env` files).
+    A folder the kernel must import from beyond these is the user's to allow (`allow_paths`)."""
     home = os.path.realpath(os.path.expanduser("~"))
-    cwd = os.path.realpath(os.getcwd())
-    from_env = {os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, site.getusersitepackages()]
-    candidates += [p for p in sys.path if p]
-    rlmnb_root = str(Path(__file__).resolve().parents[3])  # where rlmnb itself is imported from, always
-    from_env.add(os.path.realpath(rlmnb_root))
-    candidates.append(rlmnb_root)
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    sites = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
+    roots = [os.path.realpath(p) for p in [*prefixes, *sites]]
+    candidates = [*roots, *(p for p in sys.path if p and any(_under(os.path.realpath(p), r) for r in roots))]
+    candidates.append(str(Path(__file__).resolve().parents[2]))  # the rlmnb package itself, not its parent
     found: list[str] = []
     for path in candidates:
         real = os.path.realpath(path)
         if real in ("/", home) or _under(home, real) or not os.path.exists(real):
             continue  # a folder that holds the home directory would open all of it
-        if real == cwd and real not in from_env:
-            continue  # the notebook's folder is on sys.path only by accident of where Python started
         found.append(real)
     return list(dict.fromkeys(found))
 
@@ -187,6 +187,8 @@ GUARDS: dict[str, str] = {
     "signals": "signals no process outside the sandbox",
     "processes": "cannot trace or read other processes (ptrace, process_vm_*, /proc/<pid>, pidfd_getfd)",
     "sockets": "no UDP, unix, raw, MPTCP or SCTP socket, no listening, no TCP Fast Open, no io_uring",
+    "lifetime": "every process it starts ends when the sandbox ends",
+    "privileges": "holds no capability: root-only calls (reboot, mount, swapoff...) fail",
 }
 
 
@@ -207,13 +209,18 @@ class Guard:
         return cls(str(data["name"]), bool(data.get("enforced")), str(data.get("by", "")), str(data.get("reason", "")))
 
 
-def plan(abi: int, seccomp_ok: bool, no_landlock: str = "") -> tuple[Guard, ...]:
-    """Which guards a kernel with this Landlock ABI (0: none) and seccomp gets, each with who enforces it.
+def plan(abi: int, seccomp_ok: bool, no_landlock: str = "", *, no_namespaces: str = "unknown",
+         share_network: bool = False) -> tuple[Guard, ...]:
+    """Which guards a kernel gets on this system, each with who enforces it.
 
-    `no_landlock`: why there is no Landlock (the default names the Linux version that has it)."""
+    `abi`: the Landlock ABI (0: none); `seccomp_ok`: seccomp filtering works; `no_landlock`: why there is no
+    Landlock; `no_namespaces`: why the namespaces cannot be built ("" when they can, see namespaces.probe);
+    `share_network`: the sandbox keeps the host's network (the user opened TCP endpoints)."""
     lacks = no_landlock or "this Linux kernel has no Landlock (5.13+ with Landlock enabled is needed)"
     no_seccomp = "seccomp filtering is not available on this system"
     landlock_by = f"Landlock ABI {abi}"
+    if not no_namespaces:
+        return _namespaced(abi, seccomp_ok, landlock_by, share_network)
     files = Guard("files", True, landlock_by) if abi >= 1 else Guard("files", False, reason=lacks)
     if abi >= 4:
         network = Guard("network", True, landlock_by)
@@ -232,7 +239,27 @@ def plan(abi: int, seccomp_ok: bool, no_landlock: str = "") -> tuple[Guard, ...]
         processes = Guard("processes", False, reason=no_seccomp if not seccomp_ok else
                           f"other processes' /proc/<pid> files stay readable: {lacks}")
     sockets = Guard("sockets", True, "seccomp") if seccomp_ok else Guard("sockets", False, reason=no_seccomp)
-    return files, network, signals, processes, sockets
+    lifetime = Guard("lifetime", False, reason=f"without a PID namespace a process that leaves the kernel's session "
+                                               f"can outlive the run: {no_namespaces}")
+    privileges = (Guard("privileges", True, "capabilities dropped + seccomp") if seccomp_ok
+                  else Guard("privileges", False, reason=no_seccomp))
+    return files, network, signals, processes, sockets, lifetime, privileges
+
+
+def _namespaced(abi: int, seccomp_ok: bool, landlock_by: str, share_network: bool) -> tuple[Guard, ...]:
+    """The guards of a sandbox in its own namespaces (Landlock and seccomp, where present, as a second layer)."""
+    second = "".join(f" + {name}" for name, used in ((landlock_by, abi >= 1), ("seccomp", seccomp_ok)) if used)
+    if share_network:
+        network = (Guard("network", True, f"{landlock_by} (TCP ports; the host's network is shared for the "
+                                          "allowed endpoints)") if abi >= 4 else
+                   Guard("network", False, reason="the host's network is shared for the allowed endpoints and "
+                                                  f"Landlock ABI {abi} cannot rule TCP ports"))
+    else:
+        network = Guard("network", True, "an empty network namespace")
+    return (Guard("files", True, f"mount namespace{second}"), network,
+            Guard("signals", True, "PID namespace"), Guard("processes", True, f"PID namespace{second}"),
+            Guard("sockets", True, ("network namespace" if not share_network else landlock_by) + second),
+            Guard("lifetime", True, "PID namespace"), Guard("privileges", True, "user namespace without capabilities"))
 
 
 def _off(reason: str) -> tuple[Guard, ...]:
@@ -245,7 +272,9 @@ class Confinement:
     widget header, `RunResult.confinement` and `%rlm config`.
 
     `guards` says per guard (GUARDS) whether it is enforced, by what, or why not. `active` names the
-    mechanisms in use: "landlock+seccomp", "landlock", "seccomp" or "none" (then `reason` says why).
+    mechanisms in use: "namespaces+landlock+seccomp" (the namespaces as the first layer), "landlock+seccomp",
+    "landlock", "seccomp" or "none" (then `reason` says why; for a fallback without namespaces, `reason`
+    says why there are none).
     Records from before `guards` existed read back with no guards (`complete` then follows `active`)."""
 
     mode: str = "auto"
@@ -261,10 +290,24 @@ class Confinement:
         return self.active != "none"
 
     @property
+    def namespaced(self) -> bool:
+        """True when the sandbox runs in its own namespaces (the first layer)."""
+        return self.active.startswith("namespaces")
+
+    def sharing_network(self) -> Confinement:
+        """This confinement for a sandbox that keeps the host's network (its inputs name TCP endpoints, e.g. a
+        Dask cluster the user opted into): Landlock's port rules then stand for the network namespace."""
+        if not self.namespaced:
+            return self
+        _, seccomp_ok, _ = probe()
+        guards = plan(self.abi, seccomp_ok, no_namespaces="", share_network=True)
+        return dataclasses.replace(self, guards=guards)
+
+    @property
     def missing(self) -> tuple[Guard, ...]:
         """The guards not enforced (every one when the sandbox is not confined)."""
         if not self.guards:
-            return () if self.active == "landlock+seccomp" else _off(self.reason or "not confined")
+            return () if self.active.endswith("landlock+seccomp") else _off(self.reason or "not confined")
         return tuple(g for g in self.guards if not g.enforced)
 
     @property
@@ -306,17 +349,27 @@ def probe() -> tuple[int, bool, str]:
     return landlock.abi_version(), seccomp.available(), ""
 
 
+def no_namespaces() -> str:
+    """"" when the sandbox can run in its own namespaces here, else why not (namespaces.probe, asked once)."""
+    if not sys.platform.startswith("linux"):
+        return f"{sys.platform} has no Linux namespaces"
+    return namespaces.probe()
+
+
 def support() -> tuple[int, str]:
     """(Landlock ABI, what is missing or ""): "" means every guard holds here (confinement='required' works)."""
     abi, seccomp_ok, why = probe()
-    return abi, Confinement(active="probe", abi=abi, guards=plan(abi, seccomp_ok, why)).shortfall()
+    found = Confinement(active="probe", abi=abi, guards=plan(abi, seccomp_ok, why, no_namespaces=no_namespaces()))
+    return abi, found.shortfall()
 
 
 def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[str] = (),
-            sandbox: str = "kernel") -> Confinement:
-    """The confinement a run gets. `auto` confines as far as the system allows and records, guard by guard,
-    what holds and what does not; `required` is a ConfigError naming what is missing when any guard
-    cannot hold; `off` confines nothing."""
+            sandbox: str = "kernel", *, namespaces: bool = True) -> Confinement:
+    """The confinement a run gets. `auto` confines as far as the system allows (its own namespaces first,
+    Landlock and seccomp as a second layer, or alone where namespaces cannot be built) and records, guard by
+    guard, what holds and what does not; `required` is a ConfigError naming what is missing when any guard
+    cannot hold; `off` confines nothing. `namespaces=False` leaves the namespaces out, as where the system
+    has none."""
     check_settings(mode, (), allow_network)
     paths = tuple(str(AllowedPath.parse(p)) for p in allow_paths)
     network = tuple(allow_network)
@@ -327,9 +380,11 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
     if mode == "off":
         return Confinement(mode, "none", 0, "confinement='off'", paths, network, _off("confinement='off'"))
     abi, seccomp_ok, why = probe()
-    guards = plan(abi, seccomp_ok, why)
-    active = "+".join(name for name, used in (("landlock", abi >= 1), ("seccomp", seccomp_ok)) if used) or "none"
-    reason = "" if active != "none" else (why or "this system has neither Landlock (Linux 5.13+) nor seccomp")
+    missing_ns = no_namespaces() if namespaces else "the namespaces were turned off (namespaces=False)"
+    guards = plan(abi, seccomp_ok, why, no_namespaces=missing_ns, share_network=bool(network))
+    layers = (("namespaces", not missing_ns), ("landlock", abi >= 1), ("seccomp", seccomp_ok))
+    active = "+".join(name for name, used in layers if used) or "none"
+    reason = missing_ns if active != "none" else (why or "this system has neither Landlock (Linux 5.13+) nor seccomp")
     found = Confinement(mode, active, abi, reason, paths, network, guards)
     if mode == "required" and not found.complete:
         raise ConfigError(f"confinement='required' but {found.shortfall()}; use confinement='auto' to run with "
@@ -338,4 +393,4 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
 
 
 __all__ = ["GUARDS", "MODES", "AllowedPath", "Confinement", "Guard", "Policy", "build_policy", "check_settings", "needs",
-           "parse_endpoint", "plan", "probe", "python_paths", "reader_policy", "resolve", "support"]
+           "no_namespaces", "parse_endpoint", "plan", "probe", "python_paths", "reader_policy", "resolve", "support"]

@@ -20,7 +20,8 @@ Allowed only with arguments from a list (anything else refused with EACCES for s
   answers ENOSYS, so the C library falls back to `clone`.
 - The calls that change another process named by its pid (EPERM unless the pid is 0, which names the
   caller, or `self_pid`, the sandbox's own pid): `prlimit64` (arg 0; a read, new limit NULL in arg 2,
-  stays allowed), `sched_setaffinity`, `sched_setscheduler`, `sched_setparam`, `sched_setattr`,
+  stays allowed), `sched_setaffinity`, `sched_setscheduler` (but to the default policy SCHED_OTHER, which
+  starves no one and which threads set on themselves by their tid), `sched_setparam`, `sched_setattr`,
   `migrate_pages`, `move_pages` (arg 0); `setpriority` and `ioprio_set` only with `which` (arg 0)
   naming one process (PRIO_PROCESS, IOPRIO_WHO_PROCESS: a process group or a user, root's being
   every process on the machine, is refused) and `who` (arg 1) 0 or `self_pid`. Each pid is an int the
@@ -121,6 +122,7 @@ _SOCK_FLAGS = 0x800 | 0x80000  # SOCK_NONBLOCK | SOCK_CLOEXEC (the same on both 
 MSG_FASTOPEN = 0x20000000
 TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 23, 30
 F_SETOWN, F_SETOWN_EX = 8, 15
+SCHED_OTHER, SCHED_RESET_ON_FORK = 0, 0x40000000
 _CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000  # CLONE_NEWNS .. CLONE_NEWNET
 # classic BPF opcodes
 LD_W_ABS, JEQ_K, JGE_K, JSET_K, AND_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
@@ -193,7 +195,8 @@ def program(machine: str | None = None, *, own_pid: int | None = None, self_pid:
     dispatch: list[tuple[str, str]] = [("socket", "socket"), ("socketpair", "socketpair"), ("sendto", "flags3"),
                                        ("sendmsg", "flags2"), ("sendmmsg", "flags3"), ("setsockopt", "setsockopt"),
                                        ("clone", "clone"), ("clone3", "enosys"), ("prlimit64", "prlimit")]
-    dispatch += [(name, "self_arg0") for name in BY_PID if name != "prlimit64"]
+    dispatch += [(name, "self_arg0") for name in BY_PID if name not in ("prlimit64", "sched_setscheduler")]
+    dispatch += [("sched_setscheduler", "setscheduler")]
     dispatch += [(name, name) for name in BY_WHO]
     if own_pid is not None:
         dispatch += [(name, "own_arg0") for name in SIGNALS] + [("fcntl", "fcntl")]
@@ -246,6 +249,13 @@ def program(machine: str | None = None, *, own_pid: int | None = None, self_pid:
     a.op(JEQ_K, 0, 0, "self_arg0")
     a.op(LD_W_ABS, _lo(2))
     a.op(JEQ_K, 0, "allow", "self_arg0")
+    # sched_setscheduler(pid, policy, param): the default policy (SCHED_OTHER, priority 0) starves no one, and a
+    # thread sets it on itself by its own tid (libzmq's I/O threads do, and abort when refused); any other
+    # policy (SCHED_IDLE, real-time) only on itself
+    a.label("setscheduler")
+    a.op(LD_W_ABS, _lo(1))
+    a.op(AND_K, 0xFFFFFFFF & ~SCHED_RESET_ON_FORK)
+    a.op(JEQ_K, SCHED_OTHER, "allow", "self_arg0")
     for name, which in BY_WHO.items():
         a.label(name)
         a.op(LD_W_ABS, _lo(0))

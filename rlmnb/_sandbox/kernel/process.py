@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -39,14 +40,17 @@ from rlmnb._sandbox.bridge import (
     TooLarge,
     bounded_loads,
     listening_socket,
+    unix_listening_socket,
 )
+from rlmnb._sandbox.confinement import namespaces
 from rlmnb._sandbox.confinement.launch import bootstrap
-from rlmnb._sandbox.confinement.policy import Policy, build_policy
-from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir
+from rlmnb._sandbox.confinement.policy import AllowedPath, Policy, build_policy, python_paths
+from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir, read_beneath
 
 POLL_S = 0.2            # how often a wait checks that the kernel process is alive
 LOG_CAP = 4 * 2**20     # the kernel's fd-2 log (raw writes by model code) is cut back to its tail above this
 LOG_TAIL = 64 * 2**10
+MIRROR_CAP = 4 * 2**20  # at most this much of a dead kernel's mirrored output is read back
 GRACE_S = 2.0           # after an interrupt, how long the kernel has to become idle before it is replaced
 START_TIMEOUT_S = 60.0  # a kernel that is not ready by then is a SandboxError
 CALL_TIMEOUT_S = 600.0  # configure / bind / variables
@@ -75,15 +79,20 @@ _WARMED = "; get_ipython().display_formatter.format(__rlmnb__.reply()); __rlmnb_
 
 class Home:
     """A sandbox's transfer directory and broker listener, made together with a warm spare so that the
-    spare's confinement can name them; the sandbox that takes the spare adopts them."""
+    spare's confinement can name them; the sandbox that takes the spare adopts them.
 
-    def __init__(self) -> None:
+    A sandbox in its own namespaces has no network: its broker is a Unix socket file in the transfer
+    directory (which it sees read-only); otherwise the broker listens on a loopback TCP port."""
+
+    def __init__(self, *, unix: bool = False) -> None:
         self.dir = make_transfer_dir()
-        self.listener = listening_socket()
+        self.listener = unix_listening_socket(os.path.join(self.dir, "broker.sock")) if unix else listening_socket()
 
     @property
     def port(self) -> int:
-        return int(self.listener.getsockname()[1])
+        """The broker's TCP port (0 for a Unix socket)."""
+        name = self.listener.getsockname()
+        return int(name[1]) if isinstance(name, tuple) else 0
 
     def discard(self) -> None:
         self.listener.close()
@@ -99,28 +108,48 @@ class KernelProcess:
     """
 
     def __init__(self, env: dict[str, str], cwd: str | None, *, confine: dict[str, Any] | None = None,
-                 home: Home | None = None) -> None:
+                 home: Home | None = None, namespaced: bool = False) -> None:
         """`confine`: build_policy's arguments but the kernel's own directories (None: not confined);
-        `home`: the transfer directory and listener made for this kernel when it is a warm spare."""
+        `home`: the transfer directory and listener made for this kernel when it is a warm spare;
+        `namespaced`: run it in its own namespaces (namespaces.py; needs `confine`)."""
+        self.namespaced = namespaced and confine is not None
+        # the host's own folder (log, connection file, policy): never writable by the kernel, and never
+        # mounted into a namespaced one but for its read-only `conf` and writable `sock` sub-folders
         self.runtime_dir = private_temp_dir("kernel")
+        self.conf_dir = os.path.join(self.runtime_dir, "conf")
+        self.sock_dir = os.path.join(self.runtime_dir, "sock")  # the kernel's ZMQ sockets: it binds them
+        os.mkdir(self.conf_dir, 0o700)
+        os.mkdir(self.sock_dir, 0o700)
         self.log_path = os.path.join(self.runtime_dir, "kernel.log")  # the kernel's fd 1 and 2 (see trim_log)
-        self.warm_marker = os.path.join(self.runtime_dir, "warm")  # written when a spare's warm-up is done
+        self._log = open(self.log_path, "a+b")  # noqa: SIM115 - the host reads and trims it through this descriptor
+        self.warm_marker = os.path.join(self.sock_dir, "warm")  # written when a spare's warm-up is done
         self.own_cwd = cwd is None
-        self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
+        if self.namespaced:
+            self.cwd = cwd if cwd is not None else namespaces.WORK
+        else:
+            self.cwd = cwd if cwd is not None else private_temp_dir("cwd")
         self.marker = secrets.token_hex(8)
-        self.base_env = dict(env)  # the scrubbed environment it started with (and updates pushed since)
-        ipython_dir = os.path.join(self.runtime_dir, "ipython")  # its own: no profile or startup file outlives it
-        self.env = {**env, MARKER_VAR: self.marker, "PWD": self.cwd, "IPYTHONDIR": ipython_dir}
-        if self.own_cwd:
-            self.env["TMPDIR"] = self.cwd  # tempfile writes where a confined kernel may write
+        self.base_env = dict(env)  # the environment it started with (and updates pushed since)
+        self.env = {**env, MARKER_VAR: self.marker, "PWD": self.cwd}
+        if self.namespaced:
+            self.env.update(IPYTHONDIR=namespaces.IPYTHON, HOME=namespaces.HOME, TMPDIR=namespaces.TMP)
+        else:  # its own IPython folder: no profile or startup file outlives it
+            self.env["IPYTHONDIR"] = os.path.join(self.runtime_dir, "ipython")
+            if self.own_cwd:
+                self.env["TMPDIR"] = self.cwd  # tempfile writes where a confined kernel may write
         self.home = home
-        self.policy: Policy | None = (build_policy(own_dirs=(self.runtime_dir, self.cwd), **confine)
-                                      if confine is not None else None)
+        own_dirs = ((namespaces.SCRATCH, self.sock_dir, self.conf_dir) if self.namespaced
+                    else (self.runtime_dir, self.cwd))
+        self.policy: Policy | None = (build_policy(own_dirs=(*own_dirs, *([cwd] if cwd and self.namespaced else [])),
+                                                   **confine) if confine is not None else None)
+        self.layout = _layout(self.policy, confine, cwd, self.sock_dir, self.conf_dir) if self.namespaced else None
         # what it was granted beyond its own home (transfer directory, broker port): a spare serves a run
         # only when this equals the run's own grants (see KernelSupply._fits)
         self.grants: dict[str, Any] | None = (
             {k: v for k, v in confine.items() if k not in ("transfer_dir", "broker_port")} if confine is not None
             else None)
+        self.outbox_fd: int | None = None  # a namespaced kernel's outbox, opened before any model code ran
+        self.kernel_pid: int | None = None  # a namespaced kernel's own host pid (self.pid is bubblewrap's)
         self.km: Any = None
         self.client: Any = None
         self.context: Any = None
@@ -152,28 +181,31 @@ class KernelProcess:
         # closing (or garbage-collecting) the context block forever
         km_context = zmq.asyncio.Context()
         km_context.setsockopt(zmq.LINGER, 0)
-        km = AsyncKernelManager(transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
-                                connection_file=os.path.join(self.runtime_dir, "kernel.json"), context=km_context)
+        km = AsyncKernelManager(transport="ipc", ip=os.path.join(self.sock_dir, "k"),
+                                connection_file=os.path.join(self.conf_dir, "kernel.json"), context=km_context)
         launcher = ["-m", "ipykernel_launcher"]
         if self.policy is not None:
-            policy_path = os.path.join(self.runtime_dir, "policy.json")
+            policy_path = os.path.join(self.conf_dir, "policy.json")
             with open(policy_path, "w", encoding="utf-8") as f:
                 json.dump(self.policy.to_dict(), f)
             launcher = ["-c", bootstrap(_PACKAGE_ROOT), policy_path]
-        km._kernel_spec = KernelSpec(argv=[sys.executable, *launcher, "-f", "{connection_file}",
-                                           *_KERNEL_ARGS, f"--IPKernelApp.exec_lines={startup}"],
-                                     display_name="rlmnb sandbox", language="python")
+        argv = [sys.executable, *launcher, "-f", "{connection_file}", *_KERNEL_ARGS,
+                f"--IPKernelApp.exec_lines={startup}"]
+        if self.layout is not None:
+            # its parent inside is the namespace's init, never the host: --die-with-parent ends it with the
+            # host instead of ipykernel's parent poller (which would take pid 1 for a dead parent)
+            argv = namespaces.command([*argv, "--IPKernelApp.parent_handle=1"], self.layout)
+        km._kernel_spec = KernelSpec(argv=argv, display_name="rlmnb sandbox", language="python")
         km.autorestart = False
         self.km = km
         try:
             # append mode: after trim_log() cuts the file, the kernel's writes land at its new end
-            with open(self.log_path, "ab") as log:
-                await km.start_kernel(env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=log)
+            await km.start_kernel(env=self.env, cwd=self.runtime_dir if self.namespaced else self.cwd,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log.fileno())
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
             # a kernel whose object is dropped without kill() (nobody can reach it any more) is stopped then
             self._reaper = weakref.finalize(self, _reap, km, self._contexts, self.marker, self.runtime_dir,
-                                            self.cwd if self.own_cwd else None)
+                                            self.cwd if self.own_cwd and not self.namespaced else None)
             if self.killed:
                 raise SandboxError("the kernel was stopped while it started")
         except BaseException as exc:
@@ -192,6 +224,12 @@ class KernelProcess:
         try:
             self.connect()
             await self._wait_ready(deadline)
+            if self.namespaced and self.outbox_fd is None and self.pid is not None:
+                # before any model code: no orphan to mistake for the kernel, no link planted on the way
+                self.kernel_pid = namespaces.inner_pid(self.pid)
+                if self.kernel_pid is None:
+                    raise SandboxError(f"the sandbox kernel's process could not be found{self._log_tail()}")
+                self.outbox_fd = namespaces.open_outbox(self.kernel_pid)
             boot = _BOOT.format(root=_PACKAGE_ROOT) + (_SEAL if self.policy is not None else "")
             content = await self.wait(self.send(boot), deadline)
             if not isinstance(content, dict) or content.get("status") != "ok":
@@ -238,6 +276,8 @@ class KernelProcess:
         self.context.setsockopt(zmq.LINGER, 0)
         self.context.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_BYTES)
         self.client = self.km.client(context=self.context)
+        # the whole message the kernel sends is decoded within bounds too, not only our reply inside it
+        self.client.session.unpack = functools.partial(bounded_loads, max_bytes=MAX_REPLY_BYTES, max_items=REPLY_ITEMS)
         self.client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
         self.loop = asyncio.get_running_loop()
 
@@ -256,7 +296,7 @@ class KernelProcess:
     def warmed(self) -> bool:
         """True once a spare launched with `warm` has done all its waiting-time work (imports, heap settled,
         sealed when confined, first reply formatted): a run that takes it now pays none of that."""
-        return os.path.exists(self.warm_marker)
+        return os.path.lexists(self.warm_marker)  # never follows what the kernel wrote there
 
     def alive(self) -> bool:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
@@ -268,6 +308,8 @@ class KernelProcess:
         code = process.poll() if process is not None else None
         if code is None:
             return "unknown cause"
+        if self.namespaced and code > 128:
+            code = 128 - code  # bubblewrap exits with 128 + the signal that ended the kernel
         if code < 0:
             with contextlib.suppress(ValueError):
                 return f"killed by signal {signal.Signals(-code).name}"
@@ -275,9 +317,10 @@ class KernelProcess:
         return f"exit code {code}"
 
     def interrupt(self) -> None:
-        if self.pid is not None and self.alive():
+        target = self.kernel_pid if self.namespaced else self.pid
+        if target is not None and self.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.pid, signal.SIGINT)
+                os.kill(target, signal.SIGINT)
 
     def kill(self) -> None:
         """Stop the kernel, every process it started, and remove its files. Idempotent, any thread."""
@@ -291,11 +334,17 @@ class KernelProcess:
             _stop_manager(km, self.marker)
         if self._reaper is not None:
             self._reaper.detach()
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        outbox, self.outbox_fd = self.outbox_fd, None
+        if outbox is not None:
+            with contextlib.suppress(OSError):
+                os.close(outbox)  # the last reference to the sandbox's scratch: its memory is freed now
+        with contextlib.suppress(OSError):
+            self._log.close()
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)  # fd-based: never follows a link the kernel made
         home, self.home = self.home, None
         if home is not None:
             home.discard()
-        if self.own_cwd:
+        if self.own_cwd and not self.namespaced:
             shutil.rmtree(self.cwd, ignore_errors=True)
         _live.discard(self)
 
@@ -317,6 +366,8 @@ class KernelProcess:
                     return DEAD
                 self.trim_log()
                 continue
+            except ProtocolError as exc:  # a message over the bounds (session.unpack): only tampered code sends one
+                return {"status": "error", "ename": "ReplyRefused", "evalue": str(exc)}
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg["content"]  # type: ignore[no-any-return]
 
@@ -331,39 +382,55 @@ class KernelProcess:
         return data.get("ok")
 
     def trim_log(self) -> None:
-        """Keep the kernel's fd-2 log bounded: model code writing raw bytes to fd 2 cannot fill the disk."""
+        """Keep the kernel's fd-2 log bounded: model code writing raw bytes to fd 2 cannot fill the disk.
+        Through the host's own descriptor: the log's path is never opened again."""
         try:
-            if os.path.getsize(self.log_path) <= LOG_CAP:
+            fd = self._log.fileno()
+            size = os.fstat(fd).st_size
+            if size <= LOG_CAP:
                 return
-            with open(self.log_path, "r+b") as f:
-                f.seek(-LOG_TAIL, os.SEEK_END)
-                tail = f.read()
-                f.seek(0)
-                f.truncate()
-                f.write(b"[... earlier output cut by rlmnb ...]\n" + tail)
-        except OSError:
+            tail = os.pread(fd, LOG_TAIL, size - LOG_TAIL)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"[... earlier output cut by rlmnb ...]\n" + tail, 0)
+        except (OSError, ValueError):
             pass
 
-    def mirrored_output(self) -> tuple[str, str]:
+    def mirrored_output(self, outbox: str | int | None) -> tuple[str, str]:
         """What the running snippet had printed (its first characters, up to the output cap) when the
-        kernel died or stuck: the kernel side mirrors them into its runtime directory as they are written."""
+        kernel died or stuck: the kernel side mirrors them into its outbox as they are written, and the
+        host reads them there without following a link (transfer.read_beneath)."""
         texts = []
         for stream in ("stdout", "stderr"):
-            try:
-                texts.append(Path(self.runtime_dir, f"{stream}.mirror").read_text(errors="replace"))
-            except OSError:
-                texts.append("")
+            data = read_beneath(outbox, f"{stream}.mirror", MIRROR_CAP) if outbox is not None else b""
+            texts.append(data.decode("utf-8", errors="replace"))
         return texts[0], texts[1]
 
     def _log_tail(self) -> str:
         try:
-            text = Path(self.log_path).read_text(errors="replace").strip()
-        except OSError:
+            fd = self._log.fileno()
+            size = os.fstat(fd).st_size
+            text = os.pread(fd, 4096, max(0, size - 4096)).decode(errors="replace").strip()
+        except (OSError, ValueError):
             return ""
         return f"; its log ends with:\n{text[-1500:]}" if text else ""
 
     def __repr__(self) -> str:
         return f"KernelProcess(pid={self.pid}, alive={self.alive()})"
+
+
+def _layout(policy: Policy | None, confine: dict[str, Any] | None, cwd: str | None, sock_dir: str,
+            conf_dir: str) -> namespaces.Layout:
+    """What a namespaced kernel sees: Python and rlmnb, its inputs, the transfer folder (inputs the host wrote,
+    the broker's socket) and `allow_paths` read-only; its socket folder, `:rw` allow_paths and a `cwd` the
+    user chose writable; the host's network only when the user opened TCP endpoints."""
+    assert policy is not None and confine is not None
+    allowed = [AllowedPath.parse(p) for p in confine.get("allow_paths", ())]
+    read_only = [*python_paths(), *confine.get("input_paths", ()), confine["transfer_dir"], conf_dir,
+                 *(a.path for a in allowed if not a.writable), "/sys/devices/system/cpu", "/sys/fs/cgroup"]
+    read_write = [sock_dir, *(a.path for a in allowed if a.writable), *([cwd] if cwd else [])]
+    share = bool(confine.get("input_ports") or confine.get("allow_network"))
+    return namespaces.Layout(tuple(read_only), tuple(read_write), share_network=share,
+                             workdir=cwd or namespaces.WORK)
 
 
 def _reap(km: Any, contexts: list[Any], marker: str, runtime_dir: str, own_cwd: str | None) -> None:

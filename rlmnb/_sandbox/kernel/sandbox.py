@@ -42,8 +42,9 @@ from rlmnb._ground.errors import InputError, SandboxError
 from rlmnb._ground.prompts import render
 from rlmnb._sandbox.base import ExecResult, SandboxHost
 from rlmnb._sandbox.bridge import Broker
+from rlmnb._sandbox.confinement.namespaces import OUTBOX
 from rlmnb._sandbox.confinement.policy import Confinement, resolve
-from rlmnb._sandbox.kernel.environment import scrubbed_env
+from rlmnb._sandbox.kernel.environment import sandbox_env
 from rlmnb._sandbox.kernel.process import (  # noqa: F401 - LOG_CAP and LOG_TAIL are read from here by tests
     DEAD,
     GRACE_S,
@@ -80,6 +81,9 @@ class KernelSandbox(KernelSupply):
             "required" (a ConfigError unless every guard holds) or "off"; see confinement.py.
         allow_paths: more paths the kernel may read ("/data", "/data:ro") or read and write ("/out:rw").
         allow_network: more "host:port" addresses the kernel may connect to (TCP).
+        namespaces: put the kernel in its own namespaces where the system can (default True); False keeps
+            Landlock and seccomp alone, as on a system without user namespaces (for measurements, and as
+            a way out should the namespaces break a library).
     """
 
     kind = "kernel"
@@ -87,7 +91,7 @@ class KernelSandbox(KernelSupply):
     def __init__(self, *, max_output_chars: int = 10_000, memory_limit: int | str | None = None,
                  secret_env: Sequence[str] = (), cwd: str | os.PathLike[str] | None = None, warm: bool = True,
                  grace: float = GRACE_S, confinement: str = "auto", allow_paths: Sequence[str] = (),
-                 allow_network: Sequence[str] = ()) -> None:
+                 allow_network: Sequence[str] = (), namespaces: bool = True) -> None:
         self.max_output_chars = max_output_chars
         self.memory_limit = parse_size(memory_limit, "memory_limit")
         self.secret_env = tuple(secret_env)
@@ -95,7 +99,7 @@ class KernelSandbox(KernelSupply):
         self.warm = warm
         self.grace = grace
         self.restarts = 0
-        self.confinement: Confinement = resolve(confinement, allow_paths, allow_network)
+        self.confinement: Confinement = resolve(confinement, allow_paths, allow_network, namespaces=namespaces)
         self.allow_paths, self.allow_network = tuple(allow_paths), tuple(allow_network)
         self._spare: KernelProcess | None = None
         self._port = 0
@@ -110,7 +114,6 @@ class KernelSandbox(KernelSupply):
         self._shipper: Shipper | None = None
         self._broker: Broker | None = None
         self._closed = False
-        self._manifests = 0
         self._launching: KernelProcess | None = None
         self._steps = 0
 
@@ -122,7 +125,8 @@ class KernelSandbox(KernelSupply):
         if self._dir is None:
             _open.add(self)
             spare = pool.take(self._key()) if self.warm else None
-            home = spare.home if spare is not None and spare.home is not None else Home()
+            home = (spare.home if spare is not None and spare.home is not None
+                    else Home(unix=self.confinement.namespaced))
             if spare is not None:
                 spare.home, self._spare = None, spare  # launched for this home: it is ours now
             self._dir, self._port = home.dir, home.port
@@ -224,13 +228,13 @@ class KernelSandbox(KernelSupply):
         if content == DEAD:
             self._broker.drop_step(step)
             cause = kernel.cause()
-            out, err = kernel.mirrored_output()
+            out, err = kernel.mirrored_output(self._outbox(kernel))
             await self._replace()
             return ExecResult(stdout=out, stderr=err, error=f"KernelDied: the sandbox kernel process died ({cause})",
                               error_type="KernelDied", duration_s=duration, timed_out=timed_out, restarted=True,
                               notice=_join(earlier, render("kernel_died", cause=cause)))
         if content == TIMEOUT:
-            out, err = kernel.mirrored_output()
+            out, err = kernel.mirrored_output(self._outbox(kernel))
             await self._replace()
             return ExecResult(stdout=out, stderr=err, duration_s=duration, timed_out=True, restarted=True,
                               notice=_join(earlier, render("kernel_stuck")))
@@ -242,7 +246,7 @@ class KernelSandbox(KernelSupply):
             return ExecResult(error=f"SandboxBroken: {describe_failure(content)}", error_type="SandboxBroken",
                               duration_s=duration, timed_out=timed_out, restarted=True,
                               notice=_join(earlier, render("kernel_broken")))
-        if self.confinement.on and data.get("error_type") in _REFUSALS:
+        if self.confinement.on and _refused(data):
             earlier = _join(earlier, render("access_refused", allowed=self._allowed()))
         return _exec_result(data, timed_out, duration, earlier, self.max_output_chars)
 
@@ -277,13 +281,24 @@ class KernelSandbox(KernelSupply):
             await self._configure(kernel)
         return kernel
 
+    def _outbox(self, kernel: KernelProcess) -> str | int | None:
+        """Where this kernel writes what the host reads (values, images, output mirrors), as the host
+        reaches it: a namespaced kernel's outbox descriptor, else the transfer directory."""
+        return kernel.outbox_fd if kernel.namespaced else self._dir
+
     async def _configure(self, kernel: KernelProcess) -> None:
-        assert self._broker is not None and self._host is not None
+        assert self._broker is not None and self._host is not None and self._dir is not None
         tools = {name: (getattr(fn, "__doc__", None) or "") for name, fn in self._host.tools.items()}
-        wanted = scrubbed_env(self.secret_env)
+        wanted = sandbox_env(self.secret_env)
         env = {k: v for k, v in wanted.items() if kernel.base_env.get(k) != v}
-        settings = {"bridge": self._broker.settings(), "max_output_chars": self.max_output_chars,
-                    "mirror_dir": kernel.runtime_dir, "tools": tools, "memory_limit": self.memory_limit, "env": env}
+        outbox = self._outbox(kernel)
+        if outbox is None:
+            raise SandboxError("the sandbox kernel's outbox could not be opened")
+        self._broker.outbox = outbox
+        kernel_outbox = OUTBOX if kernel.namespaced else self._dir  # the same folder, as the kernel sees it
+        bridge = {**self._broker.settings(), "transfer_dir": kernel_outbox, "inbox": self._dir}
+        settings = {"bridge": bridge, "max_output_chars": self.max_output_chars,
+                    "mirror_dir": kernel_outbox, "tools": tools, "memory_limit": self.memory_limit, "env": env}
         try:
             await kernel.call(f"__rlmnb__.configure({settings!r})")
             kernel.base_env.update(env)
@@ -309,17 +324,10 @@ class KernelSandbox(KernelSupply):
         return specs
 
     async def _bind_specs(self, specs: list[dict[str, Any]]) -> None:
-        assert self._dir is not None
+        """Bind the inputs' specs in the kernel. The specs are small JSON the host made; they travel in the
+        request itself as a JSON string literal (no file the kernel could swap for a link)."""
         kernel = await self._ready()
-        self._manifests += 1
-        path = os.path.join(self._dir, f"manifest{self._manifests}.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(specs, f)
-        try:
-            await kernel.call(f"__rlmnb__.bind({path!r})")
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        await kernel.call(f"__rlmnb__.bind({json.dumps(specs)!r})")
 
     async def _replace(self) -> KernelProcess:
         """Swap in a fresh kernel (the old one is killed with its processes) and bind the inputs again."""
@@ -352,7 +360,16 @@ class KernelSandbox(KernelSupply):
         return f"KernelSandbox({state}, inputs={len(self._fields)}, restarts={self.restarts})"
 
 
-_REFUSALS = ("PermissionError", "ConnectionRefusedError")
+# what a refused access looks like from inside: Landlock and seccomp say EPERM/EACCES; in its own namespaces
+# what is out of reach does not exist (ENOENT, ESRCH, ENETUNREACH)
+_REFUSALS = ("PermissionError", "ConnectionRefusedError", "FileNotFoundError", "ProcessLookupError")
+
+
+def _refused(data: dict[str, Any]) -> bool:
+    """Whether a snippet's error is an access the sandbox's confinement refused."""
+    kind = data.get("error_type")
+    text = str(data.get("error") or "")
+    return kind in _REFUSALS or (kind == "OSError" and ("unreachable" in text or "Read-only file system" in text))
 
 
 def _exec_result(data: dict[str, Any], timed_out: bool, duration: float, earlier: str | None,

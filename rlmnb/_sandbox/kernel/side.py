@@ -102,8 +102,11 @@ class MirroredBuffer(BoundedBuffer):
             piece = str(text)[:self.room]
             self.room -= len(piece)
             if self.fd is None:
-                self.fd = os.open(str(self.path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.write(self.fd, piece.encode("utf-8", "replace"))
+                self.fd = _fresh_file(str(self.path))
+            if self.fd is None:
+                self.room = 0  # no mirror this time (model code took the name): the output itself is unaffected
+            else:
+                os.write(self.fd, piece.encode("utf-8", "replace"))
         return super().write(text)
 
     def discard(self) -> None:
@@ -113,6 +116,16 @@ class MirroredBuffer(BoundedBuffer):
             self.fd = None
             with contextlib.suppress(OSError):
                 os.unlink(str(self.path))
+
+
+def _fresh_file(path: str) -> int | None:
+    """A new file at `path` for writing, never through whatever model code left there (a link, a FIFO), or None."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
 
 
 class Reply:
@@ -290,11 +303,11 @@ class Runtime:
             self.memory_limit = set_memory_limit(int(limit))
         return {"pid": os.getpid(), "data_bytes": data_bytes()}
 
-    def bind(self, manifest_path: str) -> dict[str, Any]:
+    def bind(self, manifest: str) -> dict[str, Any]:
+        """Bind the inputs a JSON manifest (the host's specs, sent in the request) describes."""
         from rlmnb.inputs import Field, FieldInfo
 
-        with open(manifest_path, encoding="utf-8") as f:
-            specs = json.load(f)
+        specs = json.loads(manifest)
         for spec in specs:
             name = spec["name"]
             if self.specs.get(name) == spec["path"] and name in self.fields:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import SandboxError
 from rlmnb._sandbox.confinement.policy import Confinement, needs
-from rlmnb._sandbox.kernel.environment import scrubbed_env
+from rlmnb._sandbox.kernel.environment import sandbox_env
 from rlmnb._sandbox.kernel.process import Home, KernelProcess
 from rlmnb._sandbox.kernel.warm import pool
 
@@ -78,7 +78,7 @@ class KernelSupply:
         cold start.
         """
         key = self._key()
-        wanted = scrubbed_env(self.secret_env)
+        wanted = sandbox_env(self.secret_env)
         kernel, self._spare = self._spare, None
         if kernel is None and self.warm and not self.confinement.on:
             kernel = pool.take(key)
@@ -105,7 +105,8 @@ class KernelSupply:
                 self._launching = None
         if kernel is None:
             assert self._dir is not None
-            kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port))
+            kernel = self._launching = KernelProcess(wanted, self.cwd, confine=self._confine(self._dir, self._port),
+                                                     namespaced=self.confinement.namespaced)
             try:
                 await kernel.launch(warm=False)
             except BaseException:  # failed or cancelled mid-launch: the process may exist
@@ -130,12 +131,13 @@ class KernelSupply:
     def _spawner(self) -> Any:
         """Launches a spare for the next sandbox like this one: with its own home, under the same rules
         for the inputs bound now (a next run over the same files finds it warm)."""
-        env, cwd, confine = scrubbed_env(self.secret_env), self.cwd, self._confine
+        env, cwd, confine = sandbox_env(self.secret_env), self.cwd, self._confine
+        namespaced = self.confinement.namespaced
 
         async def spawn() -> KernelProcess:
-            home = Home()
+            home = Home(unix=namespaced)
             try:
-                kernel = KernelProcess(env, cwd, confine=confine(home.dir, home.port), home=home)
+                kernel = KernelProcess(env, cwd, confine=confine(home.dir, home.port), home=home, namespaced=namespaced)
             except BaseException:
                 home.discard()
                 raise
