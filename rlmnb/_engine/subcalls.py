@@ -42,8 +42,8 @@ from rlmnb._ground.errors import (
     EmptyAnswer,
     ImagesRefused,
     ModelError,
+    ModelNotAllowed,
     PromptTooLarge,
-    RecoverableError,
     format_error_slot,
 )
 from rlmnb._ground.images import Image, image_tokens
@@ -66,10 +66,6 @@ from rlmnb.events import (
 
 __all__ = ["DEFAULT_PACK_TOKENS", "MAX_ERRORS_KEPT", "MAX_PACK_TOKENS", "CallClock", "ChildRunner", "MapHost",
            "ModelNotAllowed", "RunHost", "SubCaller", "check_vision", "pack_limits"]
-
-
-class ModelNotAllowed(RecoverableError, ValueError):
-    """A sub-call named a model the user did not configure; nothing was reserved or sent."""
 
 
 def _messages(prompt: str, images: Sequence[Image] = ()) -> list[Message]:

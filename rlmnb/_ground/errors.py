@@ -13,6 +13,7 @@
         ├── PromptTooLarge        a sub-call prompt exceeds the sub-model's window
         ├── ImagesRefused         a sub-call with images to a model that does not read images
         ├── EmptyAnswer           a sub-call came back with no answer (no choices, no content, filtered)
+        ├── ModelNotAllowed       a sub-call named a model the user did not configure; nothing was sent
         └── DepthLimitReached     rlm_query at the depth cap with strict_depth
 
 `SubmitSignal` is deliberately a `BaseException`: `except Exception` in model code cannot swallow it.
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BudgetExhausted", "ConfigError", "DepthLimitReached", "EmptyAnswer", "InputError", "MissingAPIKey",
-           "ModelError", "PromptTooLarge", "RLMError", "RecoverableError", "ReplayDivergence", "SandboxError",
-           "ScriptExhausted", "SubmitSignal", "format_error_slot"]
+__all__ = [
+    "BudgetExhausted", "ConfigError", "DepthLimitReached", "EmptyAnswer", "InputError", "MissingAPIKey",
+    "ModelError", "ModelNotAllowed", "PromptTooLarge", "RLMError", "RecoverableError", "ReplayDivergence",
+    "SandboxError", "ScriptExhausted", "SubmitSignal", "format_error_slot",
+]
 
 
 class RLMError(Exception):
@@ -69,6 +72,10 @@ class BudgetExhausted(RecoverableError):
 
 class PromptTooLarge(RecoverableError):
     """A sub-call prompt is larger than the sub-model accepts; nothing was sent."""
+
+
+class ModelNotAllowed(RecoverableError, ValueError):
+    """A sub-call named a model the user did not configure; nothing was reserved or sent."""
 
 
 class ImagesRefused(RecoverableError):
