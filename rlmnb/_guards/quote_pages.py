@@ -228,11 +228,14 @@ def pages_cache_dir() -> str:
 
 
 def confine(paths: Sequence[str], cache: str | None = None, scratch: str | None = None) -> None:
-    """Confine this process for good: Landlock (read `paths`, Python and the system; write only `cache` and
-    `scratch`, its HOME and TMPDIR; no TCP port) and the kernel sandbox's seccomp filter."""
+    """Confine this process for good: no capability (as the kernel sandbox's launcher), Landlock (read `paths`,
+    Python and the system; write only `cache` and `scratch`, its HOME and TMPDIR; no TCP port) and the kernel
+    sandbox's seccomp filter."""
     from rlmnb._sandbox.confinement import landlock, seccomp
+    from rlmnb._sandbox.confinement.launch import drop_capabilities
     from rlmnb._sandbox.confinement.policy import reader_policy
 
+    drop_capabilities()
     policy = reader_policy(read=paths, write=tuple(p for p in (cache, scratch) if p))
     landlock.restrict_self(paths=policy.rules(), connect_ports=())
     seccomp.apply()
