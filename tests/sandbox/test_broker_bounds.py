@@ -178,7 +178,7 @@ async def test_the_kernel_side_refuses_a_batch_over_the_limit_before_sending_and
     broker, host = served
     bridge = SocketBridge()
     bridge.settings = broker.settings()
-    prompts = ["y" * 1_000_000] * 40  # 40 MB
+    prompts = ["y" * 1_000_000] * 70  # 70 MB
     with pytest.raises(ValueError, match="llm_query_batched") as refused:
         await asyncio.to_thread(bridge.llm_query_batched, prompts)
     fit = int(str(refused.value).split("at most ")[1].split(" ")[0].replace(",", ""))
@@ -310,7 +310,7 @@ def test_a_huge_or_deep_submit_or_a_tampered_reply_is_refused_to_the_model_and_t
         code("submit('x' * 200_000_000)"),
         code("import sys\nside = sys.modules['rlmnb._sandbox.kernel.side']\nkept = side._fitted\n"
              "side._fitted = lambda result: '[' * 100_000 + ']' * 100_000"),
-        code("side._fitted = kept\nprint(len(llm_query_batched(['y' * 1_000_000] * 40)))"),
+        code("side._fitted = kept\nprint(len(llm_query_batched(['y' * 1_000_000] * 70)))"),
         code("submit('ok')"),
     ]
     root = ScriptedLM(replies, name="root")
