@@ -44,16 +44,14 @@ export function fmtCount(n: number | null | undefined): string {
   return `${(n / 1e6).toFixed(2)}M`;
 }
 
-/** A cost; calls without a price are counted apart, never shown as $0.0000. */
+/** A cost as rlmnb.views says it (rlmnb/_ground/usage.py cost_text): calls without a price are counted apart,
+ * never shown as $0.0000. */
 export function fmtCost(cost: number | null | undefined, unpriced = 0): string {
-  if (unpriced && !cost) {
-    return `unpriced (${plural(unpriced, 'call')})`;
+  if (!unpriced) {
+    return cost === null || cost === undefined ? '$?' : `$${cost.toFixed(4)}`;
   }
-  let text = cost === null || cost === undefined ? '$?' : `$${cost.toFixed(4)}`;
-  if (unpriced) {
-    text += ` + ${fmtInt(unpriced)} unpriced`;
-  }
-  return text;
+  const missing = `${plural(unpriced, 'call')} to ${unpriced === 1 ? 'a model' : 'models'} with no price`;
+  return cost ? `$${cost.toFixed(4)} + unpriced: ${missing}` : `cost unknown: ${missing}`;
 }
 
 /** A turn's note for each way the loop asks the root again before running a reply, or ends the turns instead

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-__all__ = ["CallUsage", "Usage"]
+__all__ = ["CallUsage", "Usage", "cost_text"]
+
+
+def cost_text(cost: float | None, unpriced: int = 0, models: Sequence[str] = ()) -> str:
+    """A cost as every front end says it: "$0.0123"; calls without a price are counted apart and never shown as
+    $0.0000 ("cost unknown: 4 calls to models with no price", "$0.0123 + unpriced: 1 call to a model with no
+    price"). `models` names the models whose calls had no price, so the text says which one needs a price."""
+    if not unpriced:
+        return "$?" if cost is None else f"${cost:.4f}"
+    calls = f"{unpriced:,} call{'' if unpriced == 1 else 's'}"
+    who = ", ".join(models) if models else "a model" if unpriced == 1 else "models"
+    missing = f"{calls} to {who} with no price"
+    return f"cost unknown: {missing}" if not cost else f"${cost:.4f} + unpriced: {missing}"
 
 
 @dataclass(frozen=True)
@@ -103,10 +116,8 @@ class Usage:
             saved_usd=self.saved_usd + other.saved_usd)
 
     def cost_text(self) -> str:
-        text = f"${self.cost_usd:.4f}"
-        if self.unpriced_calls:
-            text += f" (+{self.unpriced_calls} unpriced)"
-        return text
+        """The bill's cost as the views say it (`cost_text`)."""
+        return cost_text(self.cost_usd, self.unpriced_calls)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

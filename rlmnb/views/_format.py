@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from rlmnb._ground.text import clip as clip_text
+from rlmnb._ground.usage import cost_text as fmt_cost  # one wording of a cost for every view and the CLI
 
 __all__ = ["ASKED_AGAIN", "QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
            "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
@@ -32,23 +33,6 @@ def fmt_count(n: int | float | None) -> str:
     if n < 1_000_000:
         return f"{n / 1e3:.1f}k"
     return f"{n / 1e6:.2f}M"
-
-
-def fmt_cost(cost: float | None, unpriced: int = 0, models: Sequence[str] = ()) -> str:
-    """A cost; calls without a price are counted apart and never shown as $0.0000.
-
-    `models` names the models whose calls had no price, so the text can say which model needs one.
-    """
-    if unpriced and not cost:
-        calls = f"{unpriced:,} call{'' if unpriced == 1 else 's'}"
-        named = f", no price for {', '.join(models)}" if models else ""
-        return f"cost unknown: unpriced ({calls}){named}"
-    text = "$?" if cost is None else f"${cost:.4f}"
-    if unpriced:
-        text += f" + {unpriced:,} unpriced"
-        if models:
-            text += f" (no price for {', '.join(models)})"
-    return text
 
 
 def prompt_cache_text(cached_input_tokens: int | float | None, saved: float | None = None) -> str:

@@ -32,6 +32,7 @@ from rlmnb.views import (
     render_text,
     summary_line,
 )
+from rlmnb.views._format import fmt_cost
 
 
 def code(body: str) -> str:
@@ -190,7 +191,7 @@ def test_live_tree_of_an_unfinished_run_and_placeholders() -> None:
     bus.emit(ModelReply, scope, turn=1, text=code("print(1)"), usage={"input_tokens": 10, "output_tokens": 2,
                                                                        "cost_usd": None})
     page = render_html(tree)
-    assert "running…" in page and "print" in page and "$1.5" in page and "unpriced (1 call)" in page
+    assert "running…" in page and "print" in page and "$1.5" in page and fmt_cost(0.0, 1) in page
     assert "(still running)" in render_text(tree)
 
 

@@ -12,6 +12,7 @@ from rlmnb import RLM
 from rlmnb.events import EventBus, RunScope, RunStarted, SubCallFinished, SubCallStarted
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html
+from rlmnb._ground.usage import Usage
 from rlmnb.views._format import fmt_cost, fmt_rate, pending_turn_text
 from rlmnb.views._html import meters_html
 from rlmnb.views._timeline import timeline_svg
@@ -82,8 +83,11 @@ def test_group_progress_like_tqdm() -> None:
     m = tree.meters_view()
     html = meters_html(m)
     assert "40 (+20 in flight) / 100 · 1 failed" in html and html.count("rlmnb-meter-bar") == 2
-    assert "unpriced" in fmt_cost(0.0, 3) and "$0.0000" not in fmt_cost(0.0, 3)
-    assert fmt_cost(1.5, 2) == "$1.5000 + 2 unpriced"
+    unknown = fmt_cost(0.0, 3)
+    assert "$" not in unknown and "3 calls" in unknown  # an unknown cost is never a dollar figure, and says how many
+    assert fmt_cost(1.5, 2).startswith("$1.5000") and "2 calls" in fmt_cost(1.5, 2)
+    assert "openai/x" in fmt_cost(0.0, 1, ("openai/x",))  # which model needs a price
+    assert Usage(cost_usd=1.5, unpriced_calls=2).cost_text() == fmt_cost(1.5, 2)  # one wording everywhere
 
 
 def test_turns_cut_short_read_the_same_everywhere() -> None:
