@@ -121,7 +121,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         if args.replay:
             schema = self._evaluate(args.schema, "--schema") if args.schema else None
             return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet, schema)
-        model, sub_model = self._models(args.model, args.sub_model)
+        model, sub_model = self._models(args.model, args.sub_model, required=not args.dry_run)
+        if args.dry_run:  # no model is called: none is needed, and litellm is not loaded (dry_run.py)
+            model, sub_model = self._unsent(model, sub_model)
         settings = setting_values(args)
         extras: dict[str, Any] = {}
         if args.child_model:
@@ -254,14 +256,24 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         except Exception as exc:
             raise UsageError(f"{where}: evaluating {expr!r} raised {type(exc).__name__}: {exc}") from None
 
-    def _models(self, model_option: str | None, sub_option: str | None) -> tuple[Any, Any]:
+    def _models(self, model_option: str | None, sub_option: str | None, *, required: bool = True) -> tuple[Any, Any]:
         model, _ = self._model_choice(model_option, self.model, ENV_MODEL, "-m")
-        if model is None:
+        if model is None and required:
             raise UsageError("No model configured: pass -m MODEL (a litellm model such as openai/gpt-5-mini, or a "
                              "variable holding a model object), or set %config RLMMagics.model = '...', or the "
                              f"{ENV_MODEL} environment variable.")
         sub_model, _ = self._model_choice(sub_option, self.sub_model, ENV_SUB_MODEL, "-s")
         return model, sub_model
+
+    @staticmethod
+    def _unsent(model: Any, sub_model: Any) -> tuple[Any, Any]:
+        """A dry run's stand-ins for the models (rlmnb._notebook.dry_run): names checked, nothing imported."""
+        from rlmnb._notebook.dry_run import unsent
+
+        try:
+            return unsent(model), (unsent(sub_model) if sub_model is not None else None)
+        except RLMError as exc:
+            raise UsageError(_sentence(exc)) from None
 
     def _model_choice(self, option: str | None, trait: str, env: str, flag: str) -> tuple[Any, str]:
         for value, source in ((option, "option"), (trait, "%config"), (os.environ.get(env), env)):
