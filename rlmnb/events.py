@@ -112,6 +112,22 @@ class CodeExecuted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CodeOutput(Event):
+    """A piece of what a turn's code printed, sent while the code still runs (the sandbox's output stream).
+
+    Pieces arrive in order, a few a second at most, each a few thousand characters at most, and only the
+    first part of a long output is streamed. The turn's CodeExecuted holds its whole output when the code
+    returns; a turn cut short (the stop button, a lost kernel) keeps these pieces as what it printed.
+    Trajectories saved before this event existed have none.
+    """
+
+    kind: ClassVar[str] = "code_output"
+    turn: int
+    text: str
+    stream: str = "stdout"  # "stdout" | "stderr"
+
+
+@dataclass(frozen=True, kw_only=True)
 class BatchStarted(Event):
     kind: ClassVar[str] = "batch_started"
     batch_id: str
@@ -284,8 +300,8 @@ class RunResumed(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, BatchStarted, BatchFinished, SubCallStarted,
-                SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
+    for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, CodeOutput, BatchStarted, BatchFinished,
+                SubCallStarted, SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
                 AttemptVerified, RunFinished, MapStarted, MapFinished, RunResumed)
 }
 
@@ -497,7 +513,7 @@ class RunScope:
 
 
 __all__ = [
-    "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "ConcurrencyChanged",
+    "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "CodeOutput", "ConcurrencyChanged",
     "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
     "MapStarted", "ModelReply", "RunFinished", "RunResumed", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
     "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",

@@ -54,6 +54,7 @@ from rlmnb._models.resolve import resolve_model
 from rlmnb.events import (
     BatchFinished,
     BatchStarted,
+    CodeOutput,
     ConcurrencyChanged,
     EventBus,
     MapFinished,
@@ -479,3 +480,8 @@ class RunHost:
 
     async def map_end(self, map_id: str, figures: Mapping[str, Any]) -> None:
         self.maps.end(map_id, figures)
+
+    def output(self, text: str, stream: str, turn: int) -> None:
+        """A piece of what the running snippet printed, as a CodeOutput event (never for another turn)."""
+        if turn == self.sub.turn():
+            self.sub.bus.emit(CodeOutput, self.sub.scope, turn=turn, text=text, stream=stream)

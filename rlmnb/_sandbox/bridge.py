@@ -15,7 +15,10 @@ What a connection can make the host do is bounded by construction (`Limits`), be
 - the bytes of requests held at once (read, decoded and being served) stay under `Limits.bytes_held`, and
   their JSON values under `Limits.items_held`: a connection takes its share before it reads or decodes;
 - a body is counted (`json_items`: its structural characters outside strings, and its nesting) before it is
-  decoded, so a frame of `[[],[],...]` or of 100,000 brackets is refused instead of decoded.
+  decoded, so a frame of `[[],[],...]` or of 100,000 brackets is refused instead of decoded;
+- the "output" op (a running snippet's printed output, streamed to the views) is taken only within
+  `OutputAllowance`: a few pieces a second, each small, a bounded total per run; more is dropped, and the
+  host hands a piece to its `output` sink without waiting on anything.
 The kernel side checks the same bounds before it sends (`pack`), so a call too large is refused there, in one
 line the model can act on (`too_large`). The same decoder (`bounded_loads`) reads the kernel's execute
 replies on the host.
@@ -39,6 +42,7 @@ import re
 import secrets
 import socket
 import struct
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +70,9 @@ REPLY_ITEMS = 500_000
 MAX_CONNECTIONS = 64  # served at once (the default max_concurrency of sub-calls is 64 too)
 BYTES_HELD = 256 << 20  # request bytes held at once across connections (four requests of the largest size)
 ITEMS_HELD = 1_000_000  # JSON values held at once across connections (~100 MB of Python objects at worst)
+OUTPUT_CHUNK_CHARS = 8_000  # one streamed piece of a snippet's output, at most (the kernel side sends 4,000)
+OUTPUT_PER_S = 8.0  # streamed pieces taken per second, at most (the kernel side sends 4); the burst is as many
+OUTPUT_CHARS = 2_000_000  # streamed characters one attached run takes in all; its results carry the rest
 AUTH_TIMEOUT_S = 10.0  # a connection that has not sent its token by then is closed
 READ_TIMEOUT_S = 60.0  # an authenticated connection that stalls mid-frame this long is closed
 ACCEPT_RETRY_S = 0.05  # after a failed accept (no descriptors left), the wait before the next one
@@ -321,6 +328,31 @@ class Allowance:
             given.set()
 
 
+class OutputAllowance:
+    """What the host takes of streamed output: pieces of at most `chunk` characters, `per_s` a second (a token
+    bucket, with a burst of as many), and `total` characters in all. Event-loop only; never waits."""
+
+    def __init__(self, *, chunk: int = OUTPUT_CHUNK_CHARS, per_s: float = OUTPUT_PER_S,
+                 total: int = OUTPUT_CHARS, clock: Callable[[], float] | None = None) -> None:
+        self.chunk, self.per_s, self.left = chunk, per_s, total
+        self.clock = clock or time.monotonic
+        self.tokens = per_s
+        self.at = self.clock()
+        self.dropped = 0
+
+    def take(self, chars: int) -> bool:
+        """True when a piece of `chars` characters may go to the views now (and count it), else False."""
+        now = self.clock()
+        self.tokens = min(self.per_s, self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+        if chars > self.chunk or chars > self.left or self.tokens < 1:
+            self.dropped += 1
+            return False
+        self.tokens -= 1
+        self.left -= chars
+        return True
+
+
 class _Gate:
     """One attach's shares: connection slots, request bytes and JSON values held at once."""
 
@@ -357,6 +389,7 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._inflight: dict[int, set[asyncio.Task[Any]]] = {}
         self._dead_steps: set[int] = set()
+        self.output = OutputAllowance()
 
     async def attach(self, host: SandboxHost) -> None:
         """Serve `host` on the running loop with a new secret and run id (and a new port, unless the
@@ -366,6 +399,7 @@ class Broker:
         self.run = secrets.token_hex(8)
         self.secret = new_secret()
         self._dead_steps.clear()
+        self.output = OutputAllowance()
         sock = self.listener.dup() if self.listener is not None else listening_socket()
         sock.setblocking(False)
         self._sock = sock
@@ -560,6 +594,8 @@ class Broker:
         if op == "rlm_query_batched":
             inputs_list = self._decode(req.get("inputs_list"))
             return self._encode(list(await host.rlm_query_batched(_strs(req.get("prompts")), inputs_list)))
+        if op == "output":
+            return self._output(req)
         if op == "tool":
             name = req.get("name")
             fn: Callable[..., Any] | None = host.tools.get(name) if isinstance(name, str) else None
@@ -577,6 +613,18 @@ class Broker:
                     result = await result
             return self._encode(result)
         raise ValueError(f"unknown operation {op!r}")
+
+    def _output(self, req: dict[str, Any]) -> bool:
+        """A piece of the running snippet's output, to the host's `output` sink when the allowance takes it
+        (True) and the host has one; dropped otherwise (False). Never waits: the sink only records it."""
+        text, stream, turn = req.get("text"), req.get("stream"), req.get("turn")
+        if not isinstance(text, str) or stream not in ("stdout", "stderr") or not isinstance(turn, int):
+            raise TypeError("output takes text (a str), stream ('stdout' or 'stderr') and the turn (an int)")
+        sink: Callable[[str, str, int], None] | None = getattr(self.host, "output", None)
+        if sink is None or not self.output.take(len(text)):
+            return False
+        sink(text, stream, turn)
+        return True
 
     def _decode(self, data: Any) -> Any:
         return decode_value(data, self.outbox, allow_pickle=False)
@@ -633,5 +681,6 @@ def _strs(value: Any) -> list[str]:
 
 
 __all__ = ["MAX_DEPTH", "MAX_FRAME", "MAX_ITEMS", "MIME", "REPLY_BYTES", "REPLY_ITEMS", "TOKEN_SIZE", "Allowance", "Broker", "Limits",
+           "OutputAllowance",
            "ProtocolError", "TooLarge", "bounded_loads", "connect", "error_record", "json_items", "listening_socket",
            "new_secret", "opening", "pack", "recv_frame", "too_large", "unix_listening_socket", "unpack"]

@@ -4,6 +4,10 @@ Model code runs in a worker thread with its own namespace (never the user's glob
 captured per thread and never reach the notebook. The timeout is best effort: an exception is
 injected into the worker thread, which stops pure-Python loops but not a blocking C call. For code
 you do not trust, use the kernel sandbox, which runs in a separate process.
+
+While a snippet runs, what it prints also streams to the host (`StreamedOutput`, a few pieces a second,
+through the host's optional `output(text, stream, turn)`), so a view shows it before the turn ends and a
+turn cut short keeps it; the kernel sandbox streams the same way through its broker.
 """
 
 from __future__ import annotations
@@ -31,6 +35,66 @@ if TYPE_CHECKING:
 
 _GRACE_S = 2.0
 _POLL_S = 0.05
+STREAM_INTERVAL_S = 0.25  # a running snippet's output goes to the host at most this often
+STREAM_CHUNK_CHARS = 4_000  # characters of one streamed piece at most
+
+OutputSink = Callable[[str, str, int], None]  # SandboxHost.output(text, stream, turn), where a host has it
+
+
+class StreamedOutput:
+    """What a running snippet printed that is still to be streamed to the host. Thread-safe and bounded.
+
+    `write` (any thread) keeps text until `limit` characters have been taken in for this snippet (the
+    head of its output; the rest reaches the host with the snippet's result); `take` hands back what is
+    pending as (stream, text) pieces of at most `chunk` characters, in the order written. Once `close`d
+    it keeps and hands back nothing, so a piece never outlives its snippet.
+    """
+
+    def __init__(self, limit: int, chunk: int = STREAM_CHUNK_CHARS) -> None:
+        self.room = max(0, limit)
+        self.chunk = max(1, chunk)
+        self.ready = threading.Event()  # set while something is pending
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, str]] = []
+        self._closed = False
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            if self._closed or self.room <= 0 or not text:
+                return
+            piece = text[:self.room]
+            self.room -= len(piece)
+            if self._pending and self._pending[-1][0] == stream:
+                self._pending[-1] = (stream, self._pending[-1][1] + piece)
+            else:
+                self._pending.append((stream, piece))
+            self.ready.set()
+
+    def take(self) -> list[tuple[str, str]]:
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self.ready.clear()
+        return [(stream, text[i:i + self.chunk]) for stream, text in pending
+                for i in range(0, len(text), self.chunk)]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._pending = []
+            self.ready.clear()
+
+
+class StreamingBuffer(BoundedBuffer):
+    """A snippet's output buffer that also hands each write to a `StreamedOutput` (as `stream`)."""
+
+    def __init__(self, limit: int, streamed: StreamedOutput | None, stream: str) -> None:
+        super().__init__(limit)
+        self.streamed, self.stream = streamed, stream
+
+    def write(self, text: str) -> int:
+        if self.streamed is not None:
+            self.streamed.write(self.stream, str(text))
+        return super().write(text)
 
 
 def _disabled(name: str) -> Callable[..., Any]:
@@ -263,7 +327,10 @@ class LocalSandbox:
             raise SandboxError("the local sandbox is not started")
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
-        out, err = BoundedBuffer(self.max_output_chars), BoundedBuffer(self.max_output_chars)
+        sink: OutputSink | None = getattr(self._host, "output", None)
+        streamed = StreamedOutput(self.max_output_chars) if sink is not None else None
+        out = StreamingBuffer(self.max_output_chars, streamed, "stdout")
+        err = StreamingBuffer(self.max_output_chars, streamed, "stderr")
         filename = snippet_filename(turn)
         tables: list[dict[str, Any]] = []
 
@@ -286,6 +353,7 @@ class LocalSandbox:
         thread = threading.Thread(target=work, name=f"rlmnb-snippet-{turn}", daemon=True)
         started = time.perf_counter()
         thread.start()
+        pump = loop.create_task(_stream(streamed, sink, turn)) if streamed is not None and sink is not None else None
         timed_out = False
         notice = None
         try:
@@ -300,11 +368,19 @@ class LocalSandbox:
                 notice = ("the snippet is blocked in a call that cannot be interrupted and keeps running in the "
                           "background; its variables may change later")
         except asyncio.CancelledError:
+            if pump is not None:  # the turn is cut short: what it printed so far is all it will have
+                pump.cancel()
+                _send(streamed, sink, turn)
             if await self._stop(thread, done) is not None:
                 thread.join(0.5)
             if thread.is_alive():
                 self._stray.append(thread)
             raise
+        finally:
+            if pump is not None:
+                pump.cancel()
+            if streamed is not None:
+                streamed.close()
         duration = time.perf_counter() - started
         if not timed_out:
             thread.join(1.0)  # it has reported back and is only unwinding: no snippet thread outlives its turn
@@ -334,4 +410,22 @@ class LocalSandbox:
         return f"LocalSandbox(open={self._open}, inputs={len(self._fields)})"
 
 
-__all__ = ["LazyInputs", "LocalSandbox", "sandbox_builtins"]
+async def _stream(streamed: StreamedOutput, sink: OutputSink, turn: int) -> None:
+    """Hand what the snippet prints to the host while it runs, at most every STREAM_INTERVAL_S (on the loop)."""
+    while True:
+        await asyncio.sleep(STREAM_INTERVAL_S)
+        _send(streamed, sink, turn)
+
+
+def _send(streamed: StreamedOutput | None, sink: OutputSink | None, turn: int) -> None:
+    """Give the host what is pending now; a failing sink never disturbs the snippet."""
+    if streamed is None or sink is None:
+        return
+    for stream, text in streamed.take():
+        try:
+            sink(text, stream, turn)
+        except Exception:  # a view's trouble is not the model's
+            return
+
+
+__all__ = ["LazyInputs", "LocalSandbox", "StreamedOutput", "StreamingBuffer", "sandbox_builtins"]

@@ -21,9 +21,11 @@ from typing import Any
 from rlmnb.events import Event, Trajectory
 from rlmnb.views._format import ASKED_AGAIN, percentile, quote_notes, running_time
 
-__all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "out_counts"]
+__all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "out_counts", "told_sentence"]
 
 _METERS = ("meters",)
+STREAM_KEEP = 20_000  # characters of a turn's streamed output kept per stream (the sandbox streams 10,000)
+_TOLD = ("[timeout] ", "[notice] ")
 
 
 def _added(earlier: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +37,11 @@ def _added(earlier: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = value + (out.get(key) or 0)
     return out
+
+
+def told_sentence(observation: str) -> str:
+    """What a timed-out turn's observation told the model about it: its [timeout] and [notice] lines."""
+    return "\n".join(line.split("] ", 1)[1] for line in (observation or "").splitlines() if line.startswith(_TOLD))
 
 
 @dataclass
@@ -58,6 +65,11 @@ class TurnNode:
     executed: bool = False
     submitted: bool = False
     tables: list[dict[str, Any]] = field(default_factory=list)  # DataFrames the code printed (CodeExecuted.tables)
+    # what the code printed while it ran (CodeOutput pieces, up to STREAM_KEEP characters a stream): shown until
+    # its CodeExecuted brings the whole output, and kept as its output when the turn was cut short
+    streamed_stdout: str = ""
+    streamed_stderr: str = ""
+    told: str = ""  # a timed-out turn: the sentence the model was told (its observation's [timeout] and [notice])
     notes: list[tuple[str, str]] = field(default_factory=list)
     items: list[tuple[str, str]] = field(default_factory=list)  # ("group", key) | ("run", run_id)
 
@@ -184,6 +196,7 @@ class RunTree:
         self._handlers: dict[str, Callable[[Any], None]] = {
             "run_started": self._run_started, "turn_started": self._turn_started,
             "model_reply": self._model_reply, "code_executed": self._code_executed,
+            "code_output": self._code_output,
             "batch_started": self._batch_started, "batch_finished": self._batch_finished,
             "sub_call_started": self._sub_started, "sub_call_finished": self._sub_finished,
             "sub_call_sent": self._sub_sent,
@@ -280,6 +293,17 @@ class RunTree:
         turn.error, turn.error_type, turn.duration = e.error, e.error_type, e.duration_s
         turn.timed_out, turn.restarted, turn.executed = e.timed_out, e.restarted, True
         turn.tables = list(getattr(e, "tables", None) or [])
+        turn.told = told_sentence(e.observation) if e.timed_out else ""
+        self._changes.add(("turn", e.run_id, e.turn))
+
+    def _code_output(self, e: Any) -> None:
+        turn = self._turn(e.run_id, e.turn, e.ts)
+        if turn.executed:
+            return  # a piece that arrived after the turn's result, which holds it
+        if e.stream == "stderr":
+            turn.streamed_stderr = (turn.streamed_stderr + e.text)[:STREAM_KEEP]
+        else:
+            turn.streamed_stdout = (turn.streamed_stdout + e.text)[:STREAM_KEEP]
         self._changes.add(("turn", e.run_id, e.turn))
 
     def _group(self, key: str, kind: str, run_id: str, turn_no: int, ts: float) -> GroupNode:
@@ -551,7 +575,9 @@ class RunTree:
                     "code": node.code, "stdout": node.stdout, "stderr": node.stderr, "error": node.error,
                     "error_type": node.error_type, "duration": node.duration, "timed_out": node.timed_out,
                     "restarted": node.restarted, "executed": node.executed, "submitted": node.submitted,
-                    "notes": list(node.notes), "reasoning": node.reasoning, "tables": list(node.tables)}
+                    "notes": list(node.notes), "reasoning": node.reasoning, "tables": list(node.tables),
+                    "streamed_stdout": node.streamed_stdout, "streamed_stderr": node.streamed_stderr,
+                    "told": node.told}
 
     def turn_items(self, run_id: str, turn: int) -> list[tuple[str, str]]:
         with self.lock:

@@ -300,8 +300,17 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
         errors = "\n".join(s for s in (t["stderr"], t["error"] or "") if s)
         if errors:
             out.append(_pre(clip(errors, text_chars), f"color:{RED}"))
-        if not output and not errors:
+        if t.get("told"):  # a timed-out turn: what the model was told about it
+            out.append(f'<div style="color:{ORANGE};font-size:12px">told the model: {_esc(t["told"])}</div>')
+        elif not output and not errors:
             out.append(f'<div style="{MUTED};font-size:11px">(no output)</div>')
+    elif t.get("streamed_stdout") or t.get("streamed_stderr"):  # printed while it runs, or before it was cut short
+        label = "output so far" if status == "running" else "output before it stopped"
+        out.append(f'<div style="{MUTED};font-size:11px" data-rlmnb-streamed="1">{label}</div>')
+        if t["streamed_stdout"]:
+            out.append(_pre(clip(t["streamed_stdout"], text_chars)))
+        if t["streamed_stderr"]:
+            out.append(_pre(clip(t["streamed_stderr"], text_chars), f"color:{RED}"))
     for kind, note in t["notes"]:
         color = ORANGE if kind == "rejected" else "inherit"
         out.append(f'<div style="color:{color};font-size:12px">{_esc(note)}</div>')

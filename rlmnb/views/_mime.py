@@ -30,7 +30,8 @@ def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CH
     """`trajectory.to_dict()` with long strings clipped, so a saved notebook stays a sensible size.
 
     Sub-call prompts keep `call_chars`, other strings `text_chars`; model replies (root and sub) are
-    kept whole, with every request hash, so a saved notebook's run can still be replayed. `"clipped": true`
+    kept whole, with every request hash, so a saved notebook's run can still be replayed. The streamed output
+    of a turn whose result was recorded is left out (the result holds it). `"clipped": true`
     is set when anything was cut (`%rlm export` and `RunResult.save` keep everything). Built from
     each event's attributes directly: this runs once per displayed run over every event.
 
@@ -54,7 +55,11 @@ def compact_trajectory(trajectory: Trajectory, *, call_chars: int = JSON_CALL_CH
         return value
 
     events = []
-    for event in trajectory.events:
+    every = trajectory.events
+    executed = {(e.run_id, getattr(e, "turn", None)) for e in every if e.kind == "code_executed"}
+    for event in every:
+        if event.kind == "code_output" and (event.run_id, getattr(event, "turn", None)) in executed:
+            continue  # its turn's CodeExecuted holds the whole output: the streamed pieces would repeat it
         attributes = getattr(event, "__dict__", None)
         data = {"kind": event.kind, **attributes} if attributes is not None else event.to_dict()
         if event.kind.startswith("sub_call"):  # thousands of these: look at their long strings only

@@ -132,6 +132,11 @@ def _run_text(tree: RunTree, run_id: str, lines: list[str], pad: str, width: int
             lines.append(pad + "  output:" + ("" if output else " (none)"))
             if output:
                 lines.extend(_indent(clip(output, text_chars), pad + "    "))
+            if t["told"]:
+                lines.append(pad + "  told the model: " + t["told"].replace("\n", " "))
+        elif t["streamed_stdout"] or t["streamed_stderr"]:
+            lines.append(pad + "  output so far:")
+            lines.extend(_indent(clip(t["streamed_stdout"] + t["streamed_stderr"], text_chars), pad + "    "))
         for _kind, note in t["notes"]:
             lines.append(pad + "  note: " + note.replace("\n", " "))
         lines.extend(_mark_lines(mark, number, True, pad + "  "))

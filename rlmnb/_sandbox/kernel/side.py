@@ -8,7 +8,9 @@ sandbox, so errors, echoes and submissions read the same in both. Printing is ca
 `BoundedBuffer`s, so a snippet printing 100 MB never sends more than the kept head and tail:
 `OutputRouter` stands in for `sys.stdout`/`sys.stderr` so every write lands in the current snippet's
 buffer, and `MirroredBuffer` also copies the first characters to a file, so the host can still show
-them when the kernel dies mid-snippet.
+them when the kernel dies mid-snippet, and hands them to `OutputStreamer`, which sends them to the host
+through the broker's "output" op a few times a second while the snippet runs (a view shows them before the
+turn ends; a turn cut short keeps them).
 
 Model calls go to the host over the loopback broker: one TCP connection per call (see bridge.py).
 Inputs arrive as files (see transfer.py) and load on first access.
@@ -32,7 +34,7 @@ from typing import Any
 from rlmnb._ground import errors as rlm_errors
 from rlmnb._ground.images import Image
 from rlmnb._sandbox.bridge import MIME, REPLY_BYTES, TooLarge, connect, opening, pack, recv_frame, too_large
-from rlmnb._sandbox.local import LazyInputs, sandbox_builtins
+from rlmnb._sandbox.local import STREAM_INTERVAL_S, LazyInputs, StreamedOutput, sandbox_builtins
 from rlmnb._sandbox.primitives import install, user_variables
 from rlmnb._sandbox.runner import BoundedBuffer, run_snippet, snippet_filename
 from rlmnb._sandbox.transfer import decode_value, encode_value, load_spec, write_image
@@ -89,15 +91,20 @@ class OutputRouter:
 
 class MirroredBuffer(BoundedBuffer):
     """A snippet's output buffer whose first `limit` characters also go straight to a file, so the host
-    can still show them when the kernel dies or is replaced before the snippet returns."""
+    can still show them when the kernel dies or is replaced before the snippet returns, and, with
+    `streamed`, to the output streamed to the host while the snippet runs (as `stream`)."""
 
-    def __init__(self, limit: int, path: str | None) -> None:
+    def __init__(self, limit: int, path: str | None, streamed: StreamedOutput | None = None,
+                 stream: str = "stdout") -> None:
         super().__init__(limit)
         self.path = path
         self.room = limit if path else 0
         self.fd: int | None = None
+        self.streamed, self.stream = streamed, stream
 
     def write(self, text: str) -> int:
+        if self.streamed is not None:
+            self.streamed.write(self.stream, str(text))
         if self.room > 0:
             piece = str(text)[:self.room]
             self.room -= len(piece)
@@ -141,6 +148,55 @@ class Reply:
         return "<rlmnb reply>"
 
 
+class OutputStreamer:
+    """Sends the running snippet's output to the host (the broker's "output" op) from a thread of its own.
+
+    A quarter of a second's output at most travels as one piece (STREAM_INTERVAL_S), so a snippet printing in
+    a tight loop costs a few calls a second; only the head of a long output streams (StreamedOutput's
+    limit). Each piece is tagged with the turn and step it was printed in; the host drops a piece of a turn
+    that is no longer running. Nothing waits on it: a send that fails or stalls loses only that piece.
+    """
+
+    def __init__(self, bridge: SocketBridge) -> None:
+        self.bridge = bridge
+        self.current: tuple[StreamedOutput, int, int] | None = None
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def begin(self, turn: int, step: int, limit: int) -> StreamedOutput:
+        """A fresh StreamedOutput for the snippet of `turn` and `step`, streamed until `end`."""
+        streamed = StreamedOutput(limit)
+        self.current = (streamed, turn, step)
+        self.wake.set()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._loop, name="rlmnb-output", daemon=True)
+            self.thread.start()
+        return streamed
+
+    def end(self) -> None:
+        """The snippet returned: its output travels in the reply; nothing more of it is sent."""
+        current, self.current = self.current, None
+        if current is not None:
+            current[0].close()
+
+    def _loop(self) -> None:
+        while True:
+            current = self.current
+            if current is None:  # between snippets: sleep until the next one begins
+                self.wake.wait()
+                self.wake.clear()
+                continue
+            if not current[0].ready.wait(1.0):
+                continue  # nothing printed yet: look again (once a second while a silent snippet runs)
+            time.sleep(STREAM_INTERVAL_S)  # gather what else is printed meanwhile into the same piece
+            streamed, turn, step = current
+            for stream, text in streamed.take():
+                try:
+                    self.bridge.call("output", stream=stream, text=text, turn=turn, step=step)
+                except Exception:  # the host gave up on the step, or is gone: this piece is lost, the snippet is not
+                    break
+
+
 # ---- the bridge client ----------------------------------------------------------------------------------
 class HostCallDropped(RuntimeError):
     """The host gave no answer: the turn this call belongs to timed out or the run ended."""
@@ -158,7 +214,7 @@ class SocketBridge:
 
     def call(self, op: str, **payload: Any) -> Any:
         s = self.settings
-        turn, step = self.turn, self.step
+        turn, step = payload.pop("turn", self.turn), payload.pop("step", self.step)
         req = {"run": s["run"], "turn": turn, "step": step, "id": next(self._ids), "op": op,
                **payload}
         try:
@@ -275,6 +331,7 @@ class Runtime:
         self.ns: dict[str, Any] = self._fresh()
         self.out: OutputRouter | None = None
         self.err: OutputRouter | None = None
+        self.streamer = OutputStreamer(self.bridge)
         self.last = "null"
 
     def _fresh(self) -> dict[str, Any]:
@@ -323,8 +380,9 @@ class Runtime:
         assert self.out is not None and self.err is not None
         if sys.stdout is not self.out or sys.stderr is not self.err:
             sys.stdout, sys.stderr = self.out, self.err  # type: ignore[assignment,unused-ignore]
+        streamed = self.streamer.begin(turn, step, self.max_output_chars)
         out, err = (MirroredBuffer(self.max_output_chars, os.path.join(self.mirror_dir, f"{stream}.mirror")
-                                   if self.mirror_dir else None) for stream in ("stdout", "stderr"))
+                                   if self.mirror_dir else None, streamed, stream) for stream in ("stdout", "stderr"))
         for router, buf in ((self.out, out), (self.err, err)):
             stray = router.swap(buf)
             if stray.total:
@@ -337,6 +395,7 @@ class Runtime:
             outcome = run_snippet(code, self.ns, snippet_filename(turn), lambda v: out.write(repr(v) + "\n"), tables,
                                   protected=self.protected())
         finally:
+            self.streamer.end()
             self.out.swap(BoundedBuffer(self.max_output_chars))
             self.err.swap(BoundedBuffer(self.max_output_chars))
             result: dict[str, Any] = {"stdout": out.getvalue(), "stderr": err.getvalue(),
@@ -497,6 +556,6 @@ def mark_warm(path: str) -> None:
 
 
 __all__ = [
-    "MirroredBuffer", "OutputRouter", "Reply", "Runtime", "SocketBridge", "bind", "configure", "mark_warm", "reply",
+    "MirroredBuffer", "OutputRouter", "OutputStreamer", "Reply", "Runtime", "SocketBridge", "bind", "configure", "mark_warm", "reply",
     "run", "runtime", "variables", "warm_up",
 ]
