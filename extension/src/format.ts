@@ -132,6 +132,20 @@ export function percentile(sorted: number[], q: number): number | null {
   return sorted[rank];
 }
 
+/** A slow call takes at least this many times the median, whatever p95 says. */
+export const SLOW_OVER_MEDIAN = 1.5;
+
+/**
+ * The latency above which a sub-call is slow: above p95 and above 1.5x the median, so calls that all took about
+ * the same time have no slow one; null below 20 latencies (too few to say). rlmnb.views._format.slow_cutoff.
+ */
+export function slowCutoff(sorted: number[]): number | null {
+  if (sorted.length < 20) {
+    return null;
+  }
+  return Math.max(percentile(sorted, 95) as number, SLOW_OVER_MEDIAN * (percentile(sorted, 50) as number));
+}
+
 export const STATUS_LABELS: { [status: string]: string } = {
   running: 'not finished', submitted: 'answered', fallback: 'fallback answer',
   budget_exhausted: 'budget exhausted', interrupted: 'interrupted', error: 'error'

@@ -9,6 +9,9 @@ import { Env } from './answer';
 import { fold } from './fold';
 import { trajectoryView } from './view';
 
+/** The class of a view outside a notebook (an exported page), where nothing can insert a cell. */
+export const STANDALONE = 'rlmnb-standalone';
+
 /**
  * Draw the trajectory `data` into `root` (its content, a script-free fallback, is replaced). `markdown` maps an
  * answer's text to its HTML, rendered by rlmnb with raw HTML turned off (answers may quote hostile data).
@@ -19,6 +22,7 @@ export function render(data: unknown, root: HTMLElement, markdown: { [text: stri
     sanitize: html => html
   };
   const view = trajectoryView(fold(data), env);
+  view.classList.add(STANDALONE); // no notebook here: the buttons that insert a cell are hidden (index.css)
   root.textContent = '';
   root.appendChild(view);
 }

@@ -8,8 +8,8 @@
 import { Call, Group, Run, Tree } from './fold';
 import { liveChoice } from './live';
 import {
-  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, imagesNote, insertButton, moreLabel, percentile, plural,
-  promptCacheText
+  copyButton, fmtCost, fmtCount, fmtInt, fmtSecs, h, imagesNote, insertButton, moreLabel, plural,
+  promptCacheText, slowCutoff
 } from './format';
 
 export const PAGE_SIZE = 50; // calls listed before a "show more" button
@@ -147,7 +147,7 @@ const FILTERS: { [key: string]: [string, (c: Call, slow: number | null) => boole
   retried: ['retried', c => c.retries > 0],
   rate: ['rate-limited', c => c.rateLimited > 0],
   cached: ['cached', c => c.cached],
-  slow: ['slow (above p95)', (c, slow) => slow !== null && c.latency !== null && c.latency > slow && !c.cached]
+  slow: ['slow (above p95 and 1.5× the median)', (c, slow) => slow !== null && c.latency !== null && c.latency > slow && !c.cached]
 };
 
 function select(options: { [key: string]: [string, unknown] }, cls: string, label: string): HTMLSelectElement {
@@ -180,8 +180,7 @@ export function traceView(tree: Tree): HTMLElement | null {
     return null;
   }
   const latencies = hits.map(({ call }) => call.latency).filter((x): x is number => x !== null).sort((a, b) => a - b);
-  const p95 = latencies.length >= 20 ? percentile(latencies, 95) : null;
-  const slow = p95;
+  const slow = slowCutoff(latencies);
   const input = h('input', 'rlmnb-search-input') as HTMLInputElement;
   input.type = 'search';
   input.placeholder = `search the ${plural(hits.length, 'sub-call')}`;
@@ -197,6 +196,7 @@ export function traceView(tree: Tree): HTMLElement | null {
   const results = h('div', 'rlmnb-search-results');
   const timelineBox = h('div', 'rlmnb-timeline-box');
   const byId = new Map(hits.map(hit => [hit.call.id, hit]));
+  let matching: Set<string> | null = null; // the calls the search and filter keep (null: all), for the timeline
 
   const show = (found: Hit[], label: string) => {
     results.textContent = '';
@@ -216,18 +216,35 @@ export function traceView(tree: Tree): HTMLElement | null {
     results.appendChild(more);
     page();
   };
+  const drawTimeline = () => {
+    timelineBox.textContent = '';
+    timelineBox.appendChild(timelineView(tree, hits, slow, id => {
+      const hit = byId.get(id);
+      if (hit) {
+        show([hit], `sub-call #${fmtInt(hit.call.index)} of ${whereOf(tree, hit)} (picked on the timeline)`);
+        const row = results.querySelector('details') as HTMLDetailsElement | null;
+        if (row) {
+          row.open = true;
+        }
+      }
+    }, matching));
+  };
   const update = () => {
     const query = input.value.trim().toLowerCase();
     const keep = FILTERS[filter.value][1];
-    if (!query && filter.value === 'all' && sort.value === 'order') {
-      results.textContent = '';
-      status.textContent = '';
-      return;
-    }
     let found = hits.filter(({ call }) => keep(call, slow));
     if (query) {
       found = found.filter(({ call }) => call.prompt.toLowerCase().includes(query) ||
         (call.reply ?? '').toLowerCase().includes(query) || (call.error ?? '').toLowerCase().includes(query));
+    }
+    matching = query || filter.value !== 'all' ? new Set(found.map(({ call }) => call.id)) : null;
+    if (timelineBox.firstChild) {
+      drawTimeline(); // the timeline shows what the list shows: the calls left out are faded
+    }
+    if (!query && filter.value === 'all' && sort.value === 'order') {
+      results.textContent = '';
+      status.textContent = '';
+      return;
     }
     const key = SORTS[sort.value][1];
     found = found.map((hit, i) => ({ hit, i, k: key(hit.call) }))
@@ -249,16 +266,7 @@ export function traceView(tree: Tree): HTMLElement | null {
       return;
     }
     timelineButton.classList.add('rlmnb-on');
-    timelineBox.appendChild(timelineView(tree, hits, slow, id => {
-      const hit = byId.get(id);
-      if (hit) {
-        show([hit], `sub-call #${fmtInt(hit.call.index)} of ${whereOf(tree, hit)} (picked on the timeline)`);
-        const row = results.querySelector('details') as HTMLDetailsElement | null;
-        if (row) {
-          row.open = true;
-        }
-      }
-    }));
+    drawTimeline();
   });
   const counts = [plural(hits.length, 'sub-call')];
   const errors = hits.filter(({ call }) => call.error).length;
@@ -338,8 +346,12 @@ export function queueLevels(changes: [number, number][], t0: number, span: numbe
   return levels;
 }
 
-/** The run over time: root replies and code runs on the top lane, sub-calls below (running time), the queue between. */
-export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick: (id: string) => void): HTMLElement {
+/**
+ * The run over time: root replies and code runs on the top lane, sub-calls below (running time), the queue between.
+ * `shown`: the ids of the calls the search and filter keep (null: all); the others are drawn faded, in their lanes.
+ */
+export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick: (id: string) => void,
+  shown: Set<string> | null = null): HTMLElement {
   const t0 = tree.firstTs;
   const t1 = Math.max(tree.lastTs, t0 + 1e-3);
   const span = t1 - t0;
@@ -368,7 +380,7 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
       : 'rlmnb-bar-ok';
     const took = !call.done ? 'no reply' : call.latency !== null ? fmtSecs(call.latency) : 'no provider time';
     calls.push({
-      start: slot, end, cls, id: call.id,
+      start: slot, end, cls: shown && !shown.has(call.id) ? `${cls} rlmnb-bar-faded` : cls, id: call.id,
       title: `sub-call #${call.index} · turn ${turn} · ${took}` +
         (call.queued ? ` · queued ${fmtSecs(call.queued)}` : '') + (tags.length ? ` · ${tags.join(', ')}` : '')
     });
@@ -428,13 +440,16 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
   });
   const legend = h('div', 'rlmnb-legend rlmnb-muted',
     ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call (provider time)'],
-      ['rlmnb-bar-slow', 'slow (above p95)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
+      ['rlmnb-bar-slow', 'slow (above p95 and 1.5× the median)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
       ['rlmnb-bar-cached', 'cached'], ['rlmnb-bar-error', 'error'],
       ...(peakQueued ? [['rlmnb-queue', 'queued (waiting for a slot)']] : [])]
       .map(([cls, text]) => h('span', 'rlmnb-legend-item', h('span', `rlmnb-swatch ${cls}`), text)),
     h('span', '', `peak ${plural(lanes.length, 'call')} in flight` +
-      (peakQueued ? ` · peak ${fmtInt(peakQueued)} queued` : '') + ' · click a bar to show its call'));
+      (peakQueued ? ` · peak ${fmtInt(peakQueued)} queued` : '') + ' · click a bar to show its call' +
+      (shown ? ` · ${fmtInt(shown.size)} of ${plural(hits.length, 'sub-call')} match the search and filter, the rest faded`
+        : '')));
   const box = h('div', 'rlmnb-timeline-wrap', root, legend);
+  box.setAttribute('data-shown', String(shown ? shown.size : hits.length));
   box.setAttribute('data-lanes', String(lanes.length));
   box.setAttribute('data-queued', String(peakQueued));
   return box;

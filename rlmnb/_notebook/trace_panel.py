@@ -130,12 +130,13 @@ class TracePanel:
         self.search.placeholder = f"search the {len(calls):,} sub-call{'' if len(calls) == 1 else 's'}"
         self.scope.value = (f'<div style="font-size:11px;line-height:1.45;opacity:0.72;margin:2px 0">{search_scope(calls)} · as a DataFrame: '
                             f'<code>_rlm.to_frame()</code></div>')
-        self.picture.value = timeline_svg(self.owner.tree.events) if self.timeline.value else ""
         query, sort, keep = self.search.value, self.sort.value, self.keep.value
+        found = select_calls(calls, query=query, sort=sort, keep=keep)
+        shown = {c["call_id"] for c in found} if query.strip() or keep != "all" else None  # the rest faded
+        self.picture.value = timeline_svg(self.owner.tree.events, shown) if self.timeline.value else ""
         if not query.strip() and sort == "order" and keep == "all":
             self.results.value = ""
             return
-        found = select_calls(calls, query=query, sort=sort, keep=keep)
         slow = slow_threshold(calls)
         rows = []
         for c in found[:SHOWN]:

@@ -16,7 +16,7 @@ from rlmnb._ground.usage import cost_text as fmt_cost  # one wording of a cost f
 __all__ = ["ASKED_AGAIN", "QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
            "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
            "progress_text", "prompt_cache_text", "queue_text", "quote_notes", "replayed_turn", "resumed_text",
-           "running_time"]
+           "running_time", "slow_cutoff"]
 
 STATUS_LABELS = {"running": "running", "submitted": "answered", "fallback": "fallback answer",
                  "budget_exhausted": "budget exhausted", "interrupted": "interrupted", "error": "error",
@@ -165,6 +165,20 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
         return None
     rank = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
     return sorted_values[rank]
+
+
+SLOW_OVER_MEDIAN = 1.5  # a slow call takes at least this many times the median, whatever p95 says
+
+
+def slow_cutoff(sorted_latencies: list[float]) -> float | None:
+    """The latency above which a sub-call is slow: above p95 and above 1.5x the median, so calls that all took
+    about the same time (2.0 s ±3 ms) have no slow one. None below 20 latencies: too few to say. The extension's
+    `slowCutoff` (format.ts) is the same rule."""
+    if len(sorted_latencies) < 20:
+        return None
+    p95, median = percentile(sorted_latencies, 95), percentile(sorted_latencies, 50)
+    assert p95 is not None and median is not None
+    return max(p95, SLOW_OVER_MEDIAN * median)
 
 
 def running_time(latency_s: float | None, queued_s: float | None, cached: bool) -> float | None:

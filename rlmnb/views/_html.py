@@ -148,6 +148,9 @@ def header_html(run: dict[str, Any], *, title: str = "RLM", inline: bool = False
 # ---- the budget meters, as tqdm shows progress: done, in flight, the cap; a bar only against a limit that
 # was set (no empty grey bars); the same figures and words as the extension's metersView (view.ts)
 _BAR = "height:5px;background:rgba(127,127,127,0.2);border-radius:3px;margin-top:2px;display:flex;overflow:hidden"
+# calls out (in flight, queued) ahead of the replies: thin stripes, so a batch with every call out and no reply
+# in (0/16) reads as empty and under way, never as full (the extension's .rlmnb-meter-ahead)
+_AHEAD = "repeating-linear-gradient(135deg,var(--jp-brand-color1,#1976d2) 0 1.5px,transparent 1.5px 5px)"
 
 
 def _limit(value: Any) -> float | None:
@@ -163,7 +166,7 @@ def _meter(label: str, text: str, used: float, limit: float | None, ahead: float
                f'</div>')
         if ahead > 0:
             share = max(0.0, min(1.0 - done, ahead / limit))
-            bar += f'<div style="width:{share * 100:.1f}%;background:rgba(25,118,210,0.35)"></div>'
+            bar += f'<div class="rlmnb-meter-ahead" style="width:{share * 100:.1f}%;background:{_AHEAD}"></div>'
         bar += "</div>"
     return (f'<div class="rlmnb-meter" data-meter="{html.escape(key or label)}" '
             f'style="display:inline-block;min-width:150px;margin:2px 16px 2px 0;vertical-align:top"><div style="{MUTED};font-size:11px">{html.escape(label)}</div>'

@@ -4,7 +4,7 @@ A sub-call's bar is its running time: from the moment it got a concurrency slot 
 included). Each bar goes into the first lane free when it starts, so the number of lanes is the peak
 number of calls in flight. Time spent waiting for a slot is drawn apart, as a light band above the
 lanes whose height is the number of calls queued at that moment. Colours mark errors, retries, rate
-limits, cached and slow (above p95) calls. Runs saved before slots were recorded draw each bar from
+limits, cached and slow calls (`slow_cutoff`: above p95 and 1.5x the median). Runs saved before slots were recorded draw each bar from
 start to reply, as they did. The same picture as the JupyterLab extension's timeline
 (extension/src/trace.ts). Built from the event list on demand (once per draw), never per event.
 """
@@ -12,10 +12,10 @@ start to reply, as they did. The same picture as the JupyterLab extension's time
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
-from rlmnb.views._format import fmt_secs, percentile, running_time
+from rlmnb.views._format import fmt_secs, running_time, slow_cutoff
 
 __all__ = ["COLOURS", "QUEUED", "queue_levels", "timeline_svg"]
 
@@ -24,14 +24,17 @@ COLUMNS = 250  # the queue band's resolution (one value per 4 units of width: th
 COLOURS = {"root": "#8a8a8a", "code": "#2e7d32", "ok": "#1976d2", "slow": "#8e24aa", "retried": "#ef6c00",
            "rate": "#ff7043", "cached": "#b0b0b0", "error": "#c62828"}
 QUEUED = "rgba(25,118,210,0.28)"  # the queue band: lighter than any running bar
-LEGEND = (("root", "root model"), ("code", "code"), ("ok", "sub-call (provider time)"), ("slow", "slow (above p95)"),
+LEGEND = (("root", "root model"), ("code", "code"), ("ok", "sub-call (provider time)"), ("slow", "slow (above p95 and 1.5× the median)"),
           ("retried", "retried"), ("rate", "rate-limited"), ("cached", "cached"), ("error", "error"))
 
-Bar = tuple[float, float, str, str]
+Bar = tuple[float, float, str, str, bool]  # start, end, colour, title, drawn faded (the search left it out)
+FADED = 0.18  # the opacity of a call the search and filter leave out (the extension's .rlmnb-bar-faded)
 
 
-def _bars(events: Iterable[Any]) -> tuple[list[Bar], list[Bar], list[tuple[float, int]], float, float]:
-    """(top lane, sub-call running bars, queue changes (time, +1/-1), t0, t1)."""
+def _bars(events: Iterable[Any], shown: Collection[str] | None = None
+          ) -> tuple[list[Bar], list[Bar], list[tuple[float, int]], float, float]:
+    """(top lane, sub-call running bars, queue changes (time, +1/-1), t0, t1); a call not in `shown` (when
+    given) is marked faded."""
     top: list[Bar] = []
     started: dict[str, Any] = {}
     sent: dict[str, float] = {}
@@ -43,9 +46,10 @@ def _bars(events: Iterable[Any]) -> tuple[list[Bar], list[Bar], list[tuple[float
         kind = e.kind
         if kind == "model_reply":
             top.append((ts - float(e.latency_s or 0), ts, "root", f"root model reply · turn {e.turn} · "
-                        f"{fmt_secs(e.latency_s)}"))
+                        f"{fmt_secs(e.latency_s)}", False))
         elif kind == "code_executed":
-            top.append((ts - float(e.duration_s or 0), ts, "code", f"code · turn {e.turn} · {fmt_secs(e.duration_s)}"))
+            top.append((ts - float(e.duration_s or 0), ts, "code", f"code · turn {e.turn} · {fmt_secs(e.duration_s)}",
+                        False))
         elif kind == "sub_call_started":
             started[e.call_id] = e
         elif kind == "sub_call_sent":
@@ -54,7 +58,7 @@ def _bars(events: Iterable[Any]) -> tuple[list[Bar], list[Bar], list[tuple[float
             finished[e.call_id] = e
     running = {k: running_time(f.latency_s, getattr(f, "queued_s", None), bool(f.cached)) for k, f in finished.items()}
     latencies = sorted(v for v in running.values() if v is not None)
-    slow = percentile(latencies, 95) if len(latencies) >= 20 else None
+    slow = slow_cutoff(latencies)
     calls: list[Bar] = []
     queue: list[tuple[float, int]] = []
     recorded = bool(sent) or any(getattr(f, "queued_s", None) is not None for f in finished.values())
@@ -96,7 +100,7 @@ def _bars(events: Iterable[Any]) -> tuple[list[Bar], list[Bar], list[tuple[float
         wait = f" · queued {fmt_secs(queued)}" if queued else ""
         took = (fmt_secs(lat) if lat is not None else "no provider time") if f is not None else "no reply"
         title = f"sub-call {index} · turn {s.turn} · {took}{wait}" + (f" · {', '.join(tags)}" if tags else "")
-        calls.append((slot, end, colour, title))
+        calls.append((slot, end, colour, title, shown is not None and call_id not in shown))
     return top, calls, queue, t0, t1
 
 
@@ -128,9 +132,10 @@ def _pack(bars: list[Bar]) -> list[list[Bar]]:
     return lanes
 
 
-def timeline_svg(events: Iterable[Any]) -> str:
-    """An inline SVG of the run with a legend below it ("" when nothing was recorded)."""
-    top, calls, queue, t0, t1 = _bars(events)
+def timeline_svg(events: Iterable[Any], shown: Collection[str] | None = None) -> str:
+    """An inline SVG of the run with a legend below it ("" when nothing was recorded). `shown`: the call ids
+    the trace panel's search and filter keep (None: all); the others are drawn faded, in their lanes."""
+    top, calls, queue, t0, t1 = _bars(events, shown)
     if not top and not calls and not queue:
         return ""
     span = max(t1 - t0, 1e-3)
@@ -149,8 +154,10 @@ def timeline_svg(events: Iterable[Any]) -> str:
 
     def rect(bar: Bar, y: int, h: int) -> None:
         left = x(bar[0])
+        faded = f' fill-opacity="{FADED}"' if bar[4] else ""
         rects.append(f'<rect x="{left:.2f}" y="{y}" width="{max(0.8, x(bar[1]) - left):.2f}" height="{h}" '
-                     f'fill="{COLOURS[bar[2]]}"><title>{html.escape(bar[3])}</title></rect>')
+                     f'fill="{COLOURS[bar[2]]}"{faded}>'
+                     f'<title>{html.escape(bar[3])}</title></rect>')
 
     for bar in top:
         rect(bar, 0, top_h)
@@ -177,5 +184,9 @@ def timeline_svg(events: Iterable[Any]) -> str:
     flight = f'peak {len(lanes):,} call{"" if len(lanes) == 1 else "s"} in flight'
     if peak_queued:
         flight += f" · peak {peak_queued:,} queued"
+    faded = sum(1 for bar in calls if bar[4])
+    if shown is not None:
+        flight += (f" · {len(calls) - faded:,} of {len(calls):,} sub-call{'' if len(calls) == 1 else 's'} match the "
+                   f"search and filter, the rest faded")
     return (f'<div class="rlmnb-timeline-wrap" data-lanes="{len(lanes)}" data-queued="{peak_queued}" '
-            f'style="margin:6px 0">{svg}<div style="font-size:11px;opacity:0.72">{legend}{flight}</div></div>')
+            f'data-shown="{len(calls) - faded}" style="margin:6px 0">{svg}<div style="font-size:11px;opacity:0.72">{legend}{flight}</div></div>')

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlmnb.views._format import percentile
+from rlmnb.views._format import slow_cutoff
 
 __all__ = ["FILTERS", "SORTS", "call_tags", "search_scope", "select_calls", "slow_threshold"]
 
@@ -36,14 +36,14 @@ FILTERS: dict[str, tuple[str, Callable[[Call, float | None], bool]]] = {
     "retried": ("retried", lambda c, slow: c["retries"] > 0),
     "rate": ("rate-limited", lambda c, slow: c["rate_limited"] > 0),
     "cached": ("cached", lambda c, slow: bool(c["cached"])),
-    "slow": ("slow (above p95)", _slow),
+    "slow": ("slow (above p95 and 1.5× the median)", _slow),
 }
 
 
 def slow_threshold(calls: list[Call]) -> float | None:
-    """The p95 latency above which a call counts as slow (None below 20 replies: too few to say)."""
-    latencies = sorted(c["latency"] for c in calls if c["latency"] is not None)
-    return percentile(latencies, 95) if len(latencies) >= 20 else None
+    """The latency above which a call counts as slow (`slow_cutoff`: above p95 and 1.5x the median; None below
+    20 replies: too few to say)."""
+    return slow_cutoff(sorted(c["latency"] for c in calls if c["latency"] is not None))
 
 
 def call_tags(c: Call, slow: float | None) -> list[str]:

@@ -102,3 +102,54 @@ def test_the_static_page_follows_a_dark_scheme_code_colours_included(tmp_path: P
         page.goto(path.as_uri())
         colours: dict[str, Any] = page.locator("body").evaluate(COLOURS)
         assert colours["background"] < 0.2 and colours["bad"] == [], colours
+
+
+def _even_trajectory() -> Trajectory:
+    """30 sub-calls that all took 2.0 s ±3 ms: none is slow."""
+    from rlmnb.events import EventBus, RunFinished, RunScope, RunStarted, SubCallFinished, SubCallStarted
+
+    bus = EventBus()
+    scope = RunScope("r1", "r1")
+    bus.emit(RunStarted, scope, question="q", model="m", sub_model="s", sandbox="local", config={})
+    for i in range(30):
+        bus.emit(SubCallStarted, scope, call_id=f"c{i}", turn=1, batch_id="b1", prompt=f"prompt {i}")
+    for i in range(30):
+        bus.emit(SubCallFinished, scope, call_id=f"c{i}", turn=1, batch_id="b1", reply=f"reply {i}",
+                 latency_s=1.997 + i * 0.0002, queued_s=0.0, usage={"input_tokens": 1, "output_tokens": 1})
+    bus.emit(RunFinished, scope, status="submitted", answer="done")
+    return bus.trajectory
+
+
+@pytest.mark.integration
+def test_the_exported_page_has_no_insert_buttons_and_its_timeline_follows_the_search(
+        tmp_path: Path, browser_ready: None) -> None:
+    path = tmp_path / "run.html"
+    path.write_text(viewer_page([(_trajectory(), "RLM")], "run"), encoding="utf-8")
+    even = tmp_path / "even.html"
+    even.write_text(viewer_page([(_even_trajectory(), "RLM")], "even"), encoding="utf-8")
+    with chromium_page() as page:
+        page.goto(path.as_uri())
+        view = page.locator(".rlmnb-view")
+        expect(view).to_have_count(1)
+        view.locator(".rlmnb-turn summary").first.click()
+        assert view.locator("button.rlmnb-insert").count() > 0  # made, as in the notebook's view...
+        expect(view.locator("button.rlmnb-insert:visible")).to_have_count(0)  # ...and hidden: no notebook here
+        expect(view.locator("button.rlmnb-copy:visible").first).to_be_visible()  # copying still works here
+        trace = view.locator(".rlmnb-trace")
+        trace.locator("button.rlmnb-timeline-toggle").click()
+        wrap = trace.locator(".rlmnb-timeline-wrap")
+        expect(wrap).to_have_attribute("data-shown", "30")
+        trace.locator("input.rlmnb-search-input").fill("reply to q2")
+        expect(wrap).to_have_attribute("data-shown", "11")  # q2, q20 to q29
+        expect(wrap.locator(".rlmnb-bar-faded")).to_have_count(19)  # the rest stay in their lanes, faded
+        trace.locator("select.rlmnb-filter").select_option("all")
+        trace.locator("input.rlmnb-search-input").fill("")
+        expect(trace.locator(".rlmnb-timeline-wrap")).to_have_attribute("data-shown", "30")
+
+        page.goto(even.as_uri())
+        trace = page.locator(".rlmnb-trace")
+        trace.locator("select.rlmnb-filter").select_option("slow")
+        expect(trace.locator(".rlmnb-search-status")).to_contain_text("0 sub-calls")
+        trace.locator("button.rlmnb-timeline-toggle").click()
+        expect(trace.locator(".rlmnb-timeline-wrap")).to_have_count(1)
+        expect(trace.locator("svg .rlmnb-bar-slow")).to_have_count(0)  # the legend keeps its swatch

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rlmnb.events import (
     BatchStarted,
@@ -83,3 +86,46 @@ def test_tqdm_clock_and_rate() -> None:
     assert [fmt_clock(s) for s in (0, 7.9, 754, 3723, None)] == ["00:00", "00:07", "12:34", "1:02:03", "?"]
     assert progress_text(1, 4, 8.0, 0.125) == "1/4 [00:08<00:24, 8.0 s/call]"
     assert progress_text(1_500, 10_000, 60, 25.0) == "1,500/10,000 [01:00<05:40, 25.0/s]"
+
+
+def _painted(png: bytes, track: tuple[int, int, int]) -> float:
+    """The share of a bar's pixels painted over its empty track (any channel more than 40 away from it)."""
+    import io
+
+    from PIL import Image
+
+    data = Image.open(io.BytesIO(png)).convert("RGB").tobytes()
+    pixels = [data[i:i + 3] for i in range(0, len(data), 3)]
+    return sum(1 for p in pixels if max(abs(a - b) for a, b in zip(p, track, strict=True)) > 40) / len(pixels)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("background", [(255, 255, 255), (17, 17, 17)])
+def test_a_batch_with_every_call_out_and_no_reply_does_not_look_full(
+        tmp_path: Path, browser_ready: None, background: tuple[int, int, int]) -> None:
+    from rlmnb.testing.lab import chromium_page
+
+    # the track: rgba(127,127,127,0.2) over the page
+    track = tuple(round(0.8 * c + 0.2 * 127) for c in background)
+    pages = {}
+    for name, replies in (("out", 0), ("done", 4)):
+        tree = _tree(replies, size=4)  # 0/4 with all 4 in flight; 4/4 answered
+        now = T0 + 10
+        path = tmp_path / f"{name}.html"
+        path.write_text(f'<html><body style="background:rgb{background};margin:20px">'
+                        f'{meters_html(tree.meters_view(now=now), running_batch(tree, now=now) or _batch(tree))}'
+                        f'</body></html>', encoding="utf-8")
+        pages[name] = path
+    with chromium_page() as page:
+        shares = {}
+        for name, path in pages.items():
+            page.goto(path.as_uri())
+            shares[name] = _painted(page.locator('[data-meter="batch"] .rlmnb-meter-bar').screenshot(), track)
+    assert shares["out"] < 0.6 < 0.9 < shares["done"], shares  # calls out read as under way; replies as done
+
+
+def _batch(tree: RunTree) -> dict[str, Any]:
+    """The finished batch as the running meter would draw it (running_batch shows only unfinished ones)."""
+    view = tree.group_view("b")
+    return {"name": "llm_query_batched · turn 1", "done": view["finished"], "total": view["size"], "elapsed": 2.0,
+            "rate": None, "in_flight": 0}

@@ -4,6 +4,7 @@ group progress (done of sent, rate, ETA), the meters, and the words for turns cu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sandbox_support import code
@@ -13,13 +14,13 @@ from rlmnb.events import EventBus, RunScope, RunStarted, SubCallFinished, SubCal
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html
 from rlmnb._ground.usage import Usage
-from rlmnb.views._format import fmt_cost, fmt_rate, pending_turn_text
+from rlmnb.views._format import fmt_cost, fmt_rate, pending_turn_text, slow_cutoff
 from rlmnb.views._html import meters_html
 from rlmnb.views._timeline import timeline_svg
 from rlmnb.views._trace import search_scope, select_calls
 
 
-def _tree(n: int = 40) -> RunTree:
+def _tree(n: int = 40, latency: Callable[[int], float] = lambda i: 5.0 if i == 9 else 0.1) -> RunTree:
     tree = RunTree()
     bus = EventBus()
     bus.subscribe(tree.add)
@@ -32,7 +33,7 @@ def _tree(n: int = 40) -> RunTree:
     for i in range(n):
         meta: dict[str, Any] = {"retries": 2, "rate_limited": 1} if i == 3 else {"retries": 1} if i == 4 else {}
         bus.emit(SubCallFinished, scope, call_id=f"c{i}", turn=1, batch_id="b1", reply=f"reply {i}",
-                 error="[error] boom" if i == 7 else None, latency_s=5.0 if i == 9 else 0.1,
+                 error="[error] boom" if i == 7 else None, latency_s=latency(i),
                  usage={"input_tokens": i, "output_tokens": 1, "cost_usd": None if i == 8 else i / 1000}, meta=meta)
     return tree
 
@@ -68,6 +69,24 @@ def test_timeline_packs_calls_into_lanes_and_marks_them() -> None:
     assert marked.count('fill="#c62828"') == 1 and marked.count('fill="#ff7043"') == 1  # error, rate-limited
     assert marked.count('fill="#ef6c00"') == 1 and marked.count('fill="#8e24aa"') == 1  # retried, slow
     assert timeline_svg([]) == ""
+
+
+def test_calls_that_all_took_about_as_long_have_no_slow_one() -> None:
+    even = _tree(latency=lambda i: 1.997 + i * 0.00015)  # 2.0 s ±3 ms: the last two are above p95, not slower
+    assert select_calls(even.all_call_views(), keep="slow") == []
+    assert 'fill="#8e24aa"' not in timeline_svg(even.events)
+    assert slow_cutoff([1.0] * 19) is None  # too few to say
+    assert slow_cutoff(sorted([1.0] * 30 + [1.4])) == 1.5  # above p95 is not enough: 1.5x the median too
+
+
+def test_the_timeline_shows_what_the_search_and_filter_keep() -> None:
+    tree = _tree()
+    kept = select_calls(tree.all_call_views(), query="reply 1")
+    ids = {c["call_id"] for c in kept}
+    svg = timeline_svg(tree.events, ids)
+    assert re.search(r'data-shown="(\d+)"', svg).group(1) == str(len(ids))  # type: ignore[union-attr]
+    assert svg.count("fill-opacity") == 40 - len(ids)  # the calls left out are faded, in their lanes
+    assert "fill-opacity" not in timeline_svg(tree.events)
 
 
 def test_group_progress_like_tqdm() -> None:
