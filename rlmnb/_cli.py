@@ -140,7 +140,7 @@ def _demo(args: argparse.Namespace) -> int:
     from rlmnb._ground.config import RLMConfig
     from rlmnb._sandbox.confinement.policy import check_settings
     from rlmnb.testing.scenarios import needle_scenario
-    from rlmnb.views import render_text
+    from rlmnb.views import RunTree, render_text
     from rlmnb.views._page import page_title, viewer_page
 
     if args.size < 1000:
@@ -152,6 +152,11 @@ def _demo(args: argparse.Namespace) -> int:
     scenario = needle_scenario(args.size, seed=args.seed)
     rlm = RLM(scenario.root, scenario.sub, sandbox=args.sandbox,
               **{**scenario.settings, **confinement})
+    from rlmnb._engine.journal import first_run_note, journal_folder
+
+    note = first_run_note(journal_folder(rlm.config.journal), rlm.config.journal_keep)
+    if note:
+        print(note)
     started = time.perf_counter()
     result = rlm.run(scenario.question, **scenario.inputs)
     elapsed = time.perf_counter() - started
@@ -161,7 +166,7 @@ def _demo(args: argparse.Namespace) -> int:
     verdict = "correct" if result.answer == scenario.expected else f"WRONG (expected {scenario.expected})"
     from rlmnb.views._format import fmt_secs
 
-    took = result.usage.wall_s or elapsed  # the figure the view above shows; set-up (sandbox, binding) apart
+    took = RunTree(result.trajectory.events).run_view()["elapsed"]  # the view's own figure, as its header says
     print(f"\nThe answer is {verdict}; the run took {fmt_secs(took)} ({fmt_secs(elapsed)} with the sandbox's "
           f"set-up). HTML view written to {args.html}")
     return EXIT_OK if result.answer == scenario.expected else EXIT_FAILED

@@ -14,7 +14,11 @@ that does not parse. `list_journals` summarises a folder (question, status, cost
 keeps the newest N journals.
 
 Where: `RLMConfig.journal` True means `$RLMNB_JOURNAL_DIR`, else `.rlmnb/runs` under the working
-directory; a string is a folder; False writes nothing.
+directory; a string is a folder; False writes nothing. The default stays beside the work (a project's
+`%rlm runs` and `--resume N` list that project's runs, not every run of the machine), so it is said once
+per process (`first_run_note`, one line naming the folder and how to move or turn it off) and the
+default `.rlmnb` folder holds a `.gitignore` of `*`: journals hold prompts with data excerpts, and must
+not reach a repository by accident.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from typing import Any
 from rlmnb.events import EVENT_TYPES, Event, RunFinished, Trajectory, event_from_dict
 
 __all__ = ["ENV_DIR", "JOURNAL_VERSION", "Journal", "JournalSummary", "JournalWriter", "changed_inputs", "fingerprint",
-           "journal_folder", "journal_paths", "list_journals", "new_journal_path", "prune", "read_journal", "scrub",
-           "secret_values", "summarise"]
+           "first_run_note", "journal_folder", "journal_paths", "list_journals", "new_journal_path", "prune",
+           "read_journal", "scrub", "secret_values", "summarise"]
 
 JOURNAL_VERSION = 1
 SUFFIX = ".jsonl"
@@ -54,6 +58,37 @@ def journal_folder(setting: str | bool, cwd: str | Path | None = None) -> Path |
     if env:
         return Path(env)
     return Path(cwd or os.getcwd()) / ".rlmnb" / "runs"
+
+
+DEFAULT_PARTS = (".rlmnb", "runs")  # the default folder under the working directory
+_noted: set[Path] = set()  # folders this process has said it journals to
+_noted_lock = threading.Lock()
+
+
+def first_run_note(folder: Path | None, keep: int) -> str | None:
+    """The one line a front end shows the first time this process journals to `folder`: where the runs go,
+    what they hold and how to move or turn them off; None when journaling is off or it was said already.
+    Thread-safe: of concurrent runs, one says it."""
+    if folder is None:
+        return None
+    key = folder.expanduser().absolute()
+    with _noted_lock:
+        if key in _noted:
+            return None
+        _noted.add(key)
+    return (f"rlmnb journals each run (its prompts and replies, for resume) to {key}, the newest {keep} kept "
+            f"(journal_keep); ${ENV_DIR} moves them, journal=False turns them off.")
+
+
+def _ignore_default(folder: Path) -> None:
+    """Give the default `.rlmnb` folder a `.gitignore` of `*`, as pytest does for its cache (see module docs)."""
+    if folder.parts[-2:] != DEFAULT_PARTS:
+        return
+    ignore = folder.parent / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):
+            ignore.write_text("# rlmnb's run journals: prompts and replies, with excerpts of your data\n*\n",
+                              encoding="utf-8")
 
 
 def secret_values(extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -82,6 +117,7 @@ class JournalWriter:
     def __init__(self, path: str | Path, header: dict[str, Any], *, secrets: tuple[str, ...] = ()) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _ignore_default(self.path.parent)
         self.secrets = secrets
         self.error: str | None = None
         self.events_written = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,39 @@ def test_demo_prints_the_trajectory_and_writes_html(tmp_path: Path, capsys: pyte
     assert "The answer is correct" in out and "llm_query_batched" in out
     page = html.read_text()
     assert page.lower().startswith("<!doctype html>") and "<details" in page
+
+
+def test_demo_says_one_time_in_its_header_and_closing_line(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--size", "300000", "--html", str(tmp_path / "demo.html")]) == 0
+    out = capsys.readouterr().out
+    header = re.search(r"^RLM run · .* · ([\d.,]+ m?s)$", out, re.M)
+    closing = re.search(r"the run took ([\d.,]+ m?s) \(", out)
+    assert header and closing and header.group(1) == closing.group(1), out[-400:]
+
+
+def test_the_first_run_of_a_process_says_where_its_journal_goes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlmnb._engine import journal
+
+    monkeypatch.setattr(journal, "_noted", set())  # a fresh process
+    monkeypatch.delenv("RLMNB_JOURNAL_DIR", raising=False)  # the default: .rlmnb/runs in the working folder
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / ".rlmnb" / "runs"
+    said = []
+    for _ in range(2):
+        assert main(["demo", "--size", "2000", "--html", str(tmp_path / "demo.html")]) == 0
+        said.append([line for line in capsys.readouterr().out.splitlines() if str(folder) in line])
+    assert len(said[0]) == 1 and said[1] == []  # one line, once
+    assert len(list(folder.glob("*.jsonl"))) == 2
+    assert (tmp_path / ".rlmnb" / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed by accident
+
+
+def test_an_unknown_option_suggests_no_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["run", "-m", "openai/x", "--bogus", "q"])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and "--bogus" in err and "--rounds" not in err and "did you mean" not in err
 
 
 def test_demo_rejects_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
