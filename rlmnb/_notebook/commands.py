@@ -16,8 +16,14 @@ from rlmnb._notebook.options import unquote
 
 if TYPE_CHECKING:
     from rlmnb._api import RunResult
+    from rlmnb.views._snapshot import Snapshot
 
-__all__ = ["LineHost", "export", "journal_for", "last_run", "line_command", "runs", "show", "view"]
+# options a continuing cell drops from the line it was run with: the run to resume is named anew, and a resume
+# is neither a continuation, a dry run nor a replay (the value says whether the option takes an argument)
+_NOT_RESUMED = {"--resume": "optional", "--continue": "", "--dry-run": "", "--replay": "required", "--force": ""}
+
+__all__ = ["LineHost", "export", "journal_for", "last_run", "line_command", "resume_line", "resume_note", "runs", "show",
+           "view"]
 
 
 class LineHost(Protocol):
@@ -184,3 +190,59 @@ def journal_for(run: str) -> Path:
         if candidate.is_file():
             return candidate
     raise UsageError(f"--resume {run}: no journal at {path}; list them with %rlm runs.")
+
+
+def resume_note(run_id: str, *, folder: Path | None, line: str) -> Snapshot | None:
+    """Where run `run_id`'s journal is in `folder` and the cell line that continues it (`resume_line`), for
+    the saved output of a running run (`views._snapshot`); None when it has no journal there.
+
+    N in `--resume N` is the journal's number in `%rlm runs` now; a journal outside the folder `%rlm runs`
+    lists is named by its path instead.
+    """
+    import time
+
+    from rlmnb._engine.journal import journal_folder, journal_paths
+    from rlmnb.views._snapshot import Snapshot
+
+    if folder is None:
+        return None
+    found = journal_paths(folder)
+    path = next((p for p in found if p.stem.endswith(f"-{run_id}")), None)
+    if path is None:
+        return None
+    listed = journal_folder(True)
+    same = listed is not None and os.path.realpath(listed) == os.path.realpath(folder)
+    where = str(found.index(path) + 1) if same else _quoted(str(path))
+    return Snapshot(journal=str(path), resume=resume_line(line, where), saved=time.time())
+
+
+def resume_line(line: str, where: str) -> str:
+    """The `%%rlm` line that continues a run: the cell's own options (models, inputs, settings) with
+    `--resume WHERE`, and without what a resume cannot combine (--continue, --dry-run, --replay, --force)."""
+    import shlex
+
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = line.split()
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in _NOT_RESUMED:
+            takes = _NOT_RESUMED[name]
+            following = words[i + 1] if i + 1 < len(words) else None
+            skip = "=" not in word and (takes == "required" or (
+                takes == "optional" and following is not None and not following.startswith("-")))
+            continue
+        kept.append(_quoted(word))
+    return " ".join(["%%rlm", *kept, "--resume", where])
+
+
+def _quoted(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)

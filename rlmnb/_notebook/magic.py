@@ -150,6 +150,13 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         finally:
             if shown is not None:  # the report (or the error) is the cell's outcome: the placeholder goes
                 shown.update({"text/plain": "", "text/html": ""}, raw=True)  # the same keys as shown: cleared
+        if view is not None and rlm.config.journal is not False:  # its saved output says how to go on
+            import functools
+
+            from rlmnb._engine.journal import journal_folder
+            from rlmnb._notebook.commands import resume_note
+
+            view.resume = functools.partial(resume_note, folder=journal_folder(rlm.config.journal), line=line)
         if previous is None:
             self._close_session()
         if args.resume:

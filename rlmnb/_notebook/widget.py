@@ -10,7 +10,11 @@ stays light. The buttons to copy a prompt, a reply or a turn's code, insert it i
 the run as a DataFrame are HTML too (`rlmnb.views._actions`), handled by rlmnb's JupyterLab extension.
 When displayed, the output also carries the static HTML tree, a stable `text/plain` line and the
 trajectory JSON, refreshed through the display id when the run ends, so a saved notebook shows the final
-state even where widgets cannot render. The widget tree, its pusher thread and its final refresh share
+state even where widgets cannot render. While the run goes on, those saved parts are refreshed too (each
+new turn, and every `snapshot_interval` seconds while events come), with a note saying where the run's
+journal is and the line that continues it (`views._snapshot`): a notebook saved, or a kernel lost, mid-run
+keeps the tree so far and the way on. rlmnb's JupyterLab extension keeps showing the live widget over such
+a refresh, and shows the saved tree where the widget is gone. The widget tree, its pusher thread and its final refresh share
 one lock and one RunTree; the trace panel is `trace_panel.py`.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,7 @@ from rlmnb.views._html import (
     turn_html,
 )
 from rlmnb.views._mime import compact_trajectory
+from rlmnb.views._snapshot import Snapshot, snapshot_html, snapshot_text
 from rlmnb.views._text import summary_line
 
 
@@ -64,6 +70,8 @@ def confinement_html(run: dict[str, Any]) -> str:
 __all__ = ["RunWidget"]
 
 PAGE_SIZE = 50  # calls listed per page of a group
+SNAPSHOT_S = 5.0  # a running run's saved output is refreshed at least this often while events come
+SNAPSHOT_SHARE = 0.05  # and never takes more than this share of the time (a large run's JSON is megabytes)
 
 
 class _RunPanel:
@@ -151,9 +159,12 @@ class RunWidget:
         page_size: calls shown per page when a sub-call group is expanded (default 50).
         embed_trajectory: put the trajectory JSON in the displayed output (default True); it is what
             the JupyterLab extension renders, and for thousands of sub-calls it is megabytes.
+        snapshot_interval: seconds between refreshes of the saved output while the run goes on (default 5);
+            they happen only when `resume` is set (the magic sets it): it says where the run's journal is.
     """
 
-    def __init__(self, *, interval: float = 0.25, page_size: int = PAGE_SIZE, embed_trajectory: bool = True) -> None:
+    def __init__(self, *, interval: float = 0.25, page_size: int = PAGE_SIZE, embed_trajectory: bool = True,
+                 snapshot_interval: float = SNAPSHOT_S) -> None:
         opened = time.time()  # the user's wait starts here, before ipywidgets (or litellm) has loaded
         import ipywidgets as w
         from ipywidgets.widgets.widget_string import HTMLStyle
@@ -203,6 +214,12 @@ class RunWidget:
         self._thread: threading.Thread | None = None
         self._handle: Any = None
         self.finished = False
+        # the running run's saved output (see the module docs): `resume(run_id)` says where its journal is
+        self.snapshot_interval = snapshot_interval
+        self.resume: Callable[[str], Snapshot | None] | None = None
+        self.snapshots = 0
+        self._note: Snapshot | None = None  # set while a snapshot is being displayed
+        self._snapped: tuple[float, int, int, float] = (0.0, -1, 0, 0.0)  # when, turns, events, its cost
 
     def _html(self, value: str = "") -> Any:
         return self._w.HTML(value, layout=self._layout, style=self._html_style)
@@ -314,9 +331,34 @@ class RunWidget:
         while not self._stop.wait(self.interval):
             try:
                 self.push()
+                self.snapshot()
             except Exception as exc:  # a broken view must never break the run
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 return
+
+    def snapshot(self, force: bool = False) -> bool:
+        """Refresh the displayed output's saved parts while the run goes on, when due (or `force`d): at a new
+        turn, or `snapshot_interval` seconds after the last refresh, if events came meanwhile, and never more
+        often than SNAPSHOT_SHARE of the time allows. Returns whether it refreshed (the pusher thread calls it)."""
+        if self._handle is None or self.finished or self.resume is None or self.tree.root_id is None:
+            return False
+        at, turns, events, cost = self._snapped
+        now, count, numbers = time.monotonic(), len(self.tree.events), len(self.tree.turn_numbers())
+        if not force and (count == events or (numbers == turns and now - at < self.snapshot_interval)
+                          or now - at < cost / SNAPSHOT_SHARE):
+            return False
+        note = self.resume(self.tree.root_id)
+        if note is None:
+            return False
+        started = time.perf_counter()
+        self._note = note
+        try:
+            self._handle.update(self)
+        finally:
+            self._note = None
+        self.snapshots += 1
+        self._snapped = (now, numbers, count, time.perf_counter() - started)
+        return True
 
     # ---- drawing --------------------------------------------------------------------------------
     def push(self) -> None:
@@ -444,10 +486,18 @@ class RunWidget:
         bundle = dict(self.box._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["text/plain"] = summary_line(self.tree)
         bundle["text/html"] = render_html(self.tree)
-        if self.embed_trajectory and self.finished:
-            # only in the final bundle: where the JupyterLab extension is installed its view (which ranks
-            # above ipywidgets) takes over when the run ends, and the live widget shows until then
-            bundle[MIME_TYPE] = compact_trajectory(Trajectory(list(self.tree.events)), opened=self.tree.opened)
+        note = self._note
+        if note is not None:  # a running run's snapshot: the tree so far and the way on from its journal
+            bundle["text/plain"] += "\n" + snapshot_text(note)
+            bundle["text/html"] = snapshot_html(note) + bundle["text/html"]
+        if self.embed_trajectory and (self.finished or note is not None):
+            # in the final bundle, and in a snapshot marked as one: where the JupyterLab extension is installed
+            # its view (which ranks above ipywidgets) shows the live widget while that lives, and the saved
+            # tree where it is gone (a reopened notebook, a lost kernel); the final tree when the run ends
+            data = compact_trajectory(Trajectory(list(self.tree.events)), opened=self.tree.opened)
+            if note is not None:
+                data["snapshot"] = note.to_dict()
+            bundle[MIME_TYPE] = data
         return bundle
 
     @property

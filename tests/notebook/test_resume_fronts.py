@@ -65,7 +65,7 @@ def test_cli_runs_lists_a_stopped_run_and_resume_checks_its_path(tmp_path: Path,
     out = capsys.readouterr().out
     assert "stopped" in out and "Shout it" in out and json.loads(lines[0])["kind"] == "journal"
     assert main(["resume", str(tmp_path / "missing.jsonl")]) == 2
-    assert "no journal at" in capsys.readouterr().err
+    assert "missing.jsonl" in capsys.readouterr().err  # one line naming what is not there
 
 
 def test_the_magic_refuses_max_cost_with_an_unpriced_model(shell: InteractiveShell) -> None:
