@@ -147,7 +147,7 @@ const FILTERS: { [key: string]: [string, (c: Call, slow: number | null) => boole
   retried: ['retried', c => c.retries > 0],
   rate: ['rate-limited', c => c.rateLimited > 0],
   cached: ['cached', c => c.cached],
-  slow: ['slow (above p95 and 1.5× the median)', (c, slow) => slow !== null && c.latency !== null && c.latency > slow && !c.cached]
+  slow: ['slow outliers', (c, slow) => slow !== null && c.latency !== null && c.latency > slow && !c.cached]
 };
 
 function select(options: { [key: string]: [string, unknown] }, cls: string, label: string): HTMLSelectElement {
@@ -440,7 +440,7 @@ export function timelineView(tree: Tree, hits: Hit[], slow: number | null, pick:
   });
   const legend = h('div', 'rlmnb-legend rlmnb-muted',
     ...[['rlmnb-bar-root', 'root model'], ['rlmnb-bar-code', 'code'], ['rlmnb-bar-ok', 'sub-call (provider time)'],
-      ['rlmnb-bar-slow', 'slow (above p95 and 1.5× the median)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
+      ['rlmnb-bar-slow', 'slow outlier (above p95, 1.5× median)'], ['rlmnb-bar-retried', 'retried'], ['rlmnb-bar-rate', 'rate-limited'],
       ['rlmnb-bar-cached', 'cached'], ['rlmnb-bar-error', 'error'],
       ...(peakQueued ? [['rlmnb-queue', 'queued (waiting for a slot)']] : [])]
       .map(([cls, text]) => h('span', 'rlmnb-legend-item', h('span', `rlmnb-swatch ${cls}`), text)),

@@ -24,7 +24,8 @@ COLUMNS = 250  # the queue band's resolution (one value per 4 units of width: th
 COLOURS = {"root": "#8a8a8a", "code": "#2e7d32", "ok": "#1976d2", "slow": "#8e24aa", "retried": "#ef6c00",
            "rate": "#ff7043", "cached": "#b0b0b0", "error": "#c62828"}
 QUEUED = "rgba(25,118,210,0.28)"  # the queue band: lighter than any running bar
-LEGEND = (("root", "root model"), ("code", "code"), ("ok", "sub-call (provider time)"), ("slow", "slow (above p95 and 1.5× the median)"),
+LEGEND = (("root", "root model"), ("code", "code"), ("ok", "sub-call (provider time)"),
+          ("slow", "slow outlier (above p95, 1.5× median)"),
           ("retried", "retried"), ("rate", "rate-limited"), ("cached", "cached"), ("error", "error"))
 
 Bar = tuple[float, float, str, str, bool]  # start, end, colour, title, drawn faded (the search left it out)

@@ -36,7 +36,7 @@ FILTERS: dict[str, tuple[str, Callable[[Call, float | None], bool]]] = {
     "retried": ("retried", lambda c, slow: c["retries"] > 0),
     "rate": ("rate-limited", lambda c, slow: c["rate_limited"] > 0),
     "cached": ("cached", lambda c, slow: bool(c["cached"])),
-    "slow": ("slow (above p95 and 1.5× the median)", _slow),
+    "slow": ("slow outliers", _slow),  # above p95 and 1.5x the median (slow_cutoff)
 }
 
 

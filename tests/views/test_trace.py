@@ -10,10 +10,10 @@ from typing import Any
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._ground.usage import Usage
 from rlmnb.events import EventBus, RunScope, RunStarted, SubCallFinished, SubCallStarted
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, render_html
-from rlmnb._ground.usage import Usage
 from rlmnb.views._format import fmt_cost, fmt_rate, pending_turn_text, slow_cutoff
 from rlmnb.views._html import meters_html
 from rlmnb.views._timeline import timeline_svg
