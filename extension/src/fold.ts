@@ -107,6 +107,9 @@ export interface Turn {
   executed: boolean;
   submitted: boolean;
   tables: Table[]; // DataFrames the code printed (CodeExecuted.tables): drawn as tables where their text is
+  streamedStdout: string; // what the code printed while it ran (code_output), until its result came
+  streamedStderr: string;
+  told: string; // a timed-out turn: the sentence the model was told (its observation's [timeout] and [notice])
   notes: [string, string][];
   groups: Group[];
   children: string[];
@@ -178,6 +181,21 @@ export interface Tree {
   opened: number | null; // when the user's cell started (the live widget's clock), when recorded
   spans: Span[];
   resumed: Resumed | null;
+  snapshot: Snapshot | null; // saved while the run was still going (views/_snapshot.py): where to go on from
+}
+
+/** The note of a run saved while it was still going: its journal and the cell line that continues it. */
+export interface Snapshot {
+  journal: string;
+  resume: string;
+}
+
+const STREAM_KEEP = 20000; // characters of a turn's streamed output kept per stream (the Python fold's STREAM_KEEP)
+
+/** What a timed-out turn's observation told the model about it: its [timeout] and [notice] lines. */
+export function toldSentence(observation: string): string {
+  return (observation || '').split('\n').filter(line => line.startsWith('[timeout] ') || line.startsWith('[notice] '))
+    .map(line => line.slice(line.indexOf('] ') + 2)).join('\n');
 }
 
 /** The event list of a payload: a trajectory, a saved RunResult ({..., trajectory}) or a bare list. */
@@ -301,10 +319,15 @@ export function fold(payload: unknown): Tree {
     lastTs: 0,
     opened: null,
     spans: [],
-    resumed: null
+    resumed: null,
+    snapshot: null
   };
   if (payload && typeof payload === 'object' && !Array.isArray(payload)) {
     tree.opened = num((payload as { [key: string]: unknown }).opened);
+    const note = (payload as { [key: string]: any }).snapshot;
+    if (note && typeof note === 'object' && typeof note.resume === 'string') {
+      tree.snapshot = { journal: String(note.journal ?? ''), resume: note.resume };
+    }
   }
   const calls = new Map<string, Call>();
   const groups = new Map<string, Group>();
@@ -345,7 +368,8 @@ export function fold(payload: unknown): Tree {
       t = {
         turn: n, maxTurns: null, reply: '', replyTokens: null, replyCache: [0, 0], replyLatency: null, code: '', stdout: '',
         stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
-        executed: false, submitted: false, tables: [], notes: [], groups: [], children: []
+        executed: false, submitted: false, tables: [], streamedStdout: '', streamedStderr: '', told: '', notes: [],
+        groups: [], children: []
       };
       r.turns.set(n, t);
     }
@@ -421,12 +445,24 @@ export function fold(payload: unknown): Tree {
         }
         break;
       }
+      case 'code_output': {
+        const t = turn(e);
+        if (!t.executed) { // a piece after the turn's result is in that result
+          if (e.stream === 'stderr') {
+            t.streamedStderr = (t.streamedStderr + String(e.text ?? '')).slice(0, STREAM_KEEP);
+          } else {
+            t.streamedStdout = (t.streamedStdout + String(e.text ?? '')).slice(0, STREAM_KEEP);
+          }
+        }
+        break;
+      }
       case 'code_executed': {
         const t = turn(e);
         Object.assign(t, {
           code: e.code ?? '', stdout: e.stdout ?? '', stderr: e.stderr ?? '', error: e.error ?? null,
           errorType: e.error_type ?? null, duration: num(e.duration_s), timedOut: !!e.timed_out,
-          restarted: !!e.restarted, executed: true, tables: Array.isArray(e.tables) ? e.tables.filter(isTable) : []
+          restarted: !!e.restarted, executed: true, tables: Array.isArray(e.tables) ? e.tables.filter(isTable) : [],
+          told: e.timed_out ? toldSentence(String(e.observation ?? '')) : ''
         });
         if (ts !== null) {
           tree.spans.push({ kind: 'code', runId: e.run_id, turn: t.turn, start: ts - (t.duration ?? 0), end: ts });

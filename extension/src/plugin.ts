@@ -9,6 +9,7 @@
  */
 
 import { INSERT_EVENT, InsertDetail, insertedCode } from './format';
+import { HOST_EVENT, HostDetail, WIDGET_MIME } from './index';
 import { installLiveButtons } from './live';
 
 interface CellLike {
@@ -16,8 +17,14 @@ interface CellLike {
   model: { sharedModel: { getSource(): string } };
 }
 
+interface RenderMimeLike {
+  mimeTypes: readonly string[];
+  createRenderer(mimeType: string): unknown;
+}
+
 interface NotebookLike {
   widgets: readonly CellLike[];
+  rendermime?: RenderMimeLike;
   activeCellIndex: number;
   model: { sharedModel: { insertCell(index: number, cell: { cell_type: string; source: string }): unknown } } | null;
 }
@@ -68,12 +75,26 @@ function insertBelow(app: AppLike, event: Event): void {
   detail.handled = true;
 }
 
+/** A run snapshot's view asks for its notebook's widget renderer (index.ts hosts the live widget in it). */
+function hostWidget(app: AppLike, event: Event): void {
+  const target = event.target as HTMLElement | null;
+  const detail = (event as CustomEvent<HostDetail>).detail;
+  if (!target || !detail) {
+    return;
+  }
+  const rendermime = notebookOf(app, target)?.notebook.rendermime;
+  if (rendermime && rendermime.mimeTypes.includes(WIDGET_MIME)) {
+    detail.renderer = rendermime.createRenderer(WIDGET_MIME) as HostDetail['renderer'];
+  }
+}
+
 const plugin = {
   id: 'rlmnb-jupyterlab:insert-cell',
   description: 'Inserts the code cells that rlmnb run views ask for (open as DataFrame, copy code to a new cell) and handles the live widget\'s copy and insert buttons.',
   autoStart: true,
   activate: (app: AppLike): void => {
     document.addEventListener(INSERT_EVENT, event => insertBelow(app, event));
+    document.addEventListener(HOST_EVENT, event => hostWidget(app, event));
     installLiveButtons(document); // the live widget's buttons (live.ts), through the same insert path
   }
 };

@@ -214,8 +214,18 @@ function turnView(tree: Tree, run: Run, t: Turn): HTMLElement {
     if (errors) {
       box.appendChild(textBlock(errors, 'rlmnb-error'));
     }
-    if (!t.stdout && !errors) {
+    if (t.told) { // a timed-out turn: what the model was told about it
+      box.appendChild(h('div', 'rlmnb-note rlmnb-note-rejected', `told the model: ${t.told}`));
+    } else if (!t.stdout && !errors) {
       box.appendChild(h('div', 'rlmnb-muted rlmnb-small', '(no output)'));
+    }
+  } else if (t.streamedStdout || t.streamedStderr) { // printed before the run stopped (or the output was saved)
+    box.appendChild(h('div', 'rlmnb-label', run.status === 'running' ? 'output so far' : 'output before it stopped'));
+    if (t.streamedStdout) {
+      box.appendChild(textBlock(t.streamedStdout, 'rlmnb-stdout'));
+    }
+    if (t.streamedStderr) {
+      box.appendChild(textBlock(t.streamedStderr, 'rlmnb-error'));
     }
   }
   for (const [kind, text] of t.notes) {
@@ -364,6 +374,12 @@ export function trajectoryView(tree: Tree, env: Env = {}): HTMLElement {
   // mathjax_ignore / tex2jax_ignore: the notebook's math renderer leaves "$0.25 ... $2" alone in here
   const view = h('div', 'rlmnb-view mathjax_ignore tex2jax_ignore');
   view.setAttribute('data-status', root.status);
+  if (tree.snapshot) { // saved while the run was still going: where its journal is and how to go on
+    view.appendChild(h('div', 'rlmnb-snapshot', 'This run was still going when this output was saved. If it stopped '
+      + 'there (the kernel restarted or was lost), its journal ', h('code', '', tree.snapshot.journal),
+      ' holds it: go on with ', h('code', '', tree.snapshot.resume), ' ', copyButton('copy', () => tree.snapshot!.resume),
+      ' in a cell, with the question below it and the same inputs defined.'));
+  }
   const trace = traceView(tree);
   view.appendChild(runView(tree, root, env, trace ? [metersView(tree), trace] : [metersView(tree)]));
   const footer = [`${plural(tree.runs.size, 'run')}`, plural(tree.events, 'event'), plural(tree.totals.rootCalls, 'root call')];
