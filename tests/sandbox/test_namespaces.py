@@ -157,3 +157,24 @@ def _in(ns: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+@NEEDS_BWRAP
+def test_a_fork_bomb_stops_at_the_sandbox_task_cap() -> None:
+    """The sandbox's task cap (its pids cgroup, or RLIMIT_NPROC in its own user namespace): a fork bomb stops at
+    it, the run carries on, and the processes end with the kernel."""
+    from rlmnb._sandbox.confinement import tasks
+
+    if not tasks.mechanism(namespaced=True):
+        pytest.skip("nothing caps a sandbox's tasks here: no writable pids cgroup and the user is root")
+    cap = tasks.cap()
+    body = ("import subprocess\nkids = []\ntry:\n    for _ in range(100_000):\n"
+            "        kids.append(subprocess.Popen(['/bin/sleep', '60']))\nexcept OSError as exc:\n"
+            "    stopped = type(exc).__name__\nprint(len(kids), stopped)\nfor k in kids:\n    k.kill()\n"
+            "for k in kids:\n    k.wait()")
+    root = ScriptedLM([code(body), code("print(inputs['text'])"), code("submit('carried on')")])
+    result = RLM(root, ScriptedLM(["x"]), sandbox="kernel", max_iterations=3, timeout=120).run("q", text="hello")
+    executed = [e for e in result.trajectory.events if isinstance(e, CodeExecuted)]
+    started, stopped = executed[0].stdout.split()
+    assert 0 < int(started) < cap and stopped == "BlockingIOError"
+    assert executed[1].stdout.strip() == "hello" and result.answer == "carried on"

@@ -29,9 +29,9 @@ from rlmnb._sandbox.confinement.policy import Confinement, resolve
 ROOT = str(Path(__file__).resolve().parents[2])
 
 # ABI -> (guards `auto` enforces, guards it does not) with seccomp available and no user namespaces (the fallback)
-_ALL = {"files", "network", "signals", "processes", "sockets", "privileges"}
+_ALL = {"files", "network", "signals", "processes", "sockets", "privileges", "tasks"}
 MATRIX: dict[int, tuple[set[str], set[str]]] = {
-    0: ({"signals", "sockets", "privileges"}, {"files", "network", "processes", "lifetime"}),
+    0: ({"signals", "sockets", "privileges", "tasks"}, {"files", "network", "processes", "lifetime"}),
     1: (_ALL - {"network"}, {"network", "lifetime"}),
     2: (_ALL - {"network"}, {"network", "lifetime"}),
     3: (_ALL - {"network"}, {"network", "lifetime"}),
@@ -49,6 +49,7 @@ def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
     a system without user namespaces: the fallback)."""
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(confinement, "no_namespaces", lambda: NO_NAMESPACES)
+    monkeypatch.setattr(confinement.tasks, "mechanism", lambda namespaced: "a cgroup (pids controller)")
     confinement.probe.cache_clear()
     try:
         yield monkeypatch
@@ -99,7 +100,8 @@ def test_without_seccomp_only_landlock_holds_and_required_names_the_rest(fake_ke
     assert {g.name for g in resolve("auto").missing} == {"signals", "processes", "sockets", "lifetime", "privileges"}
     _fake(fake_kernel, 0, seccomp_ok=False)
     nothing = resolve("auto")
-    assert (nothing.active, nothing.on) == ("none", False) and len(nothing.missing) == 7
+    assert (nothing.active, nothing.on) == ("none", False) and {g.name for g in nothing.missing} == set(
+        confinement.GUARDS)
     with pytest.raises(ConfigError, match="files .*network .*signals .*processes .*sockets"):
         resolve("required")
 
@@ -130,6 +132,16 @@ def test_inputs_with_tcp_endpoints_keep_the_host_network_and_the_record_says_so(
     fake_kernel.setattr(confinement, "no_namespaces", lambda: NO_NAMESPACES)
     fallback = resolve("auto")
     assert fallback.sharing_network() == fallback  # the fallback shares the network anyway
+
+
+def test_without_a_task_cap_the_record_says_so_and_required_refuses(fake_kernel: pytest.MonkeyPatch) -> None:
+    _fake(fake_kernel, 7)
+    fake_kernel.setattr(confinement, "no_namespaces", lambda: "")
+    fake_kernel.setattr(confinement.tasks, "mechanism", lambda namespaced: "")
+    found = resolve("auto")
+    assert [g.name for g in found.missing] == ["tasks"] and found.namespaced
+    with pytest.raises(ConfigError, match="tasks"):
+        resolve("required")
 
 
 def test_required_refuses_the_fallback_without_namespaces(fake_kernel: pytest.MonkeyPatch) -> None:
@@ -285,7 +297,7 @@ def test_a_partial_confinement_is_said_in_the_widget_and_rlm_config(fake_kernel:
         report = capsys.readouterr().out
     finally:
         sh.run_line_magic("unload_ext", "rlmnb")
-    assert ("landlock+seccomp (Landlock ABI 3); enforced: files, signals, processes, sockets, privileges; "
+    assert ("landlock+seccomp (Landlock ABI 3); enforced: files, signals, processes, sockets, privileges, tasks; "
             "not enforced: network") in report
 
 

@@ -22,8 +22,10 @@ import runpy
 import sys
 import time
 
+from rlmnb._sandbox.confinement import tasks
+from rlmnb._sandbox.confinement.namespaces import NAMESPACED_ENV  # "1" where bubblewrap started this kernel
+
 applied: dict[str, object] = {}  # what was applied here, read by seal (same process)
-NAMESPACED_ENV = "RLMNB_SANDBOX_NAMESPACED"  # "1" where the namespaced launcher started this kernel
 
 _PR_CAPBSET_READ, _PR_CAPBSET_DROP, _PR_GET_SECUREBITS, _PR_SET_SECUREBITS = 23, 24, 27, 28
 _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
@@ -136,8 +138,23 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(f"rlmnb: could not confine the sandbox kernel: {exc}\n")
         os._exit(78)
     applied.update(launched=True, landlock=abi, policy=policy_path, landlock_ms=(time.perf_counter() - started) * 1000)
+    if os.environ.get(NAMESPACED_ENV) == "1":
+        applied.update(max_tasks=cap_tasks())
     sys.argv = ["ipykernel_launcher", *rest]
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+
+
+def cap_tasks() -> int:
+    """Bound the processes and threads the sandbox may run at once (RLIMIT_NPROC, tasks.cap()).
+
+    Only inside the sandbox's own user namespace, where Linux counts tasks per user of that namespace (so the
+    cap is the sandbox's own, whatever the host runs); where the sandbox's user is root outside, Linux exempts
+    it and the host's pids cgroup caps it instead (tasks.py)."""
+    import resource
+
+    limit = tasks.cap()
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    return limit
 
 
 def seal() -> dict[str, object]:

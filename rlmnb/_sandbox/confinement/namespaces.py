@@ -28,11 +28,11 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+NAMESPACED_ENV = "RLMNB_SANDBOX_NAMESPACED"  # set inside: launch.seal() lets AF_UNIX streams through
 SCRATCH = "/rlmnb"              # the sandbox's own size-capped tmpfs (never a host folder)
 WORK, TMP, HOME, OUTBOX, IPYTHON = (f"{SCRATCH}/{name}" for name in ("work", "tmp", "home", "out", "ipython"))
 SCRATCH_BYTES = 2 << 30         # the scratch tmpfs holds at most this (the kernel's disk)
 SHM_BYTES = 256 << 20           # its own /dev/shm (POSIX semaphores, joblib) and /tmp each hold at most this
-ENV_FLAG = "RLMNB_SANDBOX_NAMESPACED"  # set inside: launch.seal() then lets AF_UNIX stream sockets through
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl", "pki", "ca-certificates",
         "nsswitch.conf", "passwd", "group", "protocols", "services", "mime.types", "os-release", "fonts",
@@ -131,7 +131,7 @@ def command(argv: Sequence[str], layout: Layout) -> list[str]:
         args += ["--dir", folder]
     for path in _nested(layout.read_write):
         args += ["--bind", path, path]
-    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", layout.workdir, "--setenv", ENV_FLAG, "1",
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", layout.workdir, "--setenv", NAMESPACED_ENV, "1",
              "--setenv", "HOME", HOME, "--setenv", "TMPDIR", TMP, "--setenv", "PWD", layout.workdir, "--"]
     return [*args, *argv]
 
@@ -173,5 +173,5 @@ def open_outbox(pid: int) -> int:
         os.close(root)
 
 
-__all__ = ["ENV_FLAG", "HOME", "IPYTHON", "OUTBOX", "SCRATCH", "SCRATCH_BYTES", "TMP", "WORK", "Layout", "bwrap_path",
+__all__ = ["HOME", "NAMESPACED_ENV", "IPYTHON", "OUTBOX", "SCRATCH", "SCRATCH_BYTES", "TMP", "WORK", "Layout", "bwrap_path",
            "command", "inner_pid", "open_outbox", "probe"]

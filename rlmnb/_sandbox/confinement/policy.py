@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import ConfigError
-from rlmnb._sandbox.confinement import landlock, namespaces, seccomp
+from rlmnb._sandbox.confinement import landlock, namespaces, seccomp, tasks
 
 if TYPE_CHECKING:
     from rlmnb.inputs import Field
@@ -189,6 +189,7 @@ GUARDS: dict[str, str] = {
     "sockets": "no UDP, unix, raw, MPTCP or SCTP socket, no listening, no TCP Fast Open, no io_uring",
     "lifetime": "every process it starts ends when the sandbox ends",
     "privileges": "holds no capability: root-only calls (reboot, mount, swapoff...) fail",
+    "tasks": "runs a bounded number of processes and threads at once (a fork bomb stops there)",
 }
 
 
@@ -210,17 +211,21 @@ class Guard:
 
 
 def plan(abi: int, seccomp_ok: bool, no_landlock: str = "", *, no_namespaces: str = "unknown",
-         share_network: bool = False) -> tuple[Guard, ...]:
+         share_network: bool = False, tasks_by: str = "") -> tuple[Guard, ...]:
     """Which guards a kernel gets on this system, each with who enforces it.
 
     `abi`: the Landlock ABI (0: none); `seccomp_ok`: seccomp filtering works; `no_landlock`: why there is no
     Landlock; `no_namespaces`: why the namespaces cannot be built ("" when they can, see namespaces.probe);
-    `share_network`: the sandbox keeps the host's network (the user opened TCP endpoints)."""
+    `share_network`: the sandbox keeps the host's network (the user opened TCP endpoints); `tasks_by`: what caps
+    its tasks here ("" for nothing, see tasks.mechanism)."""
+    tasks_guard = (Guard("tasks", True, f"{tasks_by}, at {tasks.cap()}") if tasks_by else
+                   Guard("tasks", False, reason="no writable pids cgroup here, and Linux exempts a sandbox whose "
+                                                "user is root outside from RLIMIT_NPROC"))
     lacks = no_landlock or "this Linux kernel has no Landlock (5.13+ with Landlock enabled is needed)"
     no_seccomp = "seccomp filtering is not available on this system"
     landlock_by = f"Landlock ABI {abi}"
     if not no_namespaces:
-        return _namespaced(abi, seccomp_ok, landlock_by, share_network)
+        return (*_namespaced(abi, seccomp_ok, landlock_by, share_network), tasks_guard)
     files = Guard("files", True, landlock_by) if abi >= 1 else Guard("files", False, reason=lacks)
     if abi >= 4:
         network = Guard("network", True, landlock_by)
@@ -243,7 +248,7 @@ def plan(abi: int, seccomp_ok: bool, no_landlock: str = "", *, no_namespaces: st
                                                f"can outlive the run: {no_namespaces}")
     privileges = (Guard("privileges", True, "capabilities dropped + seccomp") if seccomp_ok
                   else Guard("privileges", False, reason=no_seccomp))
-    return files, network, signals, processes, sockets, lifetime, privileges
+    return files, network, signals, processes, sockets, lifetime, privileges, tasks_guard
 
 
 def _namespaced(abi: int, seccomp_ok: bool, landlock_by: str, share_network: bool) -> tuple[Guard, ...]:
@@ -300,7 +305,9 @@ class Confinement:
         if not self.namespaced:
             return self
         _, seccomp_ok, _ = probe()
-        guards = plan(self.abi, seccomp_ok, no_namespaces="", share_network=True)
+        kept = {g.name: g for g in self.guards}
+        guards = tuple(kept.get(g.name, g) if g.name != "network" else g
+                       for g in plan(self.abi, seccomp_ok, no_namespaces="", share_network=True))
         return dataclasses.replace(self, guards=guards)
 
     @property
@@ -359,7 +366,9 @@ def no_namespaces() -> str:
 def support() -> tuple[int, str]:
     """(Landlock ABI, what is missing or ""): "" means every guard holds here (confinement='required' works)."""
     abi, seccomp_ok, why = probe()
-    found = Confinement(active="probe", abi=abi, guards=plan(abi, seccomp_ok, why, no_namespaces=no_namespaces()))
+    missing_ns = no_namespaces()
+    found = Confinement(active="probe", abi=abi, guards=plan(abi, seccomp_ok, why, no_namespaces=missing_ns,
+                                                             tasks_by=tasks.mechanism(not missing_ns)))
     return abi, found.shortfall()
 
 
@@ -381,10 +390,13 @@ def resolve(mode: str, allow_paths: Sequence[str] = (), allow_network: Sequence[
         return Confinement(mode, "none", 0, "confinement='off'", paths, network, _off("confinement='off'"))
     abi, seccomp_ok, why = probe()
     missing_ns = no_namespaces() if namespaces else "the namespaces were turned off (namespaces=False)"
-    guards = plan(abi, seccomp_ok, why, no_namespaces=missing_ns, share_network=bool(network))
+    guards = plan(abi, seccomp_ok, why, no_namespaces=missing_ns, share_network=bool(network),
+                  tasks_by=tasks.mechanism(not missing_ns))
     layers = (("namespaces", not missing_ns), ("landlock", abi >= 1), ("seccomp", seccomp_ok))
     active = "+".join(name for name, used in layers if used) or "none"
     reason = missing_ns if active != "none" else (why or "this system has neither Landlock (Linux 5.13+) nor seccomp")
+    if active == "none":  # no layer at all: the kernel runs unconfined, whatever one part could have held
+        guards = _off(reason)
     found = Confinement(mode, active, abi, reason, paths, network, guards)
     if mode == "required" and not found.complete:
         raise ConfigError(f"confinement='required' but {found.shortfall()}; use confinement='auto' to run with "

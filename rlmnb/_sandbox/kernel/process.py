@@ -45,6 +45,7 @@ from rlmnb._sandbox.bridge import (
 from rlmnb._sandbox.confinement import namespaces
 from rlmnb._sandbox.confinement.launch import bootstrap
 from rlmnb._sandbox.confinement.policy import AllowedPath, Policy, build_policy, python_paths
+from rlmnb._sandbox.confinement.tasks import TaskCap
 from rlmnb._sandbox.transfer import make_transfer_dir, private_temp_dir, read_beneath
 
 POLL_S = 0.2            # how often a wait checks that the kernel process is alive
@@ -150,6 +151,7 @@ class KernelProcess:
             else None)
         self.outbox_fd: int | None = None  # a namespaced kernel's outbox, opened before any model code ran
         self.kernel_pid: int | None = None  # a namespaced kernel's own host pid (self.pid is bubblewrap's)
+        self.task_cap: TaskCap | None = None  # its pids cgroup, where this system lets the host make one
         self.km: Any = None
         self.client: Any = None
         self.context: Any = None
@@ -230,6 +232,8 @@ class KernelProcess:
                 if self.kernel_pid is None:
                     raise SandboxError(f"the sandbox kernel's process could not be found{self._log_tail()}")
                 self.outbox_fd = namespaces.open_outbox(self.kernel_pid)
+            if self.policy is not None and self.task_cap is None:
+                self._cap_tasks()
             boot = _BOOT.format(root=_PACKAGE_ROOT) + (_SEAL if self.policy is not None else "")
             content = await self.wait(self.send(boot), deadline)
             if not isinstance(content, dict) or content.get("status") != "ok":
@@ -239,6 +243,16 @@ class KernelProcess:
         except BaseException:
             self.kill()
             raise
+
+    def _cap_tasks(self) -> None:
+        """Move the kernel into a pids cgroup of its own before any model code runs (tasks.py); where none can
+        be made, the run's record says the `tasks` guard does not hold."""
+        target = self.kernel_pid if self.namespaced else self.pid
+        cap = TaskCap.open() if target is not None else None
+        if cap is not None and target is not None and not cap.admit(target):
+            cap.close()
+            cap = None
+        self.task_cap = cap
 
     async def launch(self, *, warm: bool, timeout: float = START_TIMEOUT_S) -> None:
         """spawn() and wait_ready(): a kernel ready for a run."""
@@ -340,6 +354,9 @@ class KernelProcess:
                 os.close(outbox)  # the last reference to the sandbox's scratch: its memory is freed now
         with contextlib.suppress(OSError):
             self._log.close()
+        cap, self.task_cap = self.task_cap, None
+        if cap is not None:
+            cap.close()
         shutil.rmtree(self.runtime_dir, ignore_errors=True)  # fd-based: never follows a link the kernel made
         home, self.home = self.home, None
         if home is not None:
