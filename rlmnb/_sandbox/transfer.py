@@ -32,7 +32,7 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from rlmnb.inputs import Field
@@ -145,24 +145,24 @@ class Shipper:
         export = exporter(kind)
         if export is not None:  # a lazy input that cannot be reopened: its result, once, as Arrow IPC
             path = self._path(".arrow")
-            write_ipc(export(source), path)
-            self.bytes_written += os.path.getsize(path)
+            self.bytes_written += write_ipc(export(source), path)
             return {"how": "arrow", "path": path, "exported": True}
         if kind == "array" and getattr(source, "dtype", None) is not None and not source.dtype.hasobject:
             import numpy as np
 
             path = self._path(".npy")
-            np.save(path, source, allow_pickle=False)
-            self.bytes_written += os.path.getsize(path)
+            with new_file(path) as f:
+                np.save(f, source, allow_pickle=False)
+                self.bytes_written += f.tell()
             return {"how": "npy", "path": path}
         path = self._path(".pkl")
-        with open(path, "wb") as f:
+        with new_file(path) as f:
             pickle.dump(source, f, protocol=pickle.HIGHEST_PROTOCOL)
-        self.bytes_written += os.path.getsize(path)
+            self.bytes_written += f.tell()
         return {"how": "pickle", "path": path}
 
     def _dump_bytes(self, path: str, data: Any) -> None:
-        with open(path, "wb") as f:
+        with new_file(path) as f:
             f.write(data)
         self.bytes_written += len(data)
 
@@ -171,12 +171,12 @@ class Shipper:
         path = self._path(".arrow")
         try:
             table, extra = to_arrow(source, kind)
-            write_ipc(table, path)
+            written = write_ipc(table, path)
         except Exception:  # mixed object columns, duplicate names...: the pickle fallback keeps them exact
             with contextlib.suppress(OSError):
                 os.unlink(path)
             return None
-        self.bytes_written += os.path.getsize(path)
+        self.bytes_written += written
         return {"how": "arrow", "path": path, **extra}
 
 
@@ -216,12 +216,33 @@ def to_arrow(source: Any, kind: str) -> tuple[Any, dict[str, Any]]:
     return pa.Table.from_pandas(source), {}
 
 
-def write_ipc(table: Any, path: str) -> None:
+def new_file(path: str) -> BinaryIO:
+    """A new file at `path`, open for writing, never written through whatever stands at that name.
+
+    Where the kernel can write the folder (the fallback's transfer folder), it could plant a link at a name the
+    host is about to write (`in3.arrow`): the name is removed, not followed, and the file is created with
+    O_EXCL | O_NOFOLLOW, so what the host writes lands in a file it made."""
+    for _ in range(8):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue  # something was put there again between the two calls
+        return os.fdopen(fd, "wb")
+    raise FileExistsError(f"{path} kept being replaced while rlmnb created it")
+
+
+def write_ipc(table: Any, path: str) -> int:
+    """Write `table` as an Arrow IPC file at `path` (a new file, see new_file); the bytes written."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    with pa.OSFile(path, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+    with new_file(path) as f:
+        # Arrow's own file writer, on the descriptor just made (the magic link names that file, not the path)
+        with pa.OSFile(f"/proc/self/fd/{f.fileno()}", "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return os.fstat(f.fileno()).st_size
 
 
 # ---- inputs: kernel side --------------------------------------------------------------------------
@@ -320,7 +341,8 @@ def encode_value(value: Any, directory: str, *, allow_pickle: bool) -> Any:
         import numpy as np
 
         path = os.path.join(directory, f"v{secrets.token_hex(8)}.npy")
-        np.save(path, value, allow_pickle=False)
+        with new_file(path) as f:
+            np.save(f, value, allow_pickle=False)
         return {_TAG: "npy", "path": path}
     if allow_pickle:
         return {_TAG: "pickle", "v": base64.b64encode(pickle.dumps(value, protocol=5)).decode("ascii")}
@@ -452,7 +474,7 @@ def _read_value_file(tag: str, fd: int, data: Mapping[str, Any], *, trusted: boo
 def write_image(data: bytes, directory: str) -> str:
     """Image bytes as a file in the transfer directory (kernel -> host); its path."""
     path = os.path.join(directory, f"img{secrets.token_hex(8)}.bin")
-    with open(path, "wb") as f:
+    with new_file(path) as f:
         f.write(data)
     return path
 
@@ -472,5 +494,6 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, allow_nan=True)
 
 
-__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "read_beneath", "read_image",
+__all__ = ["Shipper", "decode_value", "encode_value", "load_spec", "make_transfer_dir", "new_file", "read_beneath",
+           "read_image",
            "sweep_stale", "transfer_root", "write_image"]

@@ -303,3 +303,40 @@ def test_lazy_inputs_over_globs_and_hive_folders_run_confined(kind: str, hive: P
     assert executed[0].stdout.strip() == "6"
     assert executed[1].error_type in REFUSED and PRIVATE not in executed[1].stdout  # the sibling
     assert executed[2].error_type in REFUSED  # and the folder around the data
+
+
+@pytest.mark.integration
+@CONFINED
+@pytest.mark.parametrize("namespaces", [True, False])
+def test_a_link_planted_at_the_next_input_name_is_never_written_through(tmp_path: Path, namespaces: bool) -> None:
+    """The fallback's transfer folder is the kernel's to write: links at every name the host may write next
+    (`in<N>.<ext>`) are removed, not followed, when a later cell binds a new input. In its own namespaces the
+    folder is read-only to the kernel, so nothing can be planted at all."""
+    import pandas as pd
+
+    victim = tmp_path / "notes.txt"
+    victim.write_text("the user's notes")
+    first, _ = bind_inputs({"text": "hello"}, RLMConfig())
+    later, _ = bind_inputs({"df": pd.DataFrame({"x": [1, 2, 3]}), "more": "text two"}, RLMConfig())
+    plant = ("import os, rlmnb._sandbox.kernel.side as side\nfolder = side.runtime.bridge.settings['inbox']\n"
+             "n = 0\nfor i in range(1, 10):\n    for ext in ('.txt', '.arrow', '.npy', '.pkl', '.bin'):\n"
+             "        try:\n"
+             f"            os.symlink({str(victim)!r}, os.path.join(folder, f'in{{i}}{{ext}}'))\n"
+             "            n += 1\n        except OSError:\n            pass\nprint(n)")
+
+    async def scenario() -> tuple[Any, Any]:
+        sandbox = KernelSandbox(warm=False, namespaces=namespaces)
+        try:
+            await sandbox.start(EchoHost(asyncio.get_running_loop()))
+            await sandbox.bind(first)
+            planted = await sandbox.execute(plant, 30)
+            await sandbox.bind(later)  # a --continue cell with new inputs
+            used = await sandbox.execute("print(int(inputs['df']['x'].sum()), inputs['more'])", 30)
+            return planted, used
+        finally:
+            await sandbox.close()
+
+    planted, used = asyncio.run(scenario())
+    assert used.error is None and used.stdout.strip() == "6 text two"
+    assert victim.read_text() == "the user's notes"
+    assert (int(planted.stdout) > 0) == (not namespaces)  # read-only to a namespaced kernel
