@@ -105,6 +105,7 @@ ATTACKS: list[tuple[str, str]] = [
                 "if libc.swapoff(b'/swapfile') != 0:\n    raise OSError(ctypes.get_errno(), 'swapoff')"),
     ("a unix datagram to a socket file", "import socket\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
                                          "a.sendto(b'x', '@DGRAM@')"),
+    ("fill /dev/shm", "open('/dev/shm/fill', 'wb').write(b'x' * (300 << 20))"),
     ("write into the transfer folder", "import rlmnb._sandbox.kernel.side as side\n"
                                        "open(side.runtime.bridge.settings['inbox'] + '/junk', 'wb').write(b'x' * 10**6)"),
 ]

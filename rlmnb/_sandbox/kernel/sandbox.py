@@ -369,7 +369,8 @@ def _refused(data: dict[str, Any]) -> bool:
     """Whether a snippet's error is an access the sandbox's confinement refused."""
     kind = data.get("error_type")
     text = str(data.get("error") or "")
-    return kind in _REFUSALS or (kind == "OSError" and ("unreachable" in text or "Read-only file system" in text))
+    return kind in _REFUSALS or (kind == "OSError" and any(
+        why in text for why in ("unreachable", "Read-only file system", "No space left on device")))
 
 
 def _exec_result(data: dict[str, Any], timed_out: bool, duration: float, earlier: str | None,
