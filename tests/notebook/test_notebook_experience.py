@@ -18,6 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from lab_steps import open_and_set_up
 from playwright.sync_api import expect
 from sandbox_support import code
 
@@ -242,13 +243,7 @@ def live(lab: JupyterLab) -> str:
 
 def test_a_live_kernel(lab: JupyterLab, live: str) -> None:
     with chromium_page() as page:
-        page.goto(lab.url(f"lab/tree/{live}?reset"))
-        page.locator(".jp-Notebook .jp-Cell").nth(4).wait_for(timeout=90_000)
-        expect(page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first).to_be_attached(
-            timeout=90_000)
-        time.sleep(2)  # the kernel connects
-        run_cell(page, 0)
-        wait_cell(page, 0)
+        open_and_set_up(page, lab, live, cells=5)
         outputs = [page.locator(".jp-Notebook .jp-Cell").nth(i).locator(".jp-OutputArea") for i in range(5)]
 
         # 1. the quickstart cell, run twice: the same answer both times (no ScriptExhausted)

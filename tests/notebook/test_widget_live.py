@@ -9,7 +9,6 @@ without the extension the copy buttons still copy (the browser's clipboard API) 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,10 @@ from typing import Any
 import nbformat
 import pytest
 from browser_support import COLOUR_HELPERS
+from lab_steps import start_run_cell
 from playwright.sync_api import expect
 
-from rlmnb.testing.lab import JupyterLab, chromium_page, run_cell, wait_cell
+from rlmnb.testing.lab import JupyterLab, chromium_page, wait_cell
 
 pytestmark = pytest.mark.integration
 
@@ -78,15 +78,7 @@ def _start_live_run(page: Any, lab: JupyterLab) -> Any:
     for released in lab.root_dir.glob("release-*"):  # an earlier test's: the calls must be held again
         released.unlink()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url("").split("/?")[0])
-    page.goto(lab.url("lab/tree/live.ipynb?reset"))
-    page.locator(".jp-Notebook .jp-Cell").nth(1).wait_for(timeout=90_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first).to_be_attached(
-        timeout=90_000)
-    time.sleep(2)  # the kernel connects
-    run_cell(page, 0)
-    wait_cell(page, 0)
-    run_cell(page, 1)
-    output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
+    output = start_run_cell(page, lab, "live.ipynb")
     expect(output.locator(".rlmnb-widget")).to_contain_text("2 of 4 replied", timeout=60_000)
     return output
 

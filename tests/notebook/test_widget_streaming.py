@@ -5,17 +5,17 @@ tree so far and the line that continues it, not on "Error displaying widget: mod
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from lab_steps import start_run_cell
 from playwright.sync_api import expect
 
 from rlmnb.events import MIME_TYPE, Trajectory, event_from_dict
-from rlmnb.testing.lab import JupyterLab, chromium_page, run_cell, wait_cell, write_run_notebook
+from rlmnb.testing.lab import JupyterLab, chromium_page, wait_cell, write_run_notebook
 from rlmnb.views import mime_bundle
 from rlmnb.views._snapshot import Snapshot, snapshot_html
 
@@ -77,15 +77,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, browser_ready: None) -> Iterat
 def test_printed_output_shows_in_the_widget_before_the_turn_ends(lab: JupyterLab) -> None:
     console: list[str] = []
     with chromium_page(console=console) as page:
-        page.goto(lab.url("lab/tree/live.ipynb?reset"))
-        page.locator(".jp-Notebook .jp-Cell").nth(1).wait_for(timeout=90_000)
-        expect(page.locator(".jp-Notebook-ExecutionIndicator, .jp-Toolbar-kernelStatus").first).to_be_attached(
-            timeout=90_000)
-        time.sleep(2)  # the kernel connects
-        run_cell(page, 0)
-        wait_cell(page, 0)
-        run_cell(page, 1)
-        output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
+        output = start_run_cell(page, lab, "live.ipynb")
         widget = output.locator(".rlmnb-widget")
         expect(widget).to_contain_text("north   120", timeout=60_000)  # while "hold" keeps the turn running
         expect(widget).to_contain_text("output so far")

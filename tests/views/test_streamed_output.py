@@ -12,7 +12,6 @@ import asyncio
 import threading
 from typing import Any
 
-import pytest
 from sandbox_support import code
 
 from rlmnb import RLM
