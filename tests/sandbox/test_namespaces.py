@@ -178,3 +178,27 @@ def test_a_fork_bomb_stops_at_the_sandbox_task_cap() -> None:
     started, stopped = executed[0].stdout.split()
     assert 0 < int(started) < cap and stopped == "BlockingIOError"
     assert executed[1].stdout.strip() == "hello" and result.answer == "carried on"
+
+
+@NEEDS_BWRAP
+def test_a_warm_spare_and_a_kept_session_outlive_the_run_that_started_them() -> None:
+    """bubblewrap ties a sandbox to the thread that started it (--die-with-parent); every run has its own worker
+    thread, so kernels are started from one thread that lives as long as the process."""
+    import time
+
+    from rlmnb._sandbox.kernel.warm import pool
+
+    root = ScriptedLM([code("kept = inputs['text'].upper()\nprint(kept)"), code("submit(kept)"),
+                       code("print(kept.lower())"), code("submit(kept.lower())")])
+    rlm = RLM(root, ScriptedLM(["x"]), sandbox="kernel")
+    first = rlm.run("Shout it", text="abc", keep_session=True)
+    try:
+        assert pool.wait_idle(60)
+        time.sleep(0.5)  # the run's worker thread is gone by now
+        spare = pool.spare()
+        assert spare is not None and spare.alive()
+        second = rlm.run("Now whisper it", continue_from=first)
+        assert (first.answer, second.status, second.answer) == ("ABC", "submitted", "abc")
+    finally:
+        if first.session is not None:
+            first.session.close()

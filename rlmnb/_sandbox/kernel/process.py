@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,12 @@ class KernelProcess:
         self.km = km
         try:
             # append mode: after trim_log() cuts the file, the kernel's writes land at its new end
-            await km.start_kernel(env=self.env, cwd=self.runtime_dir if self.namespaced else self.cwd,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log.fileno())
+            start = km.start_kernel(env=self.env, cwd=self.runtime_dir if self.namespaced else self.cwd,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log.fileno())
+            if self.namespaced:  # launched from a thread that lives as long as this process (see _spawner)
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_awaited(start), _spawner()))
+            else:
+                await start
             self.pid = int(km.provisioner.pid)  # type: ignore[union-attr]
             # a kernel whose object is dropped without kill() (nobody can reach it any more) is stopped then
             self._reaper = weakref.finalize(self, _reap, km, self._contexts, self.marker, self.runtime_dir,
@@ -450,6 +455,29 @@ def _layout(policy: Policy | None, confine: dict[str, Any] | None, cwd: str | No
                              workdir=cwd or namespaces.WORK)
 
 
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+_spawner_loop: asyncio.AbstractEventLoop | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawner() -> asyncio.AbstractEventLoop:
+    """The event loop of one daemon thread that lives as long as this process, where namespaced kernels are launched.
+
+    bubblewrap's --die-with-parent ties the sandbox to the *thread* that started it (PR_SET_PDEATHSIG): a kernel
+    started from a run's worker thread would die with that run, and a kept session or a warm spare would be lost.
+    Started from this thread, a sandbox ends with the host process, crash included, and not before."""
+    global _spawner_loop
+    with _spawner_lock:
+        if _spawner_loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="rlmnb-sandbox-spawner", daemon=True).start()
+            _spawner_loop = loop
+        return _spawner_loop
+
+
 def _reap(km: Any, contexts: list[Any], marker: str, runtime_dir: str, own_cwd: str | None) -> None:
     """What a KernelProcess leaves when it is garbage-collected without kill(): its process tree, its
     manager's and client's sockets (a ZMQ context left to the collector can block in term()) and its files."""
@@ -467,7 +495,8 @@ def _stop_manager(km: Any, marker: str) -> None:
     """Kill the process tree a kernel manager launched (if it launched one) and remove its files. Idempotent."""
     process = getattr(km.provisioner, "process", None) if km.provisioner is not None else None
     if process is not None:
-        kill_tree(process.pid, marker)  # also when the kernel is gone: what it started may not be
+        # also when the kernel is gone: what it started may not be
+        kill_tree(process.pid, marker, reap=functools.partial(process.wait, timeout=5))
         with contextlib.suppress(Exception):
             process.wait(timeout=5)
     with contextlib.suppress(Exception):
@@ -531,8 +560,10 @@ atexit.register(_kill_live)
 MARKER_VAR = "RLMNB_SANDBOX_KERNEL"
 
 
-def kill_tree(pid: int, marker: str) -> None:
-    """SIGKILL the kernel's process group, its descendants, and anything still carrying its marker."""
+def kill_tree(pid: int, marker: str, reap: Callable[[], Any] | None = None) -> None:
+    """SIGKILL the kernel's process group, its descendants, and anything still carrying its marker, then wait for
+    them. `reap` collects the direct child first (its Popen.wait): until it is reaped, a namespaced kernel's
+    processes stay zombies under it and would hold the wait to its timeout."""
     victims: list[Any] = []
     try:
         import psutil
@@ -551,9 +582,29 @@ def kill_tree(pid: int, marker: str) -> None:
     for other in marked_pids(marker):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(other, signal.SIGKILL)
-    if psutil is not None and victims:
+    if reap is not None:
         with contextlib.suppress(Exception):
-            psutil.wait_procs(victims, timeout=2)
+            reap()
+    if psutil is not None and victims:
+        _wait_dead(victims, timeout=2.0)
+
+
+def _wait_dead(victims: list[Any], timeout: float) -> None:
+    """Wait until every process in `victims` is gone or a zombie (dead: a namespaced kernel's processes are no
+    children of ours, and are reaped by whoever inherits them, maybe late)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for proc in victims:
+            with contextlib.suppress(psutil.Error):
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        if not alive:
+            return
+        victims = alive
+        time.sleep(0.01)
 
 
 def marked_pids(marker: str) -> list[int]:
