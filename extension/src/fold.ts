@@ -10,6 +10,11 @@
 
 import { ASKED_AGAIN, percentile } from './format';
 
+/** The checks RLMConfig.evidence_check turns off; the view says how (the same text as rlmnb/views/_fold.py). */
+const EVIDENCE_GUARDS = new Set(['evidence', 'copy', 'marked', 'reading', 'guessed', 'partial']);
+const EVIDENCE_HINT =
+  ' (you can turn these checks off: RLM(..., evidence_check=False) or %config RLMMagics.evidence_check = False)';
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Event = { [key: string]: any };
 
@@ -566,7 +571,7 @@ export function fold(payload: unknown): Tree {
         break;
       }
       case 'guard_rejected':
-        turn(e).notes.push(['rejected', `submit rejected (${e.guard}): ${e.reason}`]);
+        turn(e).notes.push(['rejected', `submit rejected (${e.guard}): ${e.reason}${EVIDENCE_GUARDS.has(e.guard) ? EVIDENCE_HINT : ''}`]);
         break;
       case 'submitted':
         turn(e).submitted = true;

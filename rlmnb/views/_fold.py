@@ -24,6 +24,9 @@ from rlmnb.views._format import ASKED_AGAIN, percentile, quote_notes, running_ti
 __all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "out_counts", "told_sentence"]
 
 _METERS = ("meters",)
+# the checks RLMConfig.evidence_check turns off (rlmnb/_engine/turn.py): the view says how, for the user
+EVIDENCE_GUARDS = frozenset({"evidence", "copy", "marked", "reading", "guessed", "partial"})
+EVIDENCE_HINT = " (you can turn these checks off: RLM(..., evidence_check=False) or %config RLMMagics.evidence_check = False)"
 STREAM_KEEP = 20_000  # characters of a turn's streamed output kept per stream (the sandbox streams 10,000)
 _TOLD = ("[timeout] ", "[notice] ")
 
@@ -445,7 +448,8 @@ class RunTree:
         self._changes.add(("turn", e.run_id, e.turn))
 
     def _guard_rejected(self, e: Any) -> None:
-        self._note(e, "rejected", f"submit rejected ({e.guard}): {e.reason}")
+        hint = EVIDENCE_HINT if e.guard in EVIDENCE_GUARDS else ""
+        self._note(e, "rejected", f"submit rejected ({e.guard}): {e.reason}{hint}")
 
     def _submitted(self, e: Any) -> None:
         self._turn(e.run_id, e.turn, e.ts).submitted = True

@@ -223,3 +223,18 @@ def test_helpers() -> None:
     assert percentile([], 50) is None
     values = sorted(float(i) for i in range(1, 101))
     assert percentile(values, 50) == 50.0 and percentile(values, 95) == 95.0 and percentile([3.0], 95) == 3.0
+
+
+def test_a_rejection_by_an_evidence_check_says_how_to_turn_the_checks_off() -> None:
+    from rlmnb.events import GuardRejected, TurnStarted
+
+    tree = RunTree()
+    bus = EventBus()
+    scope = RunScope("r1", "r1")
+    bus.subscribe(tree.add)
+    bus.emit(RunStarted, scope, question="q", model="m", sub_model="m", sandbox="local", config={})
+    bus.emit(TurnStarted, scope, turn=1, max_turns=5)
+    bus.emit(GuardRejected, scope, turn=1, guard="evidence", reason="it looks like a guess")
+    bus.emit(GuardRejected, scope, turn=1, guard="schema", reason="not an int")
+    notes = [text for kind, text in next(iter(tree.runs.values())).turns[1].notes if kind == "rejected"]
+    assert ["evidence_check=False" in note for note in notes] == [True, False]
