@@ -49,7 +49,10 @@ def comms(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingComms]:
 
 
 def widget_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("rlmnb-")]
+    """rlmnb's threads but the process's one kernel launcher, which outlives runs by design."""
+    from rlmnb._sandbox.kernel.process import SPAWNER_THREAD
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("rlmnb-") and t.name != SPAWNER_THREAD]
 
 
 def run_with_widget(replies: list[str], sub: Any = None, interval: float = 0.25, **kw: Any) -> tuple[Any, RunWidget]:

@@ -459,6 +459,7 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+SPAWNER_THREAD = "rlmnb-sandbox-spawner"  # one per process, by design: it outlives runs (see _spawner)
 _spawner_loop: asyncio.AbstractEventLoop | None = None
 _spawner_lock = threading.Lock()
 
@@ -473,7 +474,7 @@ def _spawner() -> asyncio.AbstractEventLoop:
     with _spawner_lock:
         if _spawner_loop is None:
             loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="rlmnb-sandbox-spawner", daemon=True).start()
+            threading.Thread(target=loop.run_forever, name=SPAWNER_THREAD, daemon=True).start()
             _spawner_loop = loop
         return _spawner_loop
 
@@ -631,7 +632,7 @@ def marked_pids(marker: str) -> list[int]:
 
 
 __all__ = [
-    "CALL_TIMEOUT_S", "DEAD", "GRACE_S", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR",
+    "CALL_TIMEOUT_S", "DEAD", "GRACE_S", "SPAWNER_THREAD", "Home", "KernelProcess", "LOG_CAP", "LOG_TAIL", "MARKER_VAR",
     "POLL_S", "REPLY_EXPR", "START_TIMEOUT_S", "TIMEOUT", "describe_failure", "kill_tree", "marked_pids",
     "reply_payload",
 ]
