@@ -1,14 +1,17 @@
 """One sandbox kernel process: launching it, talking to it, and stopping it with everything it started.
 
 `KernelProcess` is the process lifecycle of the kernel sandbox (see sandbox.py for what runs in it): an
-ipykernel subprocess started by jupyter_client over ZMQ ipc sockets in a private runtime directory, in
-its own process session, with its fd 1 and 2 in a bounded log. A client on the shell channel only
-sends requests; results come back in the execute reply (output is captured inside the kernel).
+ipykernel subprocess started by jupyter_client over ZMQ ipc sockets, in its own process session, with its
+fd 1 and 2 in a bounded log the host trims through its own descriptor. A confined kernel on a system with
+user namespaces runs inside bubblewrap (confinement/namespaces.py), launched from one long-lived thread
+(`_spawner`: bubblewrap ties the sandbox to the thread that started it). The host's runtime folder for a
+kernel (log, connection file, policy) is never writable by it; its ZMQ sockets have a folder of their own.
+A client on the shell channel only sends requests; results come back in the execute reply (output is
+captured inside the kernel), decoded within bounds.
 
-`kill_tree` stops a kernel and everything it started, even daemons that left its process session:
-every sandbox kernel carries a random marker (MARKER_VAR) in its environment, and a process that
-double-forked out of the kernel's session still carries it, so `marked_pids` finds it through
-`/proc/<pid>/environ`.
+`kill_tree` stops a kernel and everything it started: its PID namespace (every process in it ends with it),
+its pids cgroup where there is one (confinement/tasks.py: nothing leaves it), and otherwise a random marker
+(MARKER_VAR) in its environment that a process double-forked out of the kernel's session still carries.
 """
 
 from __future__ import annotations

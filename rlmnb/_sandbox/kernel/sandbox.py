@@ -9,19 +9,22 @@ infinite loop, a memory blow-up or `os._exit` can never take down the user's ker
 - inputs cross as files in a private directory in /dev/shm (see transfer.py), never as code, and are
   shipped once per sandbox; the directory is removed on close, at exit, and by the next process
   after a crash.
-- sub-calls reach the host through the loopback broker (see bridge.py); budget, trajectory and
-  widget stay on the host.
+- sub-calls reach the host through the broker (see bridge.py: a Unix socket for a namespaced kernel,
+  loopback TCP otherwise); budget, trajectory and widget stay on the host.
 - limits: a snippet over its timeout is interrupted (SIGINT); if the kernel is not idle within
   `grace` seconds it is replaced, inputs are bound again and the model is told its variables were
   lost. A dead kernel is noticed within `POLL_S` and replaced the same way. `memory_limit` caps the
   kernel's data memory (RLIMIT_DATA), so a blow-up ends in MemoryError, or at worst a restart.
-- isolation: a scrubbed environment (see environment.py), a fresh temp working directory, its own
-  process session (forks are killed with it), its output captured in the kernel and never
+- isolation: an allow-listed environment (see environment.py), a working directory of its own, its
+  own process session (forks are killed with it), its output captured in the kernel and never
   published to the user's notebook.
-- confinement (Linux): the kernel may read only Python, its inputs and `allow_paths`, write only its
-  own temp dir, connect only to its broker and `allow_network`, and see no other process (see
-  confinement.py, launch.py, landlock.py, seccomp.py; kernels are obtained in kernel_supply.py). A
-  refused access reaches the model as its error plus a note that the sandbox is confined.
+- confinement (Linux, docs/sandbox.md): its own namespaces where the system has them
+  (confinement/namespaces.py: it sees Python, rlmnb and its inputs read-only and a capped scratch, has no
+  network but its broker's socket, sees no other process), with Landlock and seccomp inside
+  (launch.py, landlock.py, seccomp.py), or those alone where it has none; its tasks capped
+  (confinement/tasks.py); kernels are obtained in supply.py. The host reads what the kernel writes only
+  through folder descriptors without following links (transfer.py). A refused access reaches the model as
+  its error plus a note that the sandbox is confined.
 """
 
 from __future__ import annotations
