@@ -172,6 +172,24 @@ def _protected_outcome(assigned: list[tuple[str, int]]) -> SnippetOutcome:
                           error_type="ProtectedName")
 
 
+_ENDING = frozenset({"submit", "FINAL", "FINAL_VAR"})
+
+
+def top_level_submits(tree: ast.Module) -> list[int]:
+    """The lines of the calls that end a run (`submit`, `FINAL`, `FINAL_VAR`) standing as statements of their own
+    at the top of a snippet: more than one cannot all count (the first ends the run), so the rest would be lost.
+    Calls inside a branch, a loop or a function are the model's control flow and are not counted."""
+    return [stmt.lineno for stmt in tree.body if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in _ENDING]
+
+
+def _submits_outcome(lines: list[int]) -> SnippetOutcome:
+    from rlmnb._ground.prompts import render
+
+    return SnippetOutcome(error=render("several_submits", count=len(lines), lines=", ".join(map(str, lines))),
+                          error_type="SeveralSubmits")
+
+
 def _restore(namespace: dict[str, Any], originals: dict[str, Any], outcome: SnippetOutcome) -> SnippetOutcome:
     """Put back any protected name the snippet rebound by other means (`globals()[...]`, `exec`) and say so."""
     changed = sorted(name for name, value in originals.items() if namespace.get(name, _MISSING) is not value)
@@ -212,6 +230,9 @@ def _run(code: str, namespace: dict[str, Any], filename: str, echo: Any, tables:
         assigned = assigned_names(tree, protected)
         if assigned:
             return _protected_outcome(assigned)
+        submits = top_level_submits(tree)
+        if len(submits) > 1:
+            return _submits_outcome(submits)
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         body = ast.Module(body=tree.body[:-1] if last else tree.body, type_ignores=[])
         exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running model code is the product
