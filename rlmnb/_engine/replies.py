@@ -448,6 +448,11 @@ class Repeats:
     failing: set[str] = field(default_factory=set)
     raised: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     prose_seen: dict[str, int] = field(default_factory=dict)
+    steps: int = 0
+    """Steps checked so far (their serial numbers order `bound_at` and `checked_at`)."""
+    bound_at: dict[str, int] = field(default_factory=dict)
+    """Each name, the last step that bound or changed it ("*": a step whose code did not parse, so anything)."""
+    checked_at: dict[str, int] = field(default_factory=dict)
     asked: int = 0
     """Times the run's root was asked for another step after a repeat (turn.py; at most `RLMConfig.repeat_asks`)."""
 
@@ -462,6 +467,10 @@ class Repeats:
         earlier = self.seen.get(key)
         self.seen[key] = turn
         failed = not clean and not submitted
+        self.steps += 1
+        for name in names_bound(code):
+            self.bound_at[name] = self.steps
+        self.checked_at[normal] = self.steps
         if clean or (failed and earlier is not None):
             self.code_seen[normal] = turn
         else:
@@ -512,8 +521,62 @@ class Repeats:
 
     def ran(self, code: str) -> int | None:
         """The latest earlier turn after which this code (comments and layout aside) is not run again unasked: it
-        ran cleanly, or failed the same way twice; or None."""
-        return self.code_seen.get(normal_code(code))
+        ran cleanly, or failed the same way twice; or None. Code is no repeat when a name it reads was bound or
+        changed by a step since: what it shows may differ (issue 44: `print(len(t))` after a new filter of `t`)."""
+        normal = normal_code(code)
+        since = self.checked_at.get(normal)
+        if since is not None and any(self.bound_at.get(name, 0) > since for name in (*names_read(code), "*")):
+            return None
+        return self.code_seen.get(normal)
+
+
+def names_bound(code: str) -> set[str]:
+    """The names a step may bind or change: assignment targets (the base name of `t[...] = ` and `t.x = ` too),
+    imports, definitions, loop and `with ... as` targets, deletions, and the object of a method call whose value
+    is thrown away (`rows.append(x)`, `df.drop(..., inplace=True)`); {"*"} when the code does not parse."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {"*"}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor | ast.NamedExpr):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            found.update(node.names)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(
+                node.value.func, ast.Attribute):
+            targets = [node.value.func.value]
+        for target in targets:
+            found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return found
+
+
+def names_read(code: str) -> set[str]:
+    """The names a step reads from its namespace: every name it loads but those local to a comprehension, a
+    lambda or a function it defines (`i` in `[t[i:i + 9] for i in ...]` is no variable of the run's)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    local: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.comprehension):
+            local.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+            local.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
 
 
 _FRAME = re.compile(r'File "<turn \d+(?:\.\d+)?>", line (\d+)')
