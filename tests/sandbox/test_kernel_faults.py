@@ -212,28 +212,32 @@ def test_forks_that_outlive_the_snippet_are_killed_with_the_sandbox() -> None:
         print('started', child > 0, daemon > 0)
         """)
     result, root = run([code(body), code("submit([child, daemon, ns])")])
+    ended = time.time()
     assert "started True True" in observations(root)[0]
     child, daemon, ns = result.answer
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and (_in_namespace(ns) or any(_running(p) for p in (child, daemon))):
+    while time.monotonic() < deadline and (_in_namespace(ns, ended) or any(_running(p) for p in (child, daemon))):
         time.sleep(0.05)
     if ns != os.readlink("/proc/self/ns/pid"):  # its own PID namespace: pids inside are not host pids
-        assert _in_namespace(ns) == []
+        assert _in_namespace(ns, ended) == []
     else:
         assert not _running(child) and not _running(daemon)
 
 
-def _in_namespace(ns: str) -> list[int]:
-    """Host processes in the PID namespace `ns` (as /proc/<pid>/ns/pid reads), other than our own."""
+def _in_namespace(ns: str, before: float) -> list[int]:
+    """Host processes in the PID namespace `ns` (as /proc/<pid>/ns/pid reads) started before `before`. Linux
+    gives a dead namespace's number to new ones at once, and other tests make sandboxes meanwhile: a process
+    started later is another sandbox's."""
     if ns == os.readlink("/proc/self/ns/pid"):
         return []
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.readlink(f"/proc/{name}/ns/pid") == ns and _running(int(name)):
+                if (os.readlink(f"/proc/{name}/ns/pid") == ns and _running(int(name))
+                        and psutil.Process(int(name)).create_time() < before):
                     found.append(int(name))
-            except OSError:
+            except (OSError, psutil.Error):
                 continue
     return found
 
