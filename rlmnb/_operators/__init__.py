@@ -1,4 +1,4 @@
-"""Semantic operators in the sandbox: `llm_map`, `llm_classify`, `llm_filter`.
+"""Semantic operators in the sandbox: `llm_map`, `llm_classify`, `llm_filter`; reading: `find_mentions`, `read_text`.
 
 They read every item of a collection with the sub-model for a fraction of the calls a prompt per
 item costs: items are packed into numbered prompts (the instruction once), answers come back as
@@ -12,6 +12,7 @@ Standard library and rlmnb's light modules only: this is imported inside the san
     packing.py  packs, the packed prompt, the reply parser
     driver.py   rounds, re-asks, budget stops; a table's chunks overlap in flight
     report.py   MapReport / ItemError records
+    reading.py  find_mentions (where a text names some terms) and read_text (the sub-model reads a text in parts)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 from rlmnb._ground.images import prepare_all
 from rlmnb._operators.driver import MapDriver
 from rlmnb._operators.outputs import output_spec
+from rlmnb._operators.reading import find_mentions, make_readers
 from rlmnb._operators.report import MapReport
 from rlmnb._operators.sources import MapList, open_source, shape_result
 
@@ -220,4 +222,5 @@ def make_operators(bridge: Any) -> dict[str, Callable[..., Any]]:
     return {"llm_map": llm_map, "llm_classify": llm_classify, "llm_filter": llm_filter}
 
 
-__all__ = ["MapBridge", "MapList", "MapReport", "column_note", "make_operators", "run_map"]
+__all__ = ["MapBridge", "MapList", "MapReport", "column_note", "find_mentions", "make_operators", "make_readers",
+           "run_map"]

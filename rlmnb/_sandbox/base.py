@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 RESERVED_NAMES = frozenset({
     "inputs", "llm_query", "llm_query_batched", "rlm_query", "rlm_query_batched", "submit", "FINAL",
-    "FINAL_VAR", "SHOW_VARS", "llm_map", "llm_classify", "llm_filter", "sql",
+    "FINAL_VAR", "SHOW_VARS", "llm_map", "llm_classify", "llm_filter", "sql", "find_mentions", "read_text",
 })
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from rlmnb._ground.errors import ConfigError, SubmitSignal
 from rlmnb._ground.images import Image, prepare_all
 from rlmnb._ground.jsonable import NotJSONable, to_jsonable
-from rlmnb._operators import make_operators
+from rlmnb._operators import make_operators, make_readers
 from rlmnb._sandbox.base import RESERVED_NAMES
 
 
@@ -212,6 +212,7 @@ def install(namespace: MutableMapping[str, Any], bridge: SyncBridge,
         "SHOW_VARS": SHOW_VARS,
     })
     namespace.update(make_operators(bridge))  # llm_map, llm_classify, llm_filter
+    namespace.update(make_readers(bridge))  # find_mentions, read_text
     namespace.update(tools)
 
 
