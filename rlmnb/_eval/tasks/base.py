@@ -131,6 +131,7 @@ _FAMILIES: dict[str, str] = {
     "oolong_real": "rlmnb._eval.tasks.published:oolong_real",
     "longbench_v2": "rlmnb._eval.tasks.published:longbench_v2",
     "browsecomp_plus": "rlmnb._eval.tasks.published:browsecomp_plus",
+    "ordinary": "rlmnb._eval.tasks.ordinary:ordinary_task",
 }
 FAMILY_NAMES = tuple(_FAMILIES)
 
