@@ -28,7 +28,7 @@ from rlmnb._models.base import LM, model_label
 from rlmnb._models.resolve import release_model_clients, resolve_model
 from rlmnb._sandbox.confinement.policy import Confinement
 from rlmnb._sandbox.primitives import check_tools
-from rlmnb.events import Event, EventBus, RunStarted, RunStatus, Trajectory
+from rlmnb.events import Event, EventBus, PolicyActed, RunStarted, RunStatus, Trajectory
 
 if TYPE_CHECKING:
     from rlmnb._engine.journal import Journal, JournalWriter
@@ -71,11 +71,19 @@ class RunResult:
             return None
         return Confinement.from_dict(started.confinement)
 
+    @property
+    def policies_acted(self) -> list[dict[str, Any]]:
+        """Which turn-loop policies acted in the root run (RLMConfig.policies), in the order they did: one
+        {"turn", "policy", "action"} per PolicyActed event (child runs' are in the trajectory); [] when none did,
+        or for a trajectory from before they were recorded."""
+        return [{"turn": e.turn, "policy": e.policy, "action": e.action} for e in self.trajectory.events
+                if isinstance(e, PolicyActed) and e.run_id == e.root_run_id]
+
     def to_dict(self) -> dict[str, Any]:
         answer = recordable(self.answer)
         return {"answer": answer, "status": self.status, "usage": self.usage.to_dict(), "run_id": self.run_id,
                 "reason": self.reason, "error": self.error, "verified": self.verified,
-                "trajectory": self.trajectory.to_dict()}
+                "policies_acted": self.policies_acted, "trajectory": self.trajectory.to_dict()}
 
     def to_frame(self, calls: Literal["sub", "root", "all"] = "sub") -> Any:
         """The run's sub-calls as a pandas DataFrame, one row each (what "open as DataFrame" inserts);

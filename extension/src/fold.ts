@@ -8,9 +8,12 @@
  * and checks that each figure agrees.
  */
 
-import { ASKED_AGAIN, percentile } from './format';
+import { ASKED_AGAIN, percentile, policyNote } from './format';
 
-/** The checks RLMConfig.evidence_check turns off; the view says how (the same text as rlmnb/views/_fold.py). */
+/**
+ * A record made before policies were (no policy_acted): the guards evidence_check turned off then, whose send-backs
+ * said so (the same text as rlmnb/views/_fold.py); a run that records policies says it on the policy's send-back.
+ */
 const EVIDENCE_GUARDS = new Set(['evidence', 'copy', 'marked', 'reading', 'guessed', 'partial']);
 const EVIDENCE_HINT =
   ' (you can turn these checks off: RLM(..., evidence_check=False) or %config RLMMagics.evidence_check = False)';
@@ -118,6 +121,7 @@ export interface Turn {
   notes: [string, string][];
   groups: Group[];
   children: string[];
+  sentBack: string[]; // policies whose send-back's guard_rejected is still to come (it adds no second note)
 }
 
 export interface Run {
@@ -143,6 +147,7 @@ export interface Run {
   turns: Map<number, Turn>;
   notes: string[];
   children: string[];
+  policiesRecorded: boolean; // a policy_acted was seen: its notes replace the model_reply's asked-again ones
 }
 
 export interface Totals {
@@ -356,7 +361,7 @@ export function fold(payload: unknown): Tree {
         id: e.run_id, parentId: e.parent_run_id ?? null, parentTurn: null, depth: e.depth ?? 0, label: '',
         question: '', model: '', subModel: '', sandbox: '', config: {}, status: 'running', answer: undefined, answerJson: null,
         reason: '', error: null, verified: null, usage: null, started: e.ts ?? 0, finished: null,
-        turns: new Map(), notes: [], children: []
+        turns: new Map(), notes: [], children: [], policiesRecorded: false
       };
       tree.runs.set(e.run_id, r);
       if (tree.rootId === null && !r.parentId) {
@@ -374,7 +379,7 @@ export function fold(payload: unknown): Tree {
         turn: n, maxTurns: null, reply: '', replyTokens: null, replyCache: [0, 0], replyLatency: null, code: '', stdout: '',
         stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
         executed: false, submitted: false, tables: [], streamedStdout: '', streamedStderr: '', told: '', notes: [],
-        groups: [], children: []
+        groups: [], children: [], sentBack: []
       };
       r.turns.set(n, t);
     }
@@ -440,7 +445,7 @@ export function fold(payload: unknown): Tree {
           t.replyCache[1] + (Number(u.saved_usd ?? 0) || 0)];
         const latency = num(e.latency_s);
         t.replyLatency = latency === null ? null : (t.replyLatency ?? 0) + latency;
-        for (const n of (e.notes ?? []) as string[]) {
+        for (const n of (run(e).policiesRecorded ? [] : e.notes ?? []) as string[]) {
           if (n in ASKED_AGAIN) {
             t.notes.push(['info', ASKED_AGAIN[n]]);
           }
@@ -570,9 +575,31 @@ export function fold(payload: unknown): Tree {
         }
         break;
       }
-      case 'guard_rejected':
-        turn(e).notes.push(['rejected', `submit rejected (${e.guard}): ${e.reason}${EVIDENCE_GUARDS.has(e.guard) ? EVIDENCE_HINT : ''}`]);
+      case 'guard_rejected': {
+        const t = turn(e);
+        const policy = t.sentBack.indexOf(e.guard);
+        if (policy >= 0) { // a policy's send-back: its policy_acted note said it, with the switch
+          t.sentBack.splice(policy, 1);
+          break;
+        }
+        t.notes.push(['rejected', `submit rejected (${e.guard}): ${e.reason}${EVIDENCE_GUARDS.has(e.guard) ? EVIDENCE_HINT : ''}`]);
         break;
+      }
+      case 'policy_acted': {
+        // said once: the run's first policy_acted drops its turn's asked-again notes (later ones are not added)
+        const r = run(e);
+        const t = turn(e);
+        if (!r.policiesRecorded) {
+          r.policiesRecorded = true;
+          const asked = new Set(Object.values(ASKED_AGAIN));
+          t.notes = t.notes.filter(([kind, text]) => !(kind === 'info' && asked.has(text)));
+        }
+        if (e.action === 'send_back') {
+          t.sentBack.push(String(e.policy ?? ''));
+        }
+        t.notes.push(policyNote(String(e.policy ?? ''), String(e.action ?? ''), String(e.detail ?? '')));
+        break;
+      }
       case 'submitted':
         turn(e).submitted = true;
         break;

@@ -64,6 +64,36 @@ export const ASKED_AGAIN: Record<string, string> = {
     "not run: the model's reply repeated an earlier turn after it was asked for another step; the turns end here"
 };
 
+/** What a turn-loop policy did, by policy_acted's action, as the words after the policy's name in its note. */
+export const POLICY_ACTIONS: Record<string, string> = {
+  send_back: ' sent the answer back',
+  ask_again: ' asked again',
+  answer: ' gave the run its answer',
+  end_turns: ' ended the turns',
+  read_first: ': the sub-model read the inputs first',
+  note: ' added a note'
+};
+
+/** The policies RLMConfig.evidence_check=False removes: their send-backs say so beside the policies switch. */
+export const EVIDENCE_POLICIES = new Set(['unshown_value', 'whole_copy']);
+
+/**
+ * A turn's note for one policy_acted event, the twin of rlmnb/views/_format.py policy_note: ['rejected', ...] for
+ * a send-back, which also says how to turn the policy off, ['policy', ...] for every other action.
+ */
+export function policyNote(policy: string, action: string, detail: string): [string, string] {
+  const did = Object.prototype.hasOwnProperty.call(POLICY_ACTIONS, action) ? POLICY_ACTIONS[action] : `: ${action}`;
+  const text = `${policy}${did}` + (detail ? `: ${detail}` : '');
+  if (action !== 'send_back') {
+    return ['policy', text];
+  }
+  let off = `leave '${policy}' out of RLM(..., policies=...)`;
+  if (EVIDENCE_POLICIES.has(policy)) {
+    off += ' or set evidence_check=False';
+  }
+  return ['rejected', `${text} (to turn this check off: ${off})`];
+}
+
 /** A turn's heading; turn 0 holds what the harness did before the root's first step (the first reading). */
 export function turnTitle(turn: number, maxTurns: number | null | undefined): string {
   if (turn === 0) {

@@ -19,16 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlmnb.events import Event, Trajectory
-from rlmnb.views._format import ASKED_AGAIN, percentile, quote_notes, running_time
+from rlmnb.views._format import ASKED_AGAIN, percentile, policy_note, quote_notes, running_time
 
 __all__ = ["GroupNode", "RunNode", "RunTree", "Totals", "TurnNode", "as_tree", "out_counts", "told_sentence"]
 
 _METERS = ("meters",)
-# the checks RLMConfig.evidence_check turns off (rlmnb/_engine/turn.py): the view says how, for the user
+# a record made before policies were (no PolicyActed): the guards evidence_check turned off then, whose send-backs
+# said so; a run that records policies says it on the PolicyActed send-back (views._format.policy_note)
 EVIDENCE_GUARDS = frozenset({"evidence", "copy", "marked", "reading", "guessed", "partial"})
 EVIDENCE_HINT = " (you can turn these checks off: RLM(..., evidence_check=False) or %config RLMMagics.evidence_check = False)"
 STREAM_KEEP = 20_000  # characters of a turn's streamed output kept per stream (the sandbox streams 10,000)
 _TOLD = ("[timeout] ", "[notice] ")
+_ASKED_AGAIN_NOTES = frozenset(("info", text) for text in ASKED_AGAIN.values())
 
 
 def _added(earlier: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
@@ -75,6 +77,7 @@ class TurnNode:
     told: str = ""  # a timed-out turn: the sentence the model was told (its observation's [timeout] and [notice])
     notes: list[tuple[str, str]] = field(default_factory=list)
     items: list[tuple[str, str]] = field(default_factory=list)  # ("group", key) | ("run", run_id)
+    sent_back: list[str] = field(default_factory=list)  # policies whose send-back's GuardRejected is still to come
 
 
 @dataclass
@@ -139,6 +142,7 @@ class RunNode:
     confinement: dict[str, Any] | None = None  # RunStarted.confinement (kernel sandbox confinement)
     turns: dict[int, TurnNode] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    policies_recorded: bool = False  # a PolicyActed was seen: its notes replace the ModelReply's asked-again ones
 
 
 @dataclass
@@ -203,7 +207,7 @@ class RunTree:
             "batch_started": self._batch_started, "batch_finished": self._batch_finished,
             "sub_call_started": self._sub_started, "sub_call_finished": self._sub_finished,
             "sub_call_sent": self._sub_sent,
-            "guard_rejected": self._guard_rejected, "submitted": self._submitted,
+            "guard_rejected": self._guard_rejected, "policy_acted": self._policy_acted, "submitted": self._submitted,
             "turns_trimmed": self._trimmed, "fallback": self._fallback,
             "attempt_verified": self._verified, "run_finished": self._run_finished,
             "map_started": self._map_started, "map_finished": self._map_finished,
@@ -257,7 +261,7 @@ class RunTree:
                    e.sandbox, limits, e.ts)
         run.confinement = getattr(e, "confinement", None)
         if existing is not None:
-            run.turns = existing.turns
+            run.turns, run.policies_recorded = existing.turns, existing.policies_recorded
         self.runs[e.run_id] = run
         if self.root_id is None:
             self.root_id = e.run_id
@@ -283,7 +287,8 @@ class RunTree:
             turn.reply, turn.reply_usage = e.text, _added(turn.reply_usage, e.usage or {})
             turn.reply_latency = (turn.reply_latency or 0.0) + e.latency_s if e.latency_s is not None else None
             turn.reasoning = getattr(e, "reasoning", "")
-            turn.notes.extend(("info", ASKED_AGAIN[n]) for n in getattr(e, "notes", None) or [] if n in ASKED_AGAIN)
+            if not self.runs[e.run_id].policies_recorded:  # else its PolicyActed said which policy asked again
+                turn.notes.extend(("info", ASKED_AGAIN[n]) for n in getattr(e, "notes", None) or [] if n in ASKED_AGAIN)
             self._changes.add(("turn", e.run_id, e.turn))
         else:
             self._run(e.run_id, e.ts).fallback_reply = e.text
@@ -448,8 +453,26 @@ class RunTree:
         self._changes.add(("turn", e.run_id, e.turn))
 
     def _guard_rejected(self, e: Any) -> None:
+        turn = self._turn(e.run_id, e.turn, e.ts)
+        if e.guard in turn.sent_back:  # a policy's send-back: its PolicyActed note said it, with the switch
+            turn.sent_back.remove(e.guard)
+            return
         hint = EVIDENCE_HINT if e.guard in EVIDENCE_GUARDS else ""
         self._note(e, "rejected", f"submit rejected ({e.guard}): {e.reason}{hint}")
+
+    def _policy_acted(self, e: Any) -> None:
+        """A policy's note on its turn (views._format.policy_note). Said once: the first PolicyActed of a run drops
+        its turn's asked-again notes from the ModelReply (later ones are not added), and a send-back's GuardRejected,
+        which follows it, adds no note of its own."""
+        run = self._run(e.run_id, e.ts)
+        turn = self._turn(e.run_id, e.turn, e.ts)
+        if not run.policies_recorded:
+            run.policies_recorded = True
+            turn.notes = [note for note in turn.notes if note not in _ASKED_AGAIN_NOTES]
+        if e.action == "send_back":
+            turn.sent_back.append(e.policy)
+        turn.notes.append(policy_note(e.policy, e.action, e.detail or ""))
+        self._changes.add(("turn", e.run_id, e.turn))
 
     def _submitted(self, e: Any) -> None:
         self._turn(e.run_id, e.turn, e.ts).submitted = True

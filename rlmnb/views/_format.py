@@ -13,8 +13,9 @@ from typing import Any
 from rlmnb._ground.text import clip as clip_text
 from rlmnb._ground.usage import cost_text as fmt_cost  # one wording of a cost for every view and the CLI
 
-__all__ = ["ASKED_AGAIN", "QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip", "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
-           "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile",
+__all__ = ["ASKED_AGAIN", "EVIDENCE_POLICIES", "POLICY_ACTIONS", "QUOTE_NOTE", "STATUS_LABELS", "answer_text", "clip",
+           "turn_title", "fmt_clock", "fmt_cost", "fmt_count", "fmt_rate",
+           "fmt_secs", "left_out_marker", "map_figures", "more_label", "pending_turn_text", "percentile", "policy_note",
            "progress_text", "prompt_cache_text", "queue_text", "quote_notes", "replayed_turn", "resumed_text",
            "running_time", "slow_cutoff"]
 
@@ -76,6 +77,34 @@ ASKED_AGAIN = {
 }
 """A turn's note for each way the loop asks the root again before running a reply, or ends the turns instead
 (ModelReply.notes)."""
+
+
+POLICY_ACTIONS = {
+    "send_back": " sent the answer back",
+    "ask_again": " asked again",
+    "answer": " gave the run its answer",
+    "end_turns": " ended the turns",
+    "read_first": ": the sub-model read the inputs first",
+    "note": " added a note",
+}
+"""What a turn-loop policy did, by PolicyActed.action, as the words after the policy's name in its note."""
+EVIDENCE_POLICIES = frozenset({"unshown_value", "whole_copy"})
+"""The policies `RLMConfig.evidence_check=False` removes: their send-backs say so beside the policies switch."""
+
+
+def policy_note(policy: str, action: str, detail: str) -> tuple[str, str]:
+    """A turn's note for one PolicyActed: ("rejected", ...) for a send-back, which also says how to turn the policy
+    off (the user reads it where the answer went back), ("policy", ...) for every other action.
+
+    The text is "<policy><what it did>: <detail>"; an action this version does not know is named as recorded."""
+    did = POLICY_ACTIONS.get(action, f": {action}")
+    text = f"{policy}{did}" + (f": {detail}" if detail else "")
+    if action != "send_back":
+        return "policy", text
+    switch = f"leave '{policy}' out of RLM(..., policies=...)"
+    if policy in EVIDENCE_POLICIES:
+        switch += " or set evidence_check=False"
+    return "rejected", f"{text} (to turn this check off: {switch})"
 
 
 def turn_title(turn: int, max_turns: int | None) -> str:
