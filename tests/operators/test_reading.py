@@ -16,6 +16,7 @@ from sandbox_support import code
 
 from rlmnb import RLM
 from rlmnb._operators import find_mentions, make_readers
+from rlmnb._operators.reading import read_parts
 from rlmnb._sandbox.base import RESERVED_NAMES
 from rlmnb.events import BatchStarted, MapFinished, MapStarted, SubCallStarted
 from rlmnb.testing import ScriptedLM
@@ -101,6 +102,23 @@ def test_bad_arguments_are_refused_in_one_sentence(args: tuple[Any, ...], kwargs
 
 def test_both_functions_are_reserved_sandbox_names() -> None:
     assert {"find_mentions", "read_text"} <= RESERVED_NAMES
+
+
+# ---- the parts read_text reads ------------------------------------------------------------------------------
+def test_parts_are_cut_at_line_breaks_and_cover_the_text_exactly() -> None:
+    text = "".join(f"line {i} of a long log with some words in it\n" for i in range(200))
+    spans = read_parts(text, 200, None)
+    assert len(spans) > 1 and spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(text[end - 1] == "\n" for _, end in spans)
+    assert len(read_parts(text, 200, len(spans) + 3)) == len(spans) + 3
+
+
+@pytest.mark.parametrize("parts", [1, 20_000])
+def test_parts_too_few_for_the_window_or_more_than_the_characters_are_refused(parts: int) -> None:
+    text = "word " * 2_000
+    with pytest.raises(ValueError):
+        read_parts(text, 200, parts)
 
 
 # ---- read_text through a run -----------------------------------------------------------------------------------
