@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ordinary_data import REFUND_DAYS, contract, service_log, tickets
+from ordinary_data import REFUND_DAYS, contract, policy_actions, service_log, tickets
 from sandbox_support import code
 
 from rlmnb import RLM
@@ -38,6 +38,7 @@ def test_a_plan_citing_the_readings_number_does_not_end_the_run(kind: str) -> No
     sub = ScriptedLM(lambda messages: "12", context_window=SMALL_WINDOW)
     result = RLM(root, sub, sandbox=kind, max_iterations=6, cache=False, policies="small").run(
         "How many ERROR lines does the log have?", log=service_log())
+    assert ("first_read", "read_first") in policy_actions(result.trajectory)  # the plan cited a reading it had
     assert (result.status, result.answer) == ("submitted", 37)
 
 
