@@ -219,12 +219,21 @@ class RLM:
                 check()
 
     @staticmethod
-    def replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None,
+    def replay(source: str | int | Path | Trajectory | Journal, /, *, schema: Any = None, verify: Any = None,
                **inputs: Any) -> RunResult:
-        """Re-run a recorded trajectory with every model reply served from the record (zero cost).
+        """Re-run a recorded run with every model reply served from the record (zero cost); no journal is
+        written, since a replay is not a new run.
 
-        In-memory inputs must be passed again by name; file inputs are re-read from their paths.
-        Raises ReplayDivergence naming the first call the record does not have.
+        Args:
+            source: a Trajectory or Journal; the path of a saved trajectory or RunResult (.json) or of a journal
+                (.jsonl); or a journal's number or run id as `rlmnb runs` and `%rlm runs` list them ("last": the
+                newest), read as `rlmnb replay` reads it (`rlmnb._engine.replay.read_record`).
+            schema, verify: the run's answer schema and guard, when it had them (see `plan_replay`).
+            inputs: the run's in-memory inputs, by name; file inputs are re-read from their recorded paths.
+
+        Raises:
+            ConfigError: no record by that reference, a file that is no record, or an input not passed again.
+            ReplayDivergence: naming the first call the record does not have.
         """
         from rlmnb._engine.replay import plan_replay
 
@@ -350,6 +359,7 @@ class RLM:
         from rlmnb._engine.journal import (
             JournalWriter,
             fingerprint,
+            first_run_note,
             journal_folder,
             new_journal_path,
             prune,
@@ -370,6 +380,11 @@ class RLM:
                   "resumed_from": str(self._resumed_from) if self._resumed_from is not None else None}
         writer = JournalWriter(new_journal_path(folder, run_id), header, secrets=secret_values(keys))
         bus.subscribe(writer)
+        note = first_run_note(folder, self.config.journal_keep)  # None once said (the magic says it in its view)
+        if note is not None:  # where runs are kept, once: to the "rlmnb" logger, never on a notebook's stderr
+            import logging
+
+            logging.getLogger("rlmnb").info(note)
         return writer
 
     def _mark_resume(self, bus: EventBus, run_id: str) -> Callable[[bool], None]:

@@ -29,9 +29,10 @@ _RECORD_HELP = ("a saved trajectory (.json), a journal (.jsonl), or a number or 
                 "(last: the newest)")
 
 
-_EVAL_HELP = {"seed": "seed of the generated task instances (default 0)",
-              "max_iterations": "root turns per rlm run (default 20)",
-              "no_plot": "write no plot beside the summary"}
+# eval's confinement options, said in one line each (run and demo keep the settings' own fuller help)
+_EVAL_CONFINEMENT_HELP = {"setting_confinement": "how the kernel sandbox is confined (default auto)",
+                          "setting_allow_paths": "a path the kernel sandbox may read (PATH:rw: write too); repeatable",
+                          "setting_allow_network": "a HOST:PORT the kernel sandbox may connect to; repeatable"}
 
 
 class CLIError(Exception):
@@ -106,10 +107,9 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="score methods (rlm, direct, ...) on the long-context task suite")
     add_eval_arguments(evaluate)
-    for action in evaluate._actions:  # eval's options declared without help get it here (rlmnb/_eval/command.py)
-        if not action.help and action.dest in _EVAL_HELP:
-            action.help = _EVAL_HELP[action.dest]
     add_flags(evaluate, _CONFINEMENT_FLAGS, docs, _SHELL_HELP)
+    for action in evaluate._actions:
+        action.help = _EVAL_CONFINEMENT_HELP.get(action.dest, action.help)
     return p
 
 
@@ -292,62 +292,13 @@ def _exit_for(status: str) -> int:
     return EXIT_INTERRUPTED if status == "interrupted" else EXIT_FAILED
 
 
-def _record_path(ref: str) -> Path:
-    """The file a record argument names: a path, else a number, run id or file name from `rlmnb runs`
-    ("last": the newest), numbered as `rlmnb runs` numbers them."""
-    from rlmnb._engine.journal import journal_folder, list_journals
-
-    path = Path(ref).expanduser()
-    if path.is_file():
-        return path
-    folder = journal_folder(True)
-    assert folder is not None
-    found = [summary.path for summary in list_journals(folder)]
-    if ref == "last" or ref.isdigit():
-        index = 0 if ref == "last" else int(ref) - 1
-        if 0 <= index < len(found):
-            return found[index]
-        count = "no journals" if not found else f"{len(found)} journal{'' if len(found) == 1 else 's'}"
-        raise CLIError(f"{ref}: {folder} holds {count}; `rlmnb runs` lists them with their numbers.")
-    for candidate in found:
-        if ref in (candidate.name, candidate.stem) or candidate.stem.endswith(f"-{ref}"):
-            return candidate
-    raise CLIError(f"no file at {path} and no journal {ref!r} in {folder}: give the path of a saved trajectory "
-                   f"(.json) or journal (.jsonl), or a number or run id from `rlmnb runs`.")
-
-
-def _is_journal(path: Path) -> bool:
-    """Whether `path` starts as a journal does (a header line), rather than as one JSON document."""
-    try:
-        with path.open("rb") as handle:
-            first = json.loads(handle.readline(1 << 20))
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and first.get("kind") == "journal"
-
-
-def _record(ref: str) -> tuple[Path, Any, Any]:
-    """(path, Trajectory, Journal or None) of a saved trajectory, a saved RunResult or a journal; a CLIError
-    saying what the command takes for any other file."""
-    from rlmnb._engine.journal import read_journal
-    from rlmnb.events import Trajectory
-
-    path = _record_path(ref)
-    try:
-        if _is_journal(path):
-            journal = read_journal(path)
-            return path, journal.trajectory, journal
-        return path, Trajectory.load(path), None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        reason = " ".join(str(exc).split())[:160]
-        raise CLIError(f"{path} is neither a saved rlmnb trajectory (.json) nor a journal (.jsonl) ({reason}); "
-                       f"`rlmnb runs` lists the journals.") from None
-
-
 def _view(args: argparse.Namespace) -> int:
+    from rlmnb._engine.replay import read_record  # a path, a number or run id from `rlmnb runs`, "last"
     from rlmnb.views._page import page_title, viewer_page
 
-    source, trajectory, _ = _record(args.path)
+    record = read_record(args.path)  # a mistake is a ConfigError: one line, exit 2 (main)
+    source, trajectory = record.path, record.trajectory
+    assert source is not None  # read from a file
     target = Path(args.output) if args.output else source.with_suffix(".html")
     target.write_text(viewer_page([(trajectory, source.stem)], page_title(trajectory, source.stem)), encoding="utf-8")
     print(f"wrote {target}")
@@ -356,18 +307,23 @@ def _view(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from rlmnb._api import RLM
+    from rlmnb._engine.replay import read_record
     from rlmnb._ground.errors import ReplayDivergence
+    from rlmnb.events import RunStarted
 
-    source, trajectory, journal = _record(args.path)
-    starts = [e for e in trajectory.events if e.kind == "run_started" and e.depth == 0]
+    record = read_record(args.path)
+    source, trajectory, journal = record.path, record.trajectory, record.journal
+    assert source is not None
+    starts = [e for e in trajectory.of(RunStarted) if e.depth == 0]
     in_memory = [str(i.get("name")) for i in (starts[0].inputs if starts else []) if not i.get("path")]
     if in_memory:  # files are re-read from their paths; values the run was given in Python cannot be
-        how = (f"RLM(model).resume({str(source)!r}, {in_memory[0]}=...) serves its record at zero cost"
-               if journal is not None else f"RLM.replay({str(source)!r}, {in_memory[0]}=...)")
+        how = (f"RLM(model).resume({str(source)!r}, {in_memory[0]}=...) goes on from where it stopped"
+               if journal is not None and journal.final() is None else
+               f"RLM.replay({str(source)!r}, {in_memory[0]}=...)")
         raise CLIError(f"{source.name} was run over in-memory inputs ({', '.join(in_memory)}), which the command "
                        f"line cannot pass again: in Python, {how}.")
     try:
-        result = RLM.replay(trajectory)
+        result = RLM.replay(journal or trajectory)
     except ReplayDivergence as exc:
         if journal is not None and journal.final() is None:
             raise CLIError(f"{exc} The journal {source.name} ends before its run did: continue it with "
@@ -379,9 +335,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from rlmnb._api import RLM
-    from rlmnb._engine.journal import read_journal
+    from rlmnb._engine.journal import find_journal, read_journal
 
-    source = _record_path(args.path)
+    source = find_journal(args.path)
     try:
         journal = read_journal(source)
     except ValueError as exc:
@@ -415,7 +371,7 @@ def _runs(args: argparse.Namespace) -> int:
 
     folder = Path(args.folder) if args.folder else journal_folder(True)
     assert folder is not None
-    found = list_journals(folder)
+    found = list_journals(folder)  # numbered as view, replay and resume take them (journal.numbered_journals)
     if not found:
         print(f"no journals in {folder}")
         return EXIT_OK

@@ -13,6 +13,11 @@ zero-filled tail left by a lost page cache) are ignored, and so is everything af
 that does not parse. `list_journals` summarises a folder (question, status, cost, when); `prune`
 keeps the newest N journals.
 
+Numbering: `numbered_journals` is the one list every front end numbers (`%rlm runs`, `%%rlm --resume N`,
+`rlmnb runs`, `rlmnb view|replay|resume N`): the folder's journals with a whole header line, newest first, so
+N means the same file everywhere; `find_journal` turns a reference (a path, N, "last", a run id or a file
+name) into that file.
+
 Where: `RLMConfig.journal` True means `$RLMNB_JOURNAL_DIR`, else `.rlmnb/runs` under the working
 directory; a string is a folder; False writes nothing. The default stays beside the work (a project's
 `%rlm runs` and `--resume N` list that project's runs, not every run of the machine), so it is said once
@@ -34,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlmnb._ground.errors import ConfigError
 from rlmnb.events import EVENT_TYPES, Event, RunFinished, Trajectory, event_from_dict
 
-__all__ = ["ENV_DIR", "JOURNAL_VERSION", "Journal", "JournalSummary", "JournalWriter", "changed_inputs", "fingerprint",
-           "first_run_note", "journal_folder", "journal_paths", "list_journals", "new_journal_path", "prune",
-           "read_journal", "scrub", "secret_values", "summarise"]
+__all__ = ["ENV_DIR", "JOURNAL_VERSION", "Journal", "JournalNotFound", "JournalSummary", "JournalWriter",
+           "changed_inputs", "find_journal", "fingerprint", "first_run_note", "journal_folder", "journal_header",
+           "journal_paths", "list_journals", "new_journal_path", "numbered_journals", "prune", "read_journal", "scrub",
+           "secret_values", "summarise"]
 
 JOURNAL_VERSION = 1
 SUFFIX = ".jsonl"
@@ -237,7 +244,7 @@ def read_journal(path: str | Path) -> Journal:
         if record.get("kind") in EVENT_TYPES:
             try:
                 events.append(event_from_dict(record))
-            except TypeError:
+            except (TypeError, ValueError, KeyError):  # a damaged event: what came before it still reads
                 torn = True
                 break
     if not header:
@@ -301,13 +308,78 @@ def journal_paths(folder: str | Path) -> list[Path]:
     return [path for _, _, path in sorted(dated, key=lambda t: (t[0], t[1]), reverse=True)]
 
 
+def journal_header(path: str | Path) -> dict[str, Any] | None:
+    """The header of the journal at `path` (its first, whole line), or None when `path` is no readable journal.
+
+    Invariant: `read_journal(path)` succeeds exactly when this returns a header (the file staying as it is).
+    """
+    try:
+        with Path(path).open("rb") as handle:
+            line = handle.readline()
+    except OSError:
+        return None
+    if not line.endswith(b"\n"):  # empty, or the header itself was cut
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and record.get("kind") == "journal" else None
+
+
+def numbered_journals(folder: str | Path) -> list[Path]:
+    """The journals of `folder` as every front end numbers them (see module docs): those with a header, newest
+    first; journal N is item N - 1. Reads one line of each file."""
+    return [path for path in journal_paths(folder) if journal_header(path) is not None]
+
+
 def list_journals(folder: str | Path) -> list[JournalSummary]:
-    """Summaries of the journals in `folder`, newest first (unreadable files are skipped)."""
+    """Summaries of `numbered_journals(folder)`, in its order (a file deleted meanwhile drops out)."""
     out = []
-    for path in journal_paths(folder):
+    for path in numbered_journals(folder):
         with contextlib.suppress(OSError, ValueError):
             out.append(summarise(read_journal(path)))
     return out
+
+
+class JournalNotFound(ConfigError):
+    """A journal reference (a number, "last", a run id or a name) names no journal of the folder."""
+
+
+def find_journal(ref: str | int | Path, folder: str | Path | None = None, *, listed_by: str = "`rlmnb runs`") -> Path:
+    """The file a record reference names, for every front end alike (see module docs).
+
+    Args:
+        ref: a file's path (returned as given when the file exists, journal or not: the caller reads it);
+            else "last" or N (an int or its digits), numbered as `numbered_journals(folder)` numbers them; else a journal of
+            `folder` by file name, stem or run id.
+        folder: where numbers and ids are looked up; default `journal_folder(True)`.
+        listed_by: the command that lists the journals in the caller's front end, named in the error.
+
+    Raises:
+        JournalNotFound (a ConfigError): nothing by that reference; the message says what to give instead.
+    """
+    text = str(ref).strip()
+    path = Path(os.path.expanduser(text))
+    if text and path.is_file():
+        return path
+    base = Path(folder) if folder is not None else journal_folder(True)
+    assert base is not None  # journal_folder(True) always names a folder
+    if text == "last" or text.isdigit():
+        found = numbered_journals(base)
+        index = 0 if text == "last" else int(text) - 1
+        if 0 <= index < len(found):
+            return found[index]
+        count = "no journals" if not found else f"{len(found)} journal{'' if len(found) == 1 else 's'}"
+        raise JournalNotFound(f"{text}: {base} holds {count}; {listed_by} lists them with their numbers.")
+    for candidate in journal_paths(base):
+        if text and (text in (candidate.name, candidate.stem) or candidate.stem.endswith(f"-{text}")):
+            return candidate
+    if os.sep in text or text.endswith((".json", ".jsonl")):  # meant as a path
+        raise JournalNotFound(f"No file at {path}: check the path, or give a number or run id that {listed_by} "
+                              f"lists.")
+    raise JournalNotFound(f"No journal {text!r} in {base}: give the path of a saved trajectory (.json) or journal "
+                          f"(.jsonl), or a number or run id that {listed_by} lists.")
 
 
 def prune(folder: str | Path, keep: int) -> list[Path]:

@@ -4,17 +4,23 @@ Each recorded request is keyed by a hash of what was sent: the whole conversatio
 the prompt for sub-calls. A replayed run that sends anything the record does not hold stops with
 `ReplayDivergence`, naming the first differing call. Inputs are not stored in trajectories: inputs
 that were files are re-read from their recorded paths; in-memory inputs must be passed again.
+
+What can be replayed is read by `read_record`, the one conversion `RLM.replay`, `%%rlm --replay` and the
+`rlmnb view|replay` commands share: a saved trajectory or RunResult (.json), a journal (.jsonl), or a journal
+by its number, "last" or its run id, numbered as `%rlm runs` and `rlmnb runs` list them (journal.py).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlmnb._engine.cache import prompt_sha, request_sha
+from rlmnb._engine.journal import Journal, find_journal, read_journal
 from rlmnb._ground.config import RLMConfig, field_names
 from rlmnb._ground.errors import ConfigError, ReplayDivergence
 from rlmnb._ground.text import clip
@@ -23,7 +29,7 @@ from rlmnb._guards.rules import guard_from_description
 from rlmnb._models.base import Completion, Message
 from rlmnb.events import ModelReply, RunStarted, SubCallFinished, SubCallStarted, Trajectory
 
-__all__ = ["ReplayLM", "ReplayPlan", "plan_replay", "recorded_config"]
+__all__ = ["Record", "ReplayLM", "ReplayPlan", "plan_replay", "read_record", "recorded_config"]
 
 
 def _replayed_error(slot: str) -> Exception:
@@ -119,6 +125,50 @@ def recorded_inputs(root: RunStarted, inputs: dict[str, Any], what: str) -> dict
 
 
 @dataclass(frozen=True)
+class Record:
+    """A recorded run as read from where it was kept: its file (None for a trajectory handed in), its events,
+    and its journal when it was one (the journal says whether the run ended: `journal.final()`)."""
+
+    path: Path | None
+    trajectory: Trajectory = field(repr=False)
+    journal: Journal | None = field(default=None, repr=False)
+
+
+def read_record(source: str | int | Path | Trajectory | Journal, /, *, listed_by: str = "`rlmnb runs`") -> Record:
+    """Read a recorded run from a Trajectory, a Journal, a file's path, or a journal's number (int or text),
+    "last" or run id (`journal.find_journal`, numbered as the journal lists are).
+
+    Raises:
+        JournalNotFound (a ConfigError): no file and no journal by that reference.
+        ConfigError: the file is neither a saved trajectory (.json) nor a journal (.jsonl); says which lists them.
+    """
+    if isinstance(source, Trajectory):
+        return Record(None, source)
+    if isinstance(source, Journal):
+        return Record(source.path, source.trajectory, source)
+    path = find_journal(source, listed_by=listed_by)
+    try:
+        if _starts_as_journal(path):
+            journal = read_journal(path)
+            return Record(path, journal.trajectory, journal)
+        return Record(path, Trajectory.load(path))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{path} is neither a saved rlmnb trajectory (.json) nor a journal (.jsonl) ({reason}); "
+                          f"{listed_by} lists the journals.") from None
+
+
+def _starts_as_journal(path: Path) -> bool:
+    """Whether `path` starts as a journal does (a header line), rather than as one JSON document."""
+    try:
+        with path.open("rb") as handle:
+            first = json.loads(handle.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and first.get("kind") == "journal"
+
+
+@dataclass(frozen=True)
 class ReplayPlan:
     """What re-running a recorded trajectory needs; `RLM.replay` (api.py) builds the run from it.
 
@@ -134,15 +184,16 @@ class ReplayPlan:
     revision_prompt: str | None = None
 
 
-def plan_replay(source: str | Path | Trajectory, /, *, schema: Any = None, verify: Any = None,
+def plan_replay(source: str | int | Path | Trajectory | Journal | Record, /, *, schema: Any = None, verify: Any = None,
                 **inputs: Any) -> ReplayPlan:
-    """Check a recorded trajectory can be re-run and gather what the re-run needs (no model call).
+    """Check a recorded run can be re-run and gather what the re-run needs (no model call).
 
-    A run that validated answers against a schema needs `schema=` again (a class is code, not data);
-    a built-in verify guard is rebuilt from the record, any other guard must be passed as `verify=`.
-    In-memory inputs must be passed again; file inputs are re-read from their recorded paths.
+    `source` is anything `read_record` reads. A run that validated answers against a schema needs `schema=`
+    again (a class is code, not data); a built-in verify guard is rebuilt from the record, any other guard must
+    be passed as `verify=`. In-memory inputs must be passed again; file inputs are re-read from their recorded
+    paths. The plan's config writes no journal: a replay is not a new run.
     """
-    trajectory = source if isinstance(source, Trajectory) else Trajectory.load(source)
+    trajectory = (source if isinstance(source, Record) else read_record(source)).trajectory
     starts = trajectory.of(RunStarted)
     if not starts:
         raise ConfigError("That trajectory has no run_started event; it is not a complete rlmnb record.")
@@ -159,5 +210,6 @@ def plan_replay(source: str | Path | Trajectory, /, *, schema: Any = None, verif
         if verify is None:
             raise ConfigError(f"That run checked answers with {root.verify.get('name', 'a custom guard')}; pass the "
                               f"same guard again: replay(path, verify=...).")
-    return ReplayPlan(lm=ReplayLM(trajectory), question=root.question, inputs=bound, config=recorded_config(root),
-                      schema=schema, verify=verify, revision_prompt=revision_prompt)
+    return ReplayPlan(lm=ReplayLM(trajectory), question=root.question, inputs=bound,
+                      config=recorded_config(root).replace(journal=False), schema=schema, verify=verify,
+                      revision_prompt=revision_prompt)

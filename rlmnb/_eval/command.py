@@ -23,40 +23,45 @@ from rlmnb._ground.errors import ConfigError
 __all__ = ["add_arguments", "run", "spec_from_args"]
 
 
+_EPILOG = f"""tasks (--task, comma-separated):
+  generated at each of --sizes: {', '.join(TASK_NAMES)}, all
+  NVIDIA's RULER: ruler:NAME, ruler:all
+  your own, one JSON object a line: jsonl:PATH
+  published (--data PATH, else the Hugging Face hub): oolong_synth, oolong_real, longbench_v2, browsecomp_plus
+methods (--methods, comma-separated):
+  rlm, rlm_no_sub, direct, rlms, dspy_rlm, minrlm, fast_rlm"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", "--tasks", dest="tasks", default="oolong",
-                   help=f"comma-separated tasks: {', '.join(TASK_NAMES)} or all; ruler:<name> or ruler:all (NVIDIA's "
-                        f"RULER), jsonl:PATH (your own), oolong_synth, oolong_real, longbench_v2, browsecomp_plus "
-                        f"(with --data PATH or the Hugging Face hub) (default oolong)")
-    p.add_argument("--data", help="a local copy (file or folder, published format) of oolong_synth, oolong_real, "
-                                   "longbench_v2 or browsecomp_plus; without it they load from the Hugging Face hub")
-    p.add_argument("--sizes", default="32k", help="comma-separated input sizes in tokens, e.g. 32k,256k,1m")
-    p.add_argument("--methods", default="rlm,direct",
-                   help="comma-separated: rlm, rlm_no_sub, direct, rlms, dspy_rlm, minrlm, fast_rlm (default rlm,direct)")
-    p.add_argument("-m", "--model", required=True, help="root model (a litellm model string)")
+    """Declare `rlmnb eval`'s options on `p`: each says what it does in one line; the task and method names
+    are listed once, below the options (the epilog)."""
+    p.epilog = _EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines as written
+    p.add_argument("--task", "--tasks", dest="tasks", default="oolong", help="tasks to run (names below; default oolong)")
+    p.add_argument("--data", help="local copy of a published task set (default: the Hugging Face hub)")
+    p.add_argument("--sizes", default="32k", help="input sizes in tokens, e.g. 32k,256k,1m (default 32k)")
+    p.add_argument("--methods", default="rlm,direct", help="methods to compare (names below; default rlm,direct)")
+    p.add_argument("-m", "--model", required=True, help="root model, as provider/name")
     p.add_argument("-s", "--sub-model", help="sub-model (default: the root model)")
-    p.add_argument("--api-base", help="an OpenAI-compatible server for both models (vLLM, Ollama, the fake server)")
-    p.add_argument("--api-key", help="the key for --api-base (default: the provider's environment variable)")
-    p.add_argument("--temperature", type=float, help="sampling temperature of both models, for every method")
-    p.add_argument("--max-tokens", type=int, help="reply cap of both models' calls, for every method")
+    p.add_argument("--api-base", help="OpenAI-compatible server for both models")
+    p.add_argument("--api-key", help="key for both models (default: the provider's variable)")
+    p.add_argument("--temperature", type=float, help="sampling temperature of both models")
+    p.add_argument("--max-tokens", type=int, help="reply cap of every model call")
     p.add_argument("-n", type=int, default=5, help="instances per task and size (default 5)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results", help="folder for results.jsonl, summary and plot (default results/)")
-    p.add_argument("--max-cost", type=float, help="stop before the evaluation would pass this many dollars")
-    p.add_argument("--dry-run", action="store_true", help="print the cost estimate and stop; no model is called")
-    p.add_argument("--context-window", type=int,
-                   help="the root model's window for `direct` (default: litellm's); with --api-base also both models' "
-                        "window in the rlm methods (their limits and first reading)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated instances (default 0)")
+    p.add_argument("--out", default="results", help="folder for results, summary and plot (default results/)")
+    p.add_argument("--max-cost", type=float, help="dollars the evaluation may spend at most")
+    p.add_argument("--dry-run", action="store_true", help="print the cost estimate; call no model")
+    p.add_argument("--context-window", type=int, help="context window in tokens of a model litellm does not know")
     p.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
-                   help="dollars per million input and output tokens for a model litellm has no price for")
-    p.add_argument("--sandbox", choices=("local", "kernel"), help="sandbox of the rlm methods (default kernel)")
-    p.add_argument("--max-iterations", type=int)
+                   help="a model's dollars per million tokens in and out; repeatable")
+    p.add_argument("--sandbox", choices=("local", "kernel"), help="where rlm methods run code (default kernel)")
+    p.add_argument("--max-iterations", type=int, help="root turns per rlm run (default 20)")
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
-                   help="seconds one model request may take (default 120, or 600 for a server on this machine: "
-                        "give a slow local server reading long prompts more)")
-    p.add_argument("--no-plot", action="store_true")
+                   help="seconds one model request may take (default 120; 600 local)")
+    p.add_argument("--no-plot", action="store_true", help="write no plot")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

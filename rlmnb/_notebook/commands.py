@@ -157,7 +157,8 @@ def view(raw: str) -> None:
 
 
 def runs() -> None:
-    """`%rlm runs`: the journals of the journal folder, newest first, numbered for `%%rlm --resume N`."""
+    """`%rlm runs`: the journals of the journal folder, newest first, numbered for `%%rlm --resume N` (and as
+    `rlmnb runs` numbers them: `journal.numbered_journals`)."""
     from rlmnb._engine.journal import journal_folder, list_journals
 
     folder = journal_folder(True)
@@ -172,24 +173,14 @@ def runs() -> None:
 
 
 def journal_for(run: str) -> Path:
-    """The journal `%%rlm --resume RUN` means: "last" (the newest), a number from `%rlm runs`, a name or a path."""
-    from rlmnb._engine.journal import journal_folder, journal_paths
+    """The journal `%%rlm --resume RUN` means: a path, "last" (the newest), a number from `%rlm runs`, a file
+    name or a run id, numbered as `%rlm runs` lists them (`journal.find_journal`); else a UsageError."""
+    from rlmnb._engine.journal import JournalNotFound, find_journal
 
-    folder = journal_folder(True)
-    assert folder is not None
-    found = journal_paths(folder)
-    text = unquote(run)
-    if text == "last" or text.isdigit():
-        index = 0 if text == "last" else int(text) - 1
-        if not 0 <= index < len(found):
-            raise UsageError(f"--resume {run}: there {'is no journal' if not found else f'are {len(found)} journals'} "
-                             f"in {folder}; list them with %rlm runs.")
-        return found[index]
-    path = Path(os.path.expanduser(text))
-    for candidate in (path, folder / text, folder / f"{text}.jsonl"):
-        if candidate.is_file():
-            return candidate
-    raise UsageError(f"--resume {run}: no journal at {path}; list them with %rlm runs.")
+    try:
+        return find_journal(unquote(run), listed_by="%rlm runs")
+    except JournalNotFound as exc:
+        raise UsageError(f"--resume: {exc}") from None
 
 
 def resume_note(run_id: str, *, folder: Path | None, line: str) -> Snapshot | None:
@@ -201,12 +192,12 @@ def resume_note(run_id: str, *, folder: Path | None, line: str) -> Snapshot | No
     """
     import time
 
-    from rlmnb._engine.journal import journal_folder, journal_paths
+    from rlmnb._engine.journal import journal_folder, numbered_journals
     from rlmnb.views._snapshot import Snapshot
 
     if folder is None:
         return None
-    found = journal_paths(folder)
+    found = numbered_journals(folder)
     path = next((p for p in found if p.stem.endswith(f"-{run_id}")), None)
     if path is None:
         return None

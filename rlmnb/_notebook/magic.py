@@ -18,6 +18,8 @@ import glob
 import html
 import keyword
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +50,7 @@ __all__ = ["RLMMagics", "RunFailed", "RunInterrupted", "SETTING_FLAGS", "registe
 RESERVED_INPUT_NAMES = frozenset({"continue_from", "keep_session"})
 GLOB_CHARS = frozenset("*?[")
 MAX_HISTORY = 100  # runs kept for %rlm export --all (each holds its trajectory)
+KEY_WAIT_S = 0.3  # how long a cell waits for the key check before showing the view (see _key_check)
 
 
 # ==================================================================================================
@@ -119,8 +122,9 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         inputs = self._inputs(args.inputs, args.files)
         schema = self._evaluate(args.schema, "--schema") if args.schema else None
         if args.replay:
-            schema = self._evaluate(args.schema, "--schema") if args.schema else None
             return self._replay(args.replay, inputs, out_name, args.quiet or self.quiet, schema)
+        # every option that can fail is checked here, before anything is displayed (a widget that appears and
+        # then gives way to a usage error reads as a run that started): models, settings, the run to resume
         model, sub_model = self._models(args.model, args.sub_model, required=not args.dry_run)
         if args.dry_run:  # no model is called: none is needed, and litellm is not loaded (dry_run.py)
             model, sub_model = self._unsent(model, sub_model)
@@ -130,44 +134,44 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
             extras["child_model"] = self._model_value(args.child_model.strip(), "--child-model")
         if args.verify:
             extras["verify"] = verify_guard(args.verify, self._model_value)
+        resume: tuple[Path, bool] | None = None
+        if args.resume:
+            from rlmnb._notebook.commands import journal_for
+
+            resume = (journal_for(args.resume), args.force)
+        rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras})
         quiet = args.quiet or self.quiet
         names = _model_names(model, sub_model)
-        view = None if quiet or args.dry_run else self._new_view(names)
-        shown = _dry_run_placeholder(names) if args.dry_run and not quiet else None
-        if view is not None:  # shown before the model is built and its key checked (litellm loads for seconds)
+        if args.dry_run:
+            return self._dry_run_shown(rlm, question, inputs, None if quiet else names)
+        keys = self._key_check(rlm)  # a key said missing at once fails here, before the view
+        view = None if quiet else self._new_view(names)
+        if view is not None:  # shown while the rest of the key check loads litellm (seconds, the first time)
+            rlm.on_event = view.on_event
             view.display(self._placeholder)
             view.start()
         try:
-            rlm = self._build(model, sub_model, args.sandbox or self.sandbox, schema, {**settings, **extras}, view)
-            if args.dry_run:
-                return self._dry_run(rlm, question, inputs)
-            self._check_keys(rlm)
-            self.last_models = (rlm.model, rlm.sub_model)
+            keys()
         except BaseException:
             if view is not None:
                 view.discard()
             raise
-        finally:
-            if shown is not None:  # the report (or the error) is the cell's outcome: the placeholder goes
-                shown.update({"text/plain": "", "text/html": ""}, raw=True)  # the same keys as shown: cleared
+        self.last_models = (rlm.model, rlm.sub_model)
         if view is not None and rlm.config.journal is not False:  # its saved output says how to go on
             import functools
 
-            from rlmnb._engine.journal import journal_folder
+            from rlmnb._engine.journal import first_run_note, journal_folder
             from rlmnb._notebook.commands import resume_note
 
-            view.resume = functools.partial(resume_note, folder=journal_folder(rlm.config.journal), line=line)
-        if previous is None:
+            folder = journal_folder(rlm.config.journal)
+            view.resume = functools.partial(resume_note, folder=folder, line=line)
+            note = first_run_note(folder, rlm.config.journal_keep)  # once a process: where the runs are kept
+            if note is not None:
+                view.notice(note)  # in the live view only: a stderr line would change saved outputs (nbval)
+        if previous is None or resume is not None:
             self._close_session()
-        if args.resume:
-            self._close_session()
-            from rlmnb._notebook.commands import journal_for
-
-            resume = (journal_for(args.resume), args.force)
-            if view is not None:
-                view.resuming(resume[0])
-        else:
-            resume = None
+        if resume is not None and view is not None:
+            view.resuming(resume[0])
         result = self._execute(rlm, question, inputs, previous, view, resume)
         self._record(result, out_name)
         if view is None and quiet is False:  # widgets unavailable: show the static tree
@@ -325,13 +329,13 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
         view.tree.expected_models = models
         return view
 
-    def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any],
-               view: RunWidget | None) -> RLM:
+    def _build(self, model: Any, sub_model: Any, sandbox: str, schema: Any, settings: dict[str, Any]) -> RLM:
+        """The cell's RLM, every setting and model name checked (no model is called, litellm is not loaded);
+        its `on_event` is the view's, set once the view is shown."""
         from rlmnb._api import RLM
 
         try:
-            return RLM(model, sub_model, sandbox=sandbox, schema=schema, config=self.run_config(),
-                       on_event=view.on_event if view is not None else None, **settings)
+            return RLM(model, sub_model, sandbox=sandbox, schema=schema, config=self.run_config(), **settings)
         except RLMError as exc:
             raise UsageError(_sentence(exc)) from None
         except ImportError as exc:
@@ -340,17 +344,17 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
     def _replay(self, path: str, inputs: dict[str, Any], out_name: str | None, quiet: bool, schema: Any) -> Any:
         from rlmnb._api import RLM
+        from rlmnb._engine.replay import read_record
 
-        source = Path(unquote(path)).expanduser()
-        if not source.is_file():
-            raise UsageError(f"--replay {path}: no trajectory file there; check the path.")
-        self._close_session()  # a replay is a new run: the kept session cannot be continued after it
+        try:  # a path, or a journal's number, run id or "last" as %rlm runs lists them
+            record = read_record(unquote(path), listed_by="%rlm runs")
+        except RLMError as exc:
+            raise UsageError(f"--replay: {_sentence(exc)}") from None
+        self._close_session()  # the kept session cannot be continued after a replay
         try:
-            result = RLM.replay(source, schema=schema, **inputs)
+            result = RLM.replay(record.journal or record.trajectory, schema=schema, **inputs)
         except RLMError as exc:
             raise UsageError(_sentence(exc)) from None
-        except (ValueError, KeyError) as exc:
-            raise UsageError(f"--replay {path}: not an rlmnb trajectory ({exc}).") from None
         self._record(result, out_name)
         if not quiet:
             from IPython.display import display
@@ -359,6 +363,27 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
             display(TrajectoryView(result.trajectory))  # type: ignore[no-untyped-call]
         return self._outcome(result)
+
+    def _key_check(self, rlm: RLM) -> Callable[[], None]:
+        """Check the models' keys (`_check_keys`) in a thread, waiting up to KEY_WAIT_S for it here: a key found
+        missing at once (a known provider's variable unset) fails before anything is shown, while a check that
+        imports litellm (seconds) goes on behind the view. Returns the wait for the rest (raises its UsageError)."""
+        from concurrent.futures import Future
+
+        done: Future[None] = Future()
+
+        def check() -> None:
+            try:
+                self._check_keys(rlm)
+            except BaseException as exc:  # handed to the cell's thread, which raises it
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        threading.Thread(target=check, name="rlmnb-key-check", daemon=True).start()
+        with contextlib.suppress(TimeoutError):
+            done.result(KEY_WAIT_S)
+        return done.result
 
     def _check_keys(self, rlm: RLM) -> None:
         """A missing API key is a usage error before the run, where the adapter can tell."""
@@ -372,6 +397,18 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
                     raise UsageError(_sentence(exc)) from None
                 except ImportError as exc:
                     raise UsageError(f"Cannot load litellm ({exc}); install it with: pip install litellm") from None
+
+    def _dry_run_shown(self, rlm: RLM, question: str, inputs: dict[str, Any],
+                       names: tuple[str, str] | None) -> Any:
+        """The dry run's report, with a line on screen while it is built (the first one loads the tokenizer for
+        seconds); `names` None: quiet, nothing shown. The line is cleared when the report (or the error) is the
+        cell's outcome."""
+        shown = _dry_run_placeholder(names) if names is not None else None
+        try:
+            return self._dry_run(rlm, question, inputs)
+        finally:
+            if shown is not None:  # the same keys as shown, cleared
+                shown.update({"text/plain": "", "text/html": ""}, raw=True)
 
     def _dry_run(self, rlm: RLM, question: str, inputs: dict[str, Any]) -> Any:
         from rlmnb._engine.estimate import DryRunReport, estimate_run

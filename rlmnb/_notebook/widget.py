@@ -209,6 +209,7 @@ class RunWidget:
         self._groups: dict[str, _GroupPanel] = {}
         self._mark: Any = None  # a resumed run's mark (one HTML row), placed where RunTree.resumed_view says
         self._hint: Any = None  # "resuming from ..." above the turns of a resumed run until its mark comes
+        self._notices: list[Any] = []  # muted lines under the run (notice())
         self._push_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -277,6 +278,14 @@ class RunWidget:
         with self._push_lock:
             self.body.children = [self._hint, *self.body.children]
 
+    def notice(self, text: str) -> None:
+        """A muted line under the run, in the live view only: the saved output (text/plain, text/html, the
+        trajectory) stays as it was, so saved notebooks compare as before. Said once, e.g. where runs are kept."""
+        row = self._html(f'<div style="{FONT};{MUTED};font-size:12px">{html.escape(text)}</div>')
+        self._notices.append(row)
+        with self._push_lock:
+            self.box.children = [*self.box.children, row]
+
     def start(self) -> None:
         """Start the throttled pusher thread (idempotent)."""
         if self._thread is None:
@@ -321,7 +330,7 @@ class RunWidget:
             for widget in (panel.header, panel.body, panel.answer, panel.box):
                 widget.close()
         self.trace.close()
-        for row in (self._mark, self._hint):
+        for row in (self._mark, self._hint, *self._notices):
             if row is not None:
                 row.close()
         for widget in (self.header, self.body, self.answer, self.meters, self.box, *self._shared):

@@ -154,6 +154,29 @@ def test_every_option_of_every_command_has_help() -> None:
     assert missing == []
 
 
+def test_eval_help_says_each_option_in_one_line_and_lists_the_names_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlmnb._eval.tasks import TASK_NAMES
+
+    monkeypatch.setenv("COLUMNS", "100")
+    evaluate = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["eval"]
+    text = evaluate.format_help()
+    options, _, epilog = text.partition("\n\ntasks")
+    helps: dict[str, list[str]] = {}  # option -> the lines of its help text
+    current = ""
+    for line in options.split("options:", 1)[1].splitlines()[1:]:
+        if line.startswith("  -"):
+            current = line.split()[0].rstrip(",")
+            helps[current] = [line[24:].strip()] if len(line) > 24 and line[22:24] == "  " else []
+        elif line.strip():
+            helps[current].append(line.strip())
+    assert len(helps) == len(evaluate._actions)  # every option, -h included
+    assert {option: lines for option, lines in helps.items() if len(lines) != 1} == {}
+    assert all(name in epilog for name in (*TASK_NAMES, "ruler:", "jsonl:", "oolong_synth", "rlm_no_sub", "fast_rlm"))
+    listed_once = ("niah", "multihop", "ruler:", "jsonl:", "oolong_synth", "longbench_v2", "rlm_no_sub", "dspy_rlm")
+    assert [name for name in listed_once if name in options.split("options:", 1)[1]] == []
+
+
 def test_a_missing_key_is_said_before_litellm_is_imported(tmp_path: Path) -> None:
     notes = tmp_path / "n.txt"
     notes.write_text("x")

@@ -316,10 +316,47 @@ def test_missing_api_key_is_a_usage_error_before_the_run(shell: InteractiveShell
     with pytest.raises(UsageError, match="set OPENAI_API_KEY"):
         cell(shell, "-m keyed -i text")
     assert keyed.calls == 0 and "_rlm" not in shell.user_ns
-    # the view shows at once (the key check may load litellm for seconds), then is blanked by the error
+    assert shell.published == []  # a key found missing at once: nothing was shown before the error
+
+
+def test_a_slow_key_check_goes_on_behind_the_view_then_blanks_it(shell: InteractiveShell) -> None:
+    shown = threading.Event()
+
+    class SlowKeyLM:  # its key check takes as long as litellm's first import: until the view is on screen
+        name = "slow-key"
+
+        def check_key(self) -> None:
+            assert shown.wait(30), "the view never showed while the key check ran"
+            raise MissingAPIKey("No API key for openai: set OPENAI_API_KEY (or pass api_key=...).")
+
+        async def acomplete(self, messages: Any, **params: Any) -> Any:
+            raise AssertionError("never called")
+
+    models(shell)
+    shell.user_ns["slow"] = SlowKeyLM()
+    publish = shell.display_pub.publish
+
+    def seen(*args: Any, **kwargs: Any) -> None:
+        publish(*args, **kwargs)
+        shown.set()
+
+    shell.display_pub.publish = seen  # type: ignore[method-assign]
+    with pytest.raises(UsageError, match="set OPENAI_API_KEY"):
+        cell(shell, "-m slow -i text")
     assert shell.published[0]["data"]["text/plain"] == "RLM run (no events yet)"
     assert "starting…" in shell.published[0]["data"]["text/html"]
-    assert shell.published[-1]["data"].get("text/html", "") == ""
+    assert shell.published[-1]["data"].get("text/html", "") == ""  # blanked by the error
+
+
+@pytest.mark.parametrize("line", ["-m gpt-4o -i text", "-m root -i text --max-iterations 0",
+                                  "-m root -i text --resume 9", "-m root -i text --confinement nonsense"])
+def test_a_bad_option_fails_before_anything_is_shown(line: str, shell: InteractiveShell, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLMNB_JOURNAL_DIR", str(tmp_path / "runs"))
+    models(shell)
+    with pytest.raises(UsageError):
+        cell(shell, line)
+    assert shell.published == [] and "_rlm" not in shell.user_ns
 
 
 @pytest.mark.slow  # imports litellm (seconds)
@@ -510,5 +547,5 @@ def test_replay_flag_reproduces_a_saved_run(shell: InteractiveShell, tmp_path: P
     assert shell.user_ns["_rlm"].usage.cost_usd == 0.0
     with pytest.raises(UsageError, match="replay diverged"):
         shell.run_cell_magic("rlm", f"--replay {path} -i text='xyz' --quiet", "q")
-    with pytest.raises(UsageError, match="no trajectory file"):
+    with pytest.raises(UsageError, match="nope.json"):
         shell.run_cell_magic("rlm", f"--replay {tmp_path / 'nope.json'} --quiet", "q")

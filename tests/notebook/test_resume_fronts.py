@@ -48,7 +48,7 @@ def test_runs_lists_and_resume_continues_the_newest(shell: InteractiveShell, cap
     shell.user_ns["text"] = "changed"
     with pytest.raises(UsageError, match="The inputs differ"):
         shell.run_cell_magic("rlm", "-m root -s sub -i text --quiet --resume 2", "(resumed)")
-    with pytest.raises(UsageError, match="no journal at"):
+    with pytest.raises(UsageError, match="nowhere.jsonl"):
         shell.run_cell_magic("rlm", "-m root -s sub -i text --quiet --resume nowhere.jsonl", "(resumed)")
 
 

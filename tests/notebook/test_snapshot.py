@@ -35,8 +35,9 @@ def test_the_note_numbers_the_journal_as_rlm_runs_does(tmp_path: Path, monkeypat
     folder.mkdir()
     monkeypatch.setenv("RLMNB_JOURNAL_DIR", str(folder))
     older, newer = folder / "20260101-000000-aaa.jsonl", folder / "20260102-000000-bbb.jsonl"
-    for age, path in ((100, older), (0, newer)):
-        path.write_text("{}\n")
+    unreadable = folder / "20260103-000000-zzz.jsonl"  # the newest file, but no journal: %rlm runs skips it
+    for age, path in ((100, older), (0, newer), (-50, unreadable)):
+        path.write_text('{"kind": "journal", "version": 1}\n' if path != unreadable else "{}\n")
         os.utime(path, (1_700_000_000 - age, 1_700_000_000 - age))
     note = resume_note("aaa", folder=folder, line="-m root")
     assert note is not None and note.journal == str(older) and note.resume == "%%rlm -m root --resume 2"
