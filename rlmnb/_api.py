@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rlmnb._engine.budget import Budget
+from rlmnb._engine.context import Outcome, Session
 from rlmnb._engine.resources import RunSpec, TreeResources
 from rlmnb._engine.runs import execute_run
-from rlmnb._engine.turn import Outcome, Session
 from rlmnb._ground.blocking import run_coroutine_blocking
 from rlmnb._ground.config import RLMConfig, field_names
 from rlmnb._ground.errors import ConfigError, ReplayDivergence

@@ -201,6 +201,20 @@ class GuardRejected(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PolicyActed(Event):
+    """A turn-loop policy acted (`RLMConfig.policies`): `action` is one of "note" (a line added to the turn's
+    observation), "send_back" (a submitted answer went back to the model; a GuardRejected with the policy's name
+    follows), "ask_again" (a reply was not used and the model was asked again), "answer" (a reply without code
+    ended the run as its answer), "end_turns" (the turns ended; the final answer follows) or "read_first" (evidence
+    gathered before the first turn). `detail` is what the model was told, or why."""
+    kind: ClassVar[str] = "policy_acted"
+    turn: int
+    policy: str
+    action: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Submitted(Event):
     kind: ClassVar[str] = "submitted"
     turn: int
@@ -301,7 +315,7 @@ class RunResumed(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, ModelReply, CodeExecuted, CodeOutput, BatchStarted, BatchFinished,
-                SubCallStarted, SubCallSent, SubCallFinished, GuardRejected, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
+                SubCallStarted, SubCallSent, SubCallFinished, GuardRejected, PolicyActed, Submitted, TurnsTrimmed, ConcurrencyChanged, Fallback,
                 AttemptVerified, RunFinished, MapStarted, MapFinished, RunResumed)
 }
 
@@ -514,7 +528,7 @@ class RunScope:
 
 __all__ = [
     "AttemptVerified", "BatchFinished", "BatchStarted", "CodeExecuted", "CodeOutput", "ConcurrencyChanged",
-    "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished",
+    "EVENT_TYPES", "Event", "EventBus", "Fallback", "GuardRejected", "MIME_TYPE", "MapFinished", "PolicyActed",
     "MapStarted", "ModelReply", "RunFinished", "RunResumed", "RunScope", "RunStarted", "RunStatus", "SCHEMA_VERSION",
     "SubCallFinished", "SubCallSent", "SubCallStarted", "Submitted", "Trajectory", "TurnStarted",
     "TurnsTrimmed", "event_from_dict",

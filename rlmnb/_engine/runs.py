@@ -20,13 +20,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rlmnb._engine.context import Outcome, RunContext, Session
 from rlmnb._engine.conversation import Conversation
-from rlmnb._engine.first_read import first_read
 from rlmnb._engine.limits import RunLimits, run_limits, sub_prompt_window
 from rlmnb._engine.loop import first_prompt, run_turns, system_prompt
+from rlmnb._engine.policies import Policies, policies_for
 from rlmnb._engine.resources import RunSpec, TreeResources
 from rlmnb._engine.subcalls import RunHost, SubCaller
-from rlmnb._engine.turn import Outcome, RunContext, Session
 from rlmnb._ground.config import RLMConfig
 from rlmnb._ground.errors import (
     BudgetExhausted,
@@ -119,7 +119,7 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
                   confinement=confinement_of(sandbox, tree.config, spec.fields).to_dict())
     ctx = RunContext(question=spec.question, config=tree.config, root_lm=lm, sub=sub, sandbox=sandbox,
                      budget=tree.budget, bus=tree.bus, scope=scope, conversation=conversation,
-                     schema=schema, limits=limits)
+                     schema=schema, limits=limits, policies=Policies(policies_for(tree.config, limits.root_window)))
     ctx.extra["tree_metadata"] = tree.metadata
     ctx.extra["fields"] = tuple(spec.fields)  # guards that check answers against the data (QuotesFound)
     sub.turn = lambda: ctx.turn
@@ -129,7 +129,7 @@ async def execute_run(tree: TreeResources, spec: RunSpec) -> Outcome:
         await sandbox.start(host)
         await sandbox.bind(spec.bind_fields if spec.bind_fields is not None else spec.fields)
         if spec.conversation is None and spec.depth == 0:
-            reading = await first_read(ctx, spec.fields)
+            reading = await ctx.policies.on_start(ctx, spec.fields)
             if reading is not None:
                 conversation.opening[0] = first_prompt(spec.question, spec.summary.text, tree.config, schema,
                                                        reading)

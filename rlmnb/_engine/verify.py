@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from string import Template
 from typing import Any
 
+from rlmnb._engine.context import Outcome, RunContext
 from rlmnb._engine.conversation import TurnRecord
-from rlmnb._engine.turn import Outcome, RunContext
 from rlmnb._ground.concurrency import settle
 from rlmnb._ground.errors import ConfigError
 from rlmnb._ground.prompts import render

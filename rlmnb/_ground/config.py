@@ -14,12 +14,23 @@ from typing import Any
 
 from rlmnb._ground.errors import ConfigError
 
-__all__ = ["CONFINEMENTS", "SANDBOXES", "RLMConfig", "field_names", "parse_size"]
+__all__ = ["CONFINEMENTS", "POLICIES", "PROFILES", "SANDBOXES", "RLMConfig", "field_names", "parse_size"]
 
 SANDBOXES = ("local", "kernel")
 CONFINEMENTS = ("auto", "required", "off")
 COMPACTIONS = ("drop", "summarize")
 FIRST_READS = ("auto", "on", "off")
+POLICIES = ("empty_reply", "repeat_breaker", "look_first", "unshown_value", "whole_copy", "prose_answer", "same_error",
+            "guess_note", "first_read", "final_answer")
+"""Every turn-loop policy, in the order they act (rlmnb/_engine/policies: one module each)."""
+PROFILES: dict[str, tuple[str, ...]] = {
+    "paper": ("final_answer",),
+    "default": tuple(p for p in POLICIES if p != "first_read"),
+    "small": POLICIES,
+}
+"""Named sets of policies: "paper" is the loop as the RLM paper describes it (code, outputs, submit; one final
+call when the turns run out); "small" adds a first reading for small root models; "auto" (not listed) is "small"
+for a root model whose context window is at most 32,768 tokens, else "default"."""
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']",
              "models": "['openai/gpt-4o-mini']"}
 
@@ -77,6 +88,10 @@ class RLMConfig:
     """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
     fallback answers from what the code printed (0: the first repeat does)."""
+    policies: str | tuple[str, ...] = "auto"
+    """The turn loop's policies: a profile ("auto", "default", "small", "paper") or a list of policy names
+    (rlmnb.POLICIES). Each watches one thing and may add a note, send a submitted answer back once, ask the model
+    again, take a reply as the answer or end the turns; the trajectory says which acted (docs/concepts/policies.md)."""
     first_read: str = "auto"
     """Before the root's first step, the sub-model reads the text inputs with the question (at most 4 sub-calls,
     each text cut to fit its window) and the root sees its answers: 'on', 'off', or 'auto' (on for a root model
@@ -187,6 +202,17 @@ class RLMConfig:
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
             object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
+        if isinstance(self.policies, str):
+            if self.policies != "auto" and self.policies not in PROFILES:
+                raise ConfigError(f"policies must be a profile ({', '.join(['auto', *PROFILES])}) or a list of "
+                                  f"policy names, got {self.policies!r}.")
+        else:
+            names = tuple(self.policies) if isinstance(self.policies, list | tuple) else None
+            unknown = [n for n in names or () if n not in POLICIES]
+            if names is None or unknown or not all(isinstance(n, str) for n in names):
+                raise ConfigError(f"policies must be a profile or a list of names from {', '.join(POLICIES)}; "
+                                  f"{'unknown: ' + ', '.join(map(repr, unknown)) if unknown else f'got {self.policies!r}'}.")
+            object.__setattr__(self, "policies", names)
         if self.first_read not in FIRST_READS:
             raise ConfigError(f"first_read must be one of {', '.join(FIRST_READS)}, got {self.first_read!r}.")
         if self.compaction not in COMPACTIONS:
@@ -207,6 +233,8 @@ class RLMConfig:
         out["allow_paths"] = list(self.allow_paths)
         out["allow_network"] = list(self.allow_network)
         out["models"] = list(self.models)
+        if not isinstance(self.policies, str):
+            out["policies"] = list(self.policies)
         return out
 
 

@@ -147,7 +147,8 @@ def _sql_sentence(infos: Sequence[FieldInfo]) -> str:
             break
         shown.append(clip(n, NAME_CHARS))
         used += len(n) + 2
-    text = " " + render("sql_summary", tables=", ".join(shown))
+    listed = ", ".join(f"`{n}`" if not n.startswith("and ") else n for n in shown)
+    text = " " + render("sql_summary", tables=("the table " if len(names) == 1 else "the tables ") + listed)
     if any(i.kind in ("workbook", "workbooks") for i in infos):
         text += " " + render("sql_sheets")
     return text

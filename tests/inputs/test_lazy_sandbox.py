@@ -81,7 +81,7 @@ def test_sql_joins_every_kind_of_table_in_both_sandboxes(kind: str, sales: Path)
                      "arrow_t": "Table"},
             "rows": [5000] * 4, "files": 20000, "dataset": 20000, "goals": 60, "tiny": [1, 2]}
         summary = root.requests[0][1]["content"]
-        assert "`sql(query)` runs DuckDB SQL over the tables sales, names, r, goals, d, arrow_t" in summary
+        assert "`sql(query)` runs DuckDB SQL over the tables `sales`, `names`, `r`, `goals`, `d`, `arrow_t`" in summary
         if kind == "kernel":
             shipped = result.session.sandbox.bytes_shipped
             assert shipped > 0 and shipped == _data_bytes(result)  # the frame, the Arrow table, the goals copy

@@ -152,7 +152,7 @@ async def test_sql_sees_polars_frames_and_plans_under_their_input_names(kind: st
 
 def test_the_summary_tells_the_model_sql_sees_polars_inputs(parquet: Path) -> None:
     text = summary_of(sales=pl.scan_parquet(parquet), areas=frame())
-    assert "`sql(query)` runs DuckDB SQL over the tables sales, areas" in text
+    assert "`sql(query)` runs DuckDB SQL over the tables `sales`, `areas`" in text
 
 
 @pytest.mark.integration
