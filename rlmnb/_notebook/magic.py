@@ -162,9 +162,11 @@ class RLMMagics(Magics, RLMSettings):  # type: ignore[misc,valid-type]
 
             from rlmnb._engine.journal import first_run_note, journal_folder
             from rlmnb._notebook.commands import resume_note
+            from rlmnb._notebook.frontend import keeps_live_view
 
             folder = journal_folder(rlm.config.journal)
-            view.resume = functools.partial(resume_note, folder=folder, line=line)
+            if keeps_live_view():  # else each refresh of the saved output would re-create the view (frontend.py)
+                view.resume = functools.partial(resume_note, folder=folder, line=line)
             note = first_run_note(folder, rlm.config.journal_keep)  # once a process: where the runs are kept
             if note is not None:
                 view.notice(note)  # in the live view only: a stderr line would change saved outputs (nbval)
