@@ -58,6 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sandbox", choices=("local", "kernel"), help="where rlm methods run code (default kernel)")
     p.add_argument("--max-iterations", type=int, help="root turns per rlm run (default 20)")
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
+    p.add_argument("--policies", metavar="PROFILE|NAME,...",
+                   help="turn-loop policies of the rlm methods: a profile (auto, default, small, paper) or "
+                        "comma-separated policy names (default auto)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="seconds one model request may take (default 120; 600 local)")
@@ -126,13 +129,25 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     tasks = [f"{t}:{args.data or 'hub'}" if t.strip().lower() in PUBLISHED else t
              for t in expand_tasks(_split(args.tasks))]
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
-                                  "max_llm_calls": args.max_llm_calls, "timeout": args.timeout}.items() if v is not None}
+                                  "max_llm_calls": args.max_llm_calls, "timeout": args.timeout,
+                                  "policies": _policies(args.policies)}.items() if v is not None}
     settings.update(_confinement(args))
     model = _model(args.model, args, prices)
     sub = _model(args.sub_model, args, prices) if args.sub_model else None
     setup = Setup(model=model, sub_model=sub, settings=settings, context_window=args.context_window)
     return EvalSpec(tasks=tasks, sizes=_split(args.sizes), methods=_split(args.methods), setup=setup, n=args.n,
                     seed=args.seed, out=args.out, max_cost=args.max_cost).checked()
+
+
+def _policies(value: str | None) -> str | tuple[str, ...] | None:
+    """--policies as RLMConfig takes it (a profile name, or a tuple of policy names), checked now."""
+    if value is None:
+        return None
+    from rlmnb._ground.config import PROFILES, RLMConfig
+
+    chosen: str | tuple[str, ...] = value if value == "auto" or value in PROFILES else tuple(_split(value))
+    RLMConfig(policies=chosen).validate()
+    return chosen
 
 
 def _confinement(args: argparse.Namespace) -> dict[str, Any]:

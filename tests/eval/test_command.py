@@ -194,3 +194,21 @@ def test_request_timeout_reaches_both_models_and_a_bad_one_is_refused_before_any
         with pytest.raises(SystemExit):
             parser.parse_args([*base, "--request-timeout", bad])
         assert "is not a number of seconds: give one above 0" in capsys.readouterr().err
+
+
+def test_policies_reach_the_rlm_methods_and_a_bad_name_is_refused_before_any_call() -> None:
+    # an ablation runs the same tasks with one policy set or another (issue 44)
+    import argparse
+
+    from rlmnb._eval.command import add_arguments, spec_from_args
+    from rlmnb._ground.errors import ConfigError
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    base = ["--task", "niah", "--sizes", "8k", "-m", "openai/local"]
+    assert spec_from_args(parser.parse_args([*base, "--policies", "paper"])).setup.settings["policies"] == "paper"
+    named = spec_from_args(parser.parse_args([*base, "--policies", "look_first,final_answer"]))
+    assert named.setup.settings["policies"] == ("look_first", "final_answer")
+    assert "policies" not in spec_from_args(parser.parse_args(base)).setup.settings
+    with pytest.raises(ConfigError):
+        spec_from_args(parser.parse_args([*base, "--policies", "look_first,bogus"]))
