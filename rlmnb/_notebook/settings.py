@@ -138,10 +138,11 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "pack_items", "map_retries")),
     ("What the root model sees", ("max_output_chars", "max_context_tokens", "compaction", "summary_max_tokens",
                                   "preview_chars", "preview_rows", "max_columns_shown", "max_event_chars", "instructions",
-                                  "replace_instructions", "allow_first_turn_submit", "first_read",
-                                  "repeat_asks")),
+                                  "replace_instructions")),
+    ("The turn loop's policies", ("policies", "first_read", "repeat_asks", "evidence_check",
+                                  "allow_first_turn_submit")),
     ("Recursion and checking", ("max_depth", "strict_depth", "max_child_concurrency", "min_confidence",
-                                "evidence_check", "max_revisions", "verify_timeout", "refine", "rounds")),
+                                "max_revisions", "verify_timeout", "refine", "rounds")),
     ("Display", ("quiet", "interpolate", "widget_interval", "embed_trajectory")),
 )
 
