@@ -1,6 +1,8 @@
-"""The harness defences issue 22's small-model trajectories call for, with replies shaped like the recorded ones
-(Qwen2.5-Coder 1.5B on llama.cpp, RULER needle and multikey tasks): the stall breaker on repeated steps, the
-evidence check on submit(), the fallback answered from real outputs, and the directive after a prose guess.
+"""The turn loop's policies on replies shaped like issue 22's small-model trajectories (Qwen2.5-Coder 1.5B on
+llama.cpp, RULER needle and multikey tasks), and the evidence they read: `repeat_breaker` on repeated steps,
+`unshown_value` on submit(), `prose_answer` on a bare value, `empty_reply` on replies that copy their request,
+`same_error`, and `final_answer` answering from real outputs. Each action is asserted as the `PolicyActed` event
+that names the policy (and a `GuardRejected` of its name for a send-back), never by a message's wording.
 """
 
 from __future__ import annotations
@@ -15,25 +17,18 @@ from sandbox_support import code, observations
 from rlmnb import RLM
 from rlmnb._engine.evidence import (
     Step,
-    answer_strings,
     asks_only_the_question,
     found_before,
     found_in,
-    held_by,
     holding_excerpt,
     latest_other,
-    listed_items,
     output_tails,
-    prints_positions,
-    question_mentions,
-    question_names,
-    same_words,
     short_answer,
-    states_shown_value,
     typed_at,
-    typed_data,
 )
-from rlmnb.events import CodeExecuted, Fallback, GuardRejected, ModelReply, Submitted
+from rlmnb._ground.passages import held_by, question_mentions, question_names
+from rlmnb._ground.prompts import load, render
+from rlmnb.events import CodeExecuted, Fallback, GuardRejected, ModelReply, PolicyActed, Submitted, Trajectory
 from rlmnb.testing import ScriptedLM
 
 NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
@@ -51,6 +46,21 @@ def run(replies: list[Any], *, text: str | None = None, **kw: Any) -> tuple[Any,
     return rlm.run("What is the special magic number for furtive-donation?", text=text or haystack()), root
 
 
+def acted(trajectory: Trajectory) -> list[tuple[int, str, str]]:
+    """(turn, policy, action) of every `PolicyActed` event of a run, in order."""
+    return [(e.turn, e.policy, e.action) for e in trajectory.of(PolicyActed)]
+
+
+def acted_by(trajectory: Trajectory, policy: str) -> list[tuple[int, str]]:
+    """(turn, action) of every action of `policy` in a run, in order."""
+    return [(turn, action) for turn, name, action in acted(trajectory) if name == policy]
+
+
+def asked_again(trajectory: Trajectory) -> list[int]:
+    """The turns at which `repeat_breaker` asked for another step instead of running a repeat."""
+    return [turn for turn, action in acted_by(trajectory, "repeat_breaker") if action == "ask_again"]
+
+
 LOOK = code("text = inputs['text']\nprint(len(text))")
 SPLIT = code("chunks = [text[i:i + 2000] for i in range(0, len(text), 2000)]\nprint(len(chunks), 'chunks')")
 FIND = code("i = text.find('special magic number')\nprint(text[i - 40:i + 60])")
@@ -66,13 +76,11 @@ def test_a_repeated_step_shows_its_output_again_and_points_at_the_latest_differe
     # (below); one that failed runs once more, with the stall note
     result, root = run([LOOK, SPLIT, FIND, BAD, BAD, code("submit(4015985)")])
     assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, None, None, None, 4, None]
+    assert acted(result.trajectory) == [(5, "repeat_breaker", "note")]  # it ran (it had failed), with the note
     obs = observations(root)[4]
-    assert "IndexError" in obs.splitlines()[1] or "IndexError" in obs  # the output is shown again
-    assert "same code as turn 4 and printed the same output again, so it changed nothing" in obs
-    pointer = obs[obs.index("most recent different output"):]
-    assert pointer.startswith("most recent different output (turn 3) ended with:")
-    assert "for furtive-donation is: 4015985" in pointer and "call `submit(value)`" in pointer
-    assert "different approach" in pointer
+    output, note = obs[:obs.index("[note]")], obs[obs.index("[note]"):]
+    assert "IndexError" in output  # the output is shown again
+    assert "for furtive-donation is: 4015985" in note  # the note quotes turn 3's output, the latest different one
     assert result.status == "submitted" and result.answer == 4015985  # printed at turn 3: evidenced
 
 
@@ -99,30 +107,32 @@ def test_a_repeat_after_the_runs_ask_ends_the_turns_with_the_fallback() -> None:
     result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=8).run(
         "What are the 3 most common words in the above list?", text=text)
     replies = result.trajectory.of(ModelReply)
-    assert [(r.turn, r.purpose, r.notes) for r in replies] == [
-        (1, "turn", []), (2, "turn", ["repeat_reasked"]), (2, "turn", []), (3, "turn", ["repeat_reasked"]),
-        (3, "turn", ["repeat_ended"]), (3, "fallback", [])]
+    assert [(r.turn, r.purpose) for r in replies] == [
+        (1, "turn"), (2, "turn"), (2, "turn"), (3, "turn"), (3, "turn"), (3, "fallback")]
+    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again"), (3, "repeat_breaker", "ask_again"),
+                                        (3, "repeat_breaker", "end_turns"), (3, "final_answer", "end_turns")]
     assert [e.turn for e in result.trajectory.of(CodeExecuted)] == [1, 2]  # the count once, then the head
     assert result.status == "fallback" and set(result.answer.split(", ")) == set(words)
-    assert result.reason == ("no submit(): the reply at turn 3 repeated turn 1's after the model was asked for "
-                             "another step 2 times")
     prompt = str(root.requests[-1][-1]["content"])
-    assert prompt.startswith("Your reply repeated turn 1's again after you were asked for a different step, so the "
-                             "steps end here. Do not write code.")
-    assert "hip: 30" in prompt and "count" not in prompt.split("Do not write code")[0]
+    assert "hip: 30" in prompt  # the final answer is asked from the count's output
     # with one ask, a re-ask answered with the same step again ends the turns at once
     root = ScriptedLM([count, count, count, "hip, gossip, family"], name="root")
     result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=1).run(
         "What are the 3 most common words in the above list?", text=text)
-    assert [r.notes for r in result.trajectory.of(ModelReply)][:3] == [[], ["repeat_reasked"], ["repeat_ended"]]
+    assert acted_by(result.trajectory, "repeat_breaker") == [(2, "ask_again"), (2, "end_turns")]
     assert result.status == "fallback" and result.answer == "hip, gossip, family" and len(root.requests) == 4
-    assert result.reason.endswith("after the model was asked for another step once")
     # repeat_asks: how many asks a run has before a repeat ends it (0: the first repeat does)
     root = ScriptedLM([count, count, "hip, gossip, family"], name="root")
     result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
         "What are the 3 most common words in the above list?", text=text)
-    assert result.reason == "no submit(): the reply at turn 2 repeated turn 1's (repeat_asks=0)"
-    assert [r.notes for r in result.trajectory.of(ModelReply)][:2] == [[], ["repeat_ended"]]
+    assert acted_by(result.trajectory, "repeat_breaker") == [(2, "end_turns")]
+    assert result.status == "fallback" and result.answer == "hip, gossip, family" and len(root.requests) == 3
+    # without the policy (the paper's loop) the repeated step runs again and the turns go on
+    root = ScriptedLM([count, count, code("submit(['hip', 'gossip', 'family'])")], name="root")
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies="paper").run(
+        "What are the 3 most common words in the above list?", text=text)
+    assert acted(result.trajectory) == [] and [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, 1, None]
+    assert result.status == "submitted" and result.answer == ["hip", "gossip", "family"]
 
 
 def test_a_repeat_with_no_other_output_has_no_pointer() -> None:
@@ -147,22 +157,22 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     assert [e.code.splitlines()[0] for e in runs] == ['data = inputs["text"]', look.splitlines()[0], "submit(4015985)"]
     assert "furtive-donation is: 4015985" in runs[1].stdout
     replies = result.trajectory.of(ModelReply)
-    assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
+    assert [r.turn for r in replies] == [1, 2, 2, 3]
+    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again")]
     reask, before = root.requests[2], root.requests[1]
     # the re-ask shows none of the model's replies, and the step's code nowhere (the system prompt's example is this
     # step): recorded (vt, cwe) it copied whatever earlier step the request showed, even a placeholder line
     assert [m["role"] for m in reask] == ["system", "user"]
     assert "print(str(data)[:500])" in str(before[0]["content"]) and "print(str(data)[:500])" in str(before[2]["content"])
     assert "print(str(data)[:500])" not in str(reask[0]["content"]) + str(reask[1]["content"])
-    assert "(left out: this step was run already)" in str(reask[0]["content"])
+    assert load("repeat_left_out") in str(reask[0]["content"])
     said = str(reask[1]["content"])
     assert said.startswith(str(before[1]["content"])) and str(before[3]["content"]) in said  # opening, turn 1's output
-    assert said.endswith("on the part of the data that holds the answer.")
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
     assert [p.get("seed") for p in root.request_params] == [None, None, 1, None]  # seeded: a re-run samples the same
     # the turn keeps the reply that ran; the repeat and the re-ask are in no later request
     later = "\n".join(str(m["content"]) for m in root.requests[3][1:])  # after the system prompt
-    assert "Do not send the code" not in later and later.count("print(str(data)[:500])") == 1
+    assert str(reask[-1]["content"])[len(said) - 60:] not in later and later.count("print(str(data)[:500])") == 1
     assert result.status == "submitted" and result.answer == 4015985
 
 
@@ -195,124 +205,43 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
     result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
         "Find all variables that are assigned the value 64268 in the text.", text=text)
     replies = result.trajectory.of(ModelReply)
-    assert [r.turn for r in replies] == [1, 2, 2, 3] and replies[1].notes == ["repeat_reasked"]
+    assert [r.turn for r in replies] == [1, 2, 2, 3]
+    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again")]
     reask = root.requests[2]
-    assert [m["role"] for m in reask] == ["system", "user"] and "VAR KNRWU" not in str(reask[0]["content"])
-    assert str(reask[1]["content"]).endswith("Do not send turn 1's reply again: it ran no code, and the same words "
-                                             "run nothing again. Write one step as a ```python block that works on "
-                                             "`inputs[...]`. If a value shown so far answers the question, call "
-                                             "`submit(value)` with it.")
+    assert [m["role"] for m in reask] == ["system", "user"] and "step-by-step approach" not in str(reask)
     assert [p.get("temperature") for p in root.request_params] == [None, None, 0.7, None]
     assert all("seed" not in p for p in root.request_params)  # a model that takes no seed is sent none
     assert "['KNRWU']" in result.trajectory.of(CodeExecuted)[0].stdout
     assert result.status == "submitted" and result.answer == "KNRWU"
-    # short prose said twice in a row is still the model's answer, not asked again (`_stated_again`)
+    # short prose said twice in a row is not asked again: it costs its turns and the run goes on to the submit
     short = "The variables are `KNRWU`."
-    root = ScriptedLM([find, short, short], name="root")
+    root = ScriptedLM([find, short, short, code("submit('KNRWU')")], name="root")
     result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
         "Find all variables that are assigned the value 64268 in the text.", text=text)
-    assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
-    assert result.status == "submitted" and len(root.requests) == 3
-
-
-def test_the_same_statement_of_shown_values_said_again_after_a_code_step_is_the_answer() -> None:
-    # recorded (RULER cwe at 8K, instance 0, on 9beaedc): turn 2 counted the words with code and printed ten of
-    # them; turn 3 stated those ten in prose; turn 4 ran a check; turn 5 stated the same ten again; turn 6 submitted
-    # a list of its own making (the text's list numbers, "1.", "2.", ...)
-    count = code("from collections import Counter\nfor w, n in Counter(inputs['text'].split()[1::2]).most_common(2):\n"
-                 "    print(f'{w}: {n}')")
-    said = "The top 2 words that appear most often in the list are:\n- census: 20\n- wind: 19"
-    check = code("print(inputs['text'][:30])\nif 'ham' in inputs['text']:\n    submit('ham')\n"
-                 "print('No top words found in the input')")
-    root = ScriptedLM([count, said, check, said, code("submit(['1.', '2.'])")], name="root")
-    text = " ".join(f"{i}. {'census' if i % 2 else 'wind'}" for i in range(1, 40))
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
-        "What are the 2 most common words in the above list?", text=text)
-    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
-    assert result.reason == "stated the same answer in prose twice, with values real output showed"
-    # the counts are numbers a question with a numbered worked example gives too; the listed words are the values
-    example = " ".join(f"{i}. {'dreamer' if i % 3 else 'server'}" for i in range(1, 41))
-    asked = f"{example}\nQuestion: What are the 2 most common words in the above list?"
-    root = ScriptedLM([count, said, check, said, code("submit(['1.', '2.'])")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(asked, text=text)
-    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
-    # the same with the words in one comma-separated line (recorded, RULER cwe at 8K instance 0, on 1704f9e: turns 2
-    # and 4 said "... are: sermon, lapdog, underground, ..." after turn 1's count printed the ten)
-    inline = "The top 2 words that appear most often in the list are: census, wind."
-    root = ScriptedLM([count, inline, check, inline, code("submit(['1.', '2.'])")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
-        "What are the 2 most common words in the above list?", text=text)
-    assert result.status == "submitted" and result.answer == inline and len(root.requests) == 4
-    # another statement between the two is no repeat: the later one is the model's latest, said once
-    other = "The most common word is `wind`: 19."
-    root = ScriptedLM([count, said, other, said, code("submit('census')")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
-        "What are the 2 most common words in the above list?", text=text)
-    assert result.answer == "census" and len(root.requests) == 5
-
-
-def test_a_refusal_said_twice_is_no_answer_because_of_a_number_the_question_gives() -> None:
-    # recorded (RULER cwe at 32K, on 2aa15ec): after its count printed ten words, the root said this twice in a row;
-    # the question's "10" counted as a value the outputs ("10. enchanting") showed, so it ended the run as the answer
-    refusal = ("I'm sorry, but the text provided does not contain any words to count or rank. The question asks for "
-               "the 10 most common words in a list, but there are no words listed in the input. Therefore, I cannot "
-               "generate an answer based on the given information.")
-    look = code("print(inputs['text'][:90])")
-    count = code("from collections import Counter\nprint(Counter(inputs['text'].split()[1::2]).most_common(2))")
-    root = ScriptedLM([look, refusal, refusal, count, code("submit(['census', 'wind'])")], name="root")
-    text = " ".join(f"{i}. {'census' if i % 2 else 'wind'}" for i in range(1, 40))
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
-        "What are the 10 most common words in the above list?", text=text)
-    assert "10. wind" in result.trajectory.of(CodeExecuted)[0].stdout  # the outputs show "10"
-    assert result.status == "submitted" and result.answer == ["census", "wind"] and len(root.requests) == 5
-    # a value the question does not give still counts (`_stated_again`, as before)
-    trajectory = result.trajectory
-    assert states_shown_value("The words are `census` and `wind`.", trajectory=trajectory,
-                              run_id=result.run_id, question="What are the 10 most common words?")
-    assert not states_shown_value(refusal, trajectory=trajectory, run_id=result.run_id,
-                                  question="What are the 10 most common words?")
-
-def test_a_position_a_step_printed_is_no_value_the_input_holds() -> None:
-    # recorded (RULER niah_multivalue at 8K, on 31f41fc): the root's step printed where the key starts ("939"),
-    # then it said "The special magic number for deranged-asparagus ... is 939." twice, which ended the run as the
-    # answer; a position is not shown as a value (the stated-twice rule, the evidence check) and the step is told so
-    body = 'import re\n\ntext = inputs["text"]\nmagic_number = re.search(r"furtive-donation", text).start()\n'
-    where = code(body + "print(magic_number)")
-    position = re.search("furtive-donation", haystack()).start()
-    said = f"The special magic number for furtive-donation mentioned in the provided text is {position}."
-    result, root = run([where, said, said, FIND, code("submit(4015985)")])
-    assert str(position) in result.trajectory.of(CodeExecuted)[0].stdout
-    assert "[note] This step printed only positions" in observations(root)[0]
-    assert result.status == "submitted" and result.answer == 4015985 and len(root.requests) == 5
-    # typed into submit(), the position is a guess the evidence check sends back
-    result, root = run([where, code(f"submit({position})"), FIND, code("submit(4015985)")])
-    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["evidence"] and result.answer == 4015985
-    # what decides is the code: text around a found place, a length or a count is shown as before
-    assert prints_positions(body + "print(magic_number)") and prints_positions("m = re.search('a', t)\nprint('at', m.end())")
-    assert prints_positions("i = t.find('a')\nprint(f'at {i}')") and prints_positions("i = t.index('a')\ni")
-    assert not prints_positions("i = t.find('a')\nprint(t[i - 40:i + 60])")
-    assert not prints_positions("print(len(t))") and not prints_positions("print('none found')")
-    assert not prints_positions("i = t.find('a')\nprint(f'at {t[i:i + 9]}')")
+    assert acted_by(result.trajectory, "repeat_breaker") == []
+    assert result.status == "submitted" and result.answer == "KNRWU" and len(root.requests) == 4
 
 
 def test_a_re_ask_keeps_the_models_own_sampling_and_skips_steps_that_failed() -> None:
     # a model built without a temperature is not sent one (reasoning models refuse it)
     result, root = run([LOOK, SPLIT, LOOK, FIND, code("submit(4015985)")])
-    assert "repeat_reasked" in result.trajectory.of(ModelReply)[2].notes
+    assert acted(result.trajectory) == [(3, "repeat_breaker", "ask_again")]
     assert all("temperature" not in p for p in root.request_params)
     # the re-ask shows no step that already ran, the repeated one or another (recorded, vt: asked again about its
     # example step, the model sent its first step again): only their outputs
     reask = root.requests[3]
     assert [m["role"] for m in reask] == ["system", "user"]
-    assert "Turn 1/20\n10867\n\nTurn 2/20\n6 chunks\n\nDo not send the code of turn 1 again" in str(reask[1]["content"])
+    assert "Turn 1/20\n10867\n\nTurn 2/20\n6 chunks\n\n" in str(reask[1]["content"])
+    assert "chunks = [text" not in str(reask)
     # code whose run raised (or printed a failed sub-call) may be worth running again: it runs, with the stall note
     broken = code("print(inputs['report'])")
     result, root = run([broken, broken, FIND, code("submit(4015985)")])
     assert [e.repeat_of for e in result.trajectory.of(CodeExecuted)] == [None, 1, None, None]
-    assert not any("repeat_reasked" in r.notes for r in result.trajectory.of(ModelReply))
+    assert acted_by(result.trajectory, "repeat_breaker") == [(2, "note")]  # the stall note, no ask
     # a submission the evidence check sent back is meant to be sent again: it is not asked about
     result, root = run([LOOK, code("submit(4015985)"), code("submit(4015985)")])
-    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["unshown_value"]
+    assert acted(result.trajectory) == [(2, "unshown_value", "send_back")]
     assert result.status == "submitted" and len(root.requests) == 3
 
 
@@ -332,31 +261,32 @@ def test_a_step_that_failed_the_same_way_twice_is_asked_again_before_its_third_r
     assert [e.error_type for e in runs] == [None, "TypeError", None, "TypeError", None, None]
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 3, 4, 5, 5, 6]
-    assert replies[4].notes == ["repeat_reasked"] and not any("repeat_reasked" in r.notes for r in replies[:4])
+    assert asked_again(result.trajectory) == [5]
     ask = str(root.requests[5][-1]["content"])
-    assert "Do not send the code of turn 4 again: it failed the same way twice" in ask
+    assert ask.endswith(render("repeat_error_ask", turn=4))  # the failed-twice ask, naming turn 4
     assert "llm_map() takes a list of items" in ask  # the error it must avoid is in view, its code is not
     assert "# Define the custom instruction" not in ask + str(root.requests[5][0]["content"])
     assert result.status == "submitted" and result.answer == 4015985
     # a failure is retried once unasked; after two alike the next send is asked about, even past another step
     other = code("print(inputs['report'])")
     result, root = run([other, other, code("print(inputs['text'][10**9])"), other, LOOK, FIND, code("submit(4015985)")])
-    assert [r.notes for r in result.trajectory.of(ModelReply)][3] == ["repeat_reasked"]
+    assert asked_again(result.trajectory) == [4]
     assert [e.error_type for e in result.trajectory.of(CodeExecuted)] == ["KeyError", "KeyError", "IndexError", None,
                                                                            None, None]
     assert result.status == "submitted"
     # a failure of another kind in between is no second identical failure
     result, root = run([other, code("print(inputs['text'][10**9])"), other, LOOK, FIND, code("submit(4015985)")])
-    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+    assert acted_by(result.trajectory, "repeat_breaker") == [(3, "note")]  # it ran again, with the stall note
+    assert result.status == "submitted"
     # a submission a guard sent back is never asked about, however often it comes back the same
     unjsonable = code("submit(object())")
     result, root = run([LOOK, unjsonable, unjsonable, unjsonable, FIND, code("submit(4015985)")])
     assert [e.guard for e in result.trajectory.of(GuardRejected)] == ["jsonable"] * 3
-    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+    assert asked_again(result.trajectory) == [] and result.status == "submitted"
     # the same code failing with another message each time is no stall either
     flaky = code("tries = globals().get('tries', 0) + 1\nraise ValueError(f'try {tries}')")
     result, root = run([flaky, flaky, flaky, LOOK, FIND, code("submit(4015985)")])
-    assert not any(r.notes for r in result.trajectory.of(ModelReply)) and result.status == "submitted"
+    assert acted_by(result.trajectory, "repeat_breaker") == [] and result.status == "submitted"
 
 def test_the_same_line_raising_the_same_error_behind_other_code_is_named() -> None:
     # recorded (`rlmnb eval` oolong_pairs 8k): `df = pd.read_csv(pd.compat.StringIO(...))` raised the same
@@ -368,17 +298,16 @@ def test_the_same_line_raising_the_same_error_behind_other_code_is_named() -> No
     result, root = run([first, second, code("print(inputs['text'][10**9])"), third, FIND, code("submit(4015985)")])
     assert [e.error_type for e in result.trajectory.of(CodeExecuted)] == ["AttributeError"] * 2 + ["IndexError",
                                                                            "AttributeError", None, None]
+    assert acted(result.trajectory) == [(2, "same_error", "note"), (4, "same_error", "note")]
     obs = observations(root)
-    note = f"The line `{bad}` raised this same error at turn 1 too: the code around it changed, that line did not."
-    assert note not in obs[0] and note in obs[1]
-    assert "raised this same error at turn 2 too" in obs[3]  # the latest earlier turn, past a different error
-    assert not any("raised this same error" in o for o in obs[2:3] + obs[4:])
+    assert render("same_error", turn=1, line=bad) in obs[1]
+    assert render("same_error", turn=2, line=bad) in obs[3]  # the latest earlier turn, past a different error
     assert result.status == "submitted"
     # the same code failing the same way is the stall rule's case, not this note's; another message is not the same
     again = code(f"text = inputs['text']\n{bad}")
     result, root = run([again, again, code(f"text = 'x'\n{bad.replace('no_such_method', 'other_missing')}"), FIND,
                         code("submit(4015985)")])
-    assert not any("raised this same error" in o for o in observations(root))
+    assert acted_by(result.trajectory, "same_error") == []
 
 
 def test_latest_other_skips_the_repeated_group() -> None:
@@ -398,16 +327,15 @@ GUESS = ("The special magic number for furtive-donation is 4742018.\n"
 def test_a_typed_value_nothing_printed_before_is_sent_back_once() -> None:
     result, root = run([GUESS, code("submit(special_magic_number)"), FIND, code("submit(4015985)")])
     rejected = result.trajectory.of(GuardRejected)
-    assert [r.guard for r in rejected] == ["evidence"]
-    obs = observations(root)[1]
-    assert "submit('4742018') was not accepted yet: you wrote this value into your code at turn 1" in obs
-    assert "Show where it comes from" in obs
+    assert [(r.turn, r.guard) for r in rejected] == [(2, "unshown_value")]
+    assert acted(result.trajectory) == [(2, "unshown_value", "send_back")]
+    assert rejected[0].reason in observations(root)[1]  # the model is told why
     assert result.status == "submitted" and result.answer == 4015985
 
 
 def test_the_second_submission_is_accepted_whatever_it_is() -> None:
     result, _ = run([GUESS, code("submit(special_magic_number)"), code("submit('4742018')")])
-    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["unshown_value"]
     assert result.status == "submitted" and result.answer == "4742018"
     assert len(result.trajectory.of(Submitted)) == 1
 
@@ -532,8 +460,6 @@ def test_a_statement_counts_as_found_only_after_the_output_that_holds_it() -> No
     assert found_before(guess, 3, [head, needle], question=q)
     assert found_before("It is 7067228.", 5, [head, needle], question=q)
     assert not found_before("It is 7067228.", 4, [head, needle], question=q)
-    positions = Step(4, "print(text.find('tangy'))", "7067228")
-    assert not found_before("It is 7067228.", 5, [positions], question=q)  # a position shows no value
 
 
 def test_the_fallback_is_shown_a_short_output_whole() -> None:
@@ -585,9 +511,8 @@ def test_a_prose_guess_gets_a_directive_and_its_value_is_checked() -> None:
     # recorded: turn 1 a prose guess from the preview, no code; turn 2 submitted the guessed number
     guess = "Based on the preview, the special magic number for furtive-donation is 4742018."
     result, root = run([guess, code("submit(4742018)"), FIND, code("submit(4015985)")])
-    first = observations(root)[0]
-    assert "had no ```python block, so nothing ran" in first and "a value written without running code is a guess" in first
-    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["evidence"]
+    assert load("no_code") in observations(root)[0]  # told that nothing ran, not taken as an answer
+    assert [(r.turn, r.guard) for r in result.trajectory.of(GuardRejected)] == [(2, "unshown_value")]
     assert result.answer == 4015985
     assert [e.purpose for e in result.trajectory.of(ModelReply)] == ["turn"] * 4
 
@@ -600,6 +525,10 @@ def test_a_bare_value_an_output_showed_ends_the_run_as_a_submission() -> None:
         result, root = run([LOOK, FIND, reply, code("submit('never')")])
         assert result.status == "submitted" and result.answer == value, reply
         assert len(root.requests) == 3 and result.trajectory.of(Submitted)[0].turn == 3
+        assert acted(result.trajectory) == [(3, "prose_answer", "answer")]
+    # without the policy the bare value is a reply without code, and the run goes on to the root's submit()
+    result, root = run([LOOK, FIND, "4015985", code("submit(4015985)")], policies="paper")
+    assert result.trajectory.of(Submitted)[0].turn == 4 and acted(result.trajectory) == []
 
 
 def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> None:
@@ -607,10 +536,11 @@ def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> 
     from rlmnb.events import Trajectory
 
     result, root = run([LOOK, "4742018", code("submit(4015985)")], evidence_check=False)
-    assert result.answer == 4015985 and "a value written without running code is a guess" in observations(root)[1]
+    assert result.answer == 4015985 and load("no_code") in observations(root)[1]
+    assert acted_by(result.trajectory, "prose_answer") == []
     # the preview shows the needle at its head: a bare value read there is not found by the run
     result, root = run([LOOK, "4015985", FIND, code("submit(4015985)")], text=NEEDLE + " " + haystack())
-    assert result.trajectory.of(Submitted)[0].turn == 4
+    assert result.trajectory.of(Submitted)[0].turn == 4 and acted_by(result.trajectory, "prose_answer") == []
     empty = Trajectory()
     assert prose_answer("4015985", trajectory=empty, run_id="r", seen=["it is: 4015985"]) == "4015985"
     for reply in ["The special magic number is 4015985.", "4015985\n4015985", "FINAL", "", "seven words in a row to say it"]:
@@ -621,18 +551,6 @@ def test_a_bare_value_nothing_showed_or_only_the_preview_showed_is_a_guess() -> 
                         seen=printed) is None
     assert prose_answer("William the Conqueror.", trajectory=empty, run_id="r",
                         seen=["the answer: William the Conqueror"]) == "William the Conqueror"
-
-
-def test_prose_stating_a_printed_value_is_told_how_to_submit_it_not_called_a_guess() -> None:
-    # recorded (bench/realmodel.py, refunds): turn 1's SQL printed "east 136"; turn 2 replied "The area with the
-    # most refunds is `east`, which has 136 occurrences." and was told a value written without code is a guess
-    sentence = "The special magic number for furtive-donation is `4015985`, as printed above."
-    result, root = run([LOOK, FIND, sentence, code("submit(4015985)")])
-    note = observations(root)[2]
-    assert "If your reply states the final answer, end the run with one block that calls submit" in note
-    assert "guess" not in note and result.status == "submitted"
-    result, root = run([LOOK, "The magic number is probably 7777777.", code("submit(1)")], evidence_check=False)
-    assert "a value written without running code is a guess" in observations(root)[1]
 
 
 def test_no_bare_answer_on_the_first_turn_before_any_output() -> None:
@@ -652,92 +570,7 @@ def test_a_trim_drops_repeated_steps_before_older_findings() -> None:
     assert conversation.trim(conversation.tokens() - 2 * per_turn) == [1, 4]
 
 
-def test_code_that_works_on_a_typed_copy_of_the_preview_is_told_so() -> None:
-    # recorded (RULER vt, 8k): the root pasted eight preview lines into `text = """..."""`, searched that copy for
-    # the value and printed 0; nothing said the count was of its own copy
-    pasted = "text = '''\n" + FILLER.strip() + "\n" + FILLER.strip() + "\n" + FILLER.strip() + "\n'''\n"
-    counted = code(pasted + "print(text.count('41551'))")
-    result, root = run([counted, FIND.replace("text.find", "inputs['text'].find").replace("print(text", "print(inputs['text']"),
-                        code("submit(4015985)")])
-    first, second = observations(root)[:2]
-    assert re.search(r"This code typed 2\d\d characters of text you were shown \(the preview or an earlier output\) "
-                     r"into a string literal", first)
-    assert "Work on `inputs[...]` itself." in first and "typed" not in second
-    assert result.status == "submitted"
-
-
-def test_typed_data_counts_only_long_literals_of_text_the_model_was_shown() -> None:
-    opening = ["Question: what?\nPreview:\n" + FILLER * 3]
-    assert 200 <= typed_data("x = '''" + (FILLER.strip() + "\n") * 3 + "'''", opening) <= 3 * len(FILLER)
-    # recorded (cwe, 8k): the copy was of an earlier output (500 characters of a numbered word list), one long line
-    printed = " ".join(f"{i}. word{i % 7}" for i in range(1, 60))
-    assert typed_data(f"context = {printed[3:]!r}", [opening[0], "<class 'str'> 18557\n" + printed]) >= 400
-    assert typed_data("x = '" + "a" * 300 + "'", opening) == 0  # long, but not the data
-    assert typed_data("x = '" + FILLER.strip() + "'", opening) == 0  # one line: below the threshold
-    assert typed_data("x = (", opening) == 0  # does not parse
-
-
-# ---- prose stated twice, and replies that copy the request ---------------------------------------------------
-MULTI = "What are all the special magic numbers for abashed-aftershave mentioned in the provided text?"
-
-
-def multivalue_text() -> str:
-    lines = [FILLER * 20 + f"One of the special magic numbers for abashed-aftershave is: {n}.\n"
-             for n in ("3997281", "9398441", "9517485", "5418934")]
-    return "".join(lines) + FILLER * 20
-
-
-def test_the_same_prose_answer_twice_in_a_row_is_the_answer() -> None:
-    # recorded (RULER niah_multivalue 8k): the reading named all four numbers; the root's regex printed [], then it
-    # stated three of them in prose at turn 2, was told to submit, and sent the same sentence at turns 3 to 6
-    said = ("The special magic numbers for abashed-aftershave mentioned in the provided text are: 9398441, 9517485, "
-            "5418934.")
-    regex = code("import re\nprint(re.findall(r'abashed-aftershave: (\\d+)', inputs['text']))")
-    root = ScriptedLM([regex, said, said, said], name="root", context_window=16_384, max_output_tokens=400)
-    sub = ScriptedLM(lambda m: "3997281, 9398441, 9517485, 5418934", name="sub", context_window=16_384,
-                     max_output_tokens=120)
-    result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
-    assert result.status == "submitted" and result.answer == said and len(root.requests) == 3
-    assert "stated the same answer in prose twice" in result.reason
-    # once is not enough (the note asks for submit()), nor prose stating nothing shown, said twice or more
-    other = "I am not sure yet, let me look again at 1234567."
-    root = ScriptedLM([regex, said, other, code("print(1)"), other, other, "9398441"], name="root",
-                      context_window=16_384, max_output_tokens=400)
-    result = RLM(root, sub, sandbox="local", max_iterations=6).run(MULTI, text=multivalue_text())
-    assert result.status == "fallback"
-
-
-def test_an_answer_that_says_nothing_was_found_goes_back_once_when_the_reading_found_one() -> None:
-    # recorded (RULER niah_multivalue 8k, instance 1): the reading answered "9897858, 3710343"; the root printed a
-    # string of its own ("No special magic numbers found."), then `print("None")` and `submit(None)`, accepted
-    said = code("print(\"No special magic numbers found.\")")
-    nothing = code("print(\"None\")\nsubmit(None)")
-    search = code("import re\nprint(re.findall(r\"abashed-aftershave is: (\\d+)\", inputs[\"text\"]))")
-    found = code("submit([\"3997281\", \"9398441\", \"9517485\", \"5418934\"])")
-    root = ScriptedLM([said, nothing, search, found], name="root", context_window=16_384, max_output_tokens=400)
-    sub = ScriptedLM(lambda m: "9398441, 9517485", name="sub", context_window=16_384, max_output_tokens=120)
-    result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
-    assert result.status == "submitted" and result.answer == ["3997281", "9398441", "9517485", "5418934"]
-    (rejected,) = result.trajectory.of(GuardRejected)
-    assert rejected.guard == "evidence" and rejected.turn == 2
-    assert rejected.reason.startswith("submit(None) was not accepted yet: it says nothing was found, but the first "
-                                      "reading found this:\n- `inputs[\"text\"]` whole")
-    assert rejected.reason.endswith(": 9398441, 9517485\nCheck it with code: search the data for it and print the "
-                                    "lines that hold it. Then submit what the data shows.")
-    first = observations(root)[0]
-    assert first.startswith("Turn 1/20\nNo special magic numbers found.\n")
-    assert ("[note] This step only printed text written in its own code; it read no data, so its output says "
-            "nothing about the input.") in first
-    assert "read no data" not in observations(root)[2]  # the search read the input
-    # without a reading that found something, or when the answer says something, None is accepted as before
-    for reading, expected in (("NOT FOUND", None), ("9398441", None)):
-        root = ScriptedLM([said, nothing, nothing], name="root", context_window=16_384, max_output_tokens=400)
-        sub = ScriptedLM(lambda m, r=reading: r, name="sub", context_window=16_384, max_output_tokens=120)
-        result = RLM(root, sub, sandbox="local").run(MULTI, text=multivalue_text())
-        assert result.status == "submitted" and result.answer is expected
-        assert len(result.trajectory.of(GuardRejected)) == (0 if reading == "NOT FOUND" else 1)
-
-
+# ---- empty answers, and replies that copy the request -------------------------------------------------------
 def test_says_nothing_reads_empty_answers_only() -> None:
     from rlmnb._engine.evidence import says_nothing
 
@@ -745,6 +578,7 @@ def test_says_nothing_reads_empty_answers_only() -> None:
         assert says_nothing(empty), empty
     for something in (0, False, "0", "no", "Nothing here is 42", ["x"], {"a": 1}, 0.0):
         assert not says_nothing(something), something
+
 
 def _copy_of_the_request(messages: list[dict[str, Any]]) -> str:
     # recorded (RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." text
@@ -769,7 +603,7 @@ def test_a_reply_that_only_copies_what_it_was_given_is_asked_again_as_an_empty_o
         last = str(messages[-1]["content"])
         if turn == 0:
             return LOOK
-        if last.startswith("Your reply only copied"):
+        if last == load("echo_retry"):
             return FIND
         if "furtive-donation is: 4015985" in last:
             return code("submit(4015985)")
@@ -780,9 +614,9 @@ def test_a_reply_that_only_copies_what_it_was_given_is_asked_again_as_an_empty_o
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3]
-    assert replies[1].notes == ["empty", "echo", "echo_retried"] and replies[1].text.startswith(starts)
-    assert str(root.requests[2][-1]["content"]) == ("Your reply only copied text you were given. Write your own "
-                                                    "next step: one ```python block.")
+    assert replies[1].notes == ["empty", "echo"] and replies[1].text.startswith(starts)
+    assert acted(result.trajectory) == [(2, "empty_reply", "ask_again")]
+    assert str(root.requests[2][-1]["content"]) == load("echo_retry")  # asked as a copy, not as an empty reply
     later = "\n".join(str(m["content"]) for m in root.requests[3] if m["role"] == "assistant")
     assert "any other questions" not in later and "help you extract" not in later  # the copy stays out
     assert result.status == "submitted" and result.answer == 4015985
@@ -831,25 +665,14 @@ def test_a_reply_stating_its_counts_output_is_a_statement_not_an_echo() -> None:
     count = code("from collections import Counter\nprint('The top 2 words are:')\n"
                  "for word, n in Counter(inputs['text'].split()[1::2]).most_common(2):\n    print(f'{word}: {n}')")
     said = "The top 2 words are:\nfamily: 30\nhip: 30"
-    root = ScriptedLM([count, count, said, said, code("submit('never')")], name="root")
+    root = ScriptedLM([count, count, said, code("submit(['family', 'hip'])")], name="root")
     result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
         "What are the 2 most common words in the above list?", text=text)
     assert result.trajectory.of(CodeExecuted)[0].stdout.strip() == said
     replies = result.trajectory.of(ModelReply)
-    assert "repeat_reasked" in replies[1].notes and "echo" not in replies[2].notes
-    assert "If your reply states the final answer, end the run with one block" in observations(root)[-1]
-    assert result.status == "submitted" and result.answer == said and len(root.requests) == 4
-
-
-def test_prints_own_text_is_a_step_that_prints_only_its_own_literals() -> None:
-    from rlmnb._engine.evidence import prints_own_text
-
-    for own in ('print("No special magic numbers found.")', 'print("None")', "[]", "x = 'none'\nprint('found:', x)",
-                "found = []\nprint(found)", "pass\nprint({'a': [1, 2]})"):
-        assert prints_own_text(own), own
-    for reads in ("print(inputs['text'][:100])", "print(len(text))", "x = 'a'", "import re\nprint(re.findall('a', 'a'))",
-                  "print(llm_query('hi'))", "x = inputs\nprint('ok')", "print('a'", "for i in range(3):\n    print(i)"):
-        assert not prints_own_text(reads), reads
+    assert "echo" not in replies[2].notes and replies[2].text == said
+    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again")]  # no empty_reply ask for the statement
+    assert result.status == "submitted" and result.answer == ["family", "hip"] and len(root.requests) == 4
 
 
 def test_a_readings_answer_is_held_by_a_text_when_it_holds_what_the_answer_adds_to_the_question() -> None:
@@ -908,23 +731,6 @@ def test_the_names_a_question_asks_about_and_where_the_input_mentions_them() -> 
     assert question_mentions("What is the number for quiet-lake?", text) == []
 
 
-def test_same_words_and_the_strings_of_an_answer() -> None:
-    assert same_words("ketchup, fresh, dreamer", " ".join(["Ketchup", "fresh", "dreamer."]))
-    assert not same_words("fresh, ketchup", "ketchup, fresh") and not same_words("", "")
-    assert answer_strings(["a", 1, "b"]) == ["a", "b"] and answer_strings({"k": "v"}) == ["v"]
-    assert answer_strings("x") == ["x"] and answer_strings(3) == []
-
-
-def test_listed_items_are_numbers_and_capital_codes_the_text_holds_and_the_question_does_not_give() -> None:
-    question = "Find all variables assigned the value 41551. Example answer: they are JUP AGD"
-    text = "VAR HZYVC = 41551 ... VAR FQZBI = VAR HZYVC; numbers 7975534, 8816912 and 1,234; the 10th JUP"
-    plain = "According to the chain, 5 variables are assigned the value 41551, they are: HZYVC FQZBI NOPE"
-    assert listed_items(["ZYVC", plain], text, question=question) == ("HZYVC", "FQZBI")  # not in text: no item
-    assert listed_items(["7975534, 8816912", "1,234", "JUP"], text, question=question) == ("7975534", "8816912")
-    # ordinary words and short numbers are no items: a sentence is not a list
-    assert listed_items(["from the 10th century", "The Grass Is Green"], text, question=question) == ()
-
-
 def test_a_sub_call_prompt_asks_only_the_question_when_it_adds_nothing_to_read() -> None:
     q = "What is the special magic number for tangy-midnight mentioned in the provided text?"
     recorded = "What is the special magic number for tangy-midnight mentioned in the provided text?"
@@ -954,23 +760,3 @@ def test_a_guess_said_again_after_an_output_that_happens_to_hold_it_stays_a_gues
     assert guess not in str(root.requests[-1])
 
 
-def test_a_printed_tables_row_labels_are_no_values_it_showed() -> None:
-    # recorded (bench/realmodel.py billing, on f9d7749): the root printed the billing rows of a 2,000-row frame and
-    # said "The filtered DataFrame has 15 rows" twice; 15, one printed row's label, ended the run as a shown value
-    printed = ("      ticket_id   area category  \\\n1             2  south  billing   \n15           16   west  billing   \n"
-               "...         ...    ...      ...   \n1998       1999  north  billing   \n\n[624 rows x 4 columns]")
-    assert not found_in(15, [printed]) and not found_in("15", [printed]) and not found_in(1998, [printed])
-    assert found_in(624, [printed]) and found_in(16, [printed]) and found_in(1999, [printed])  # cells, the shape
-    assert found_in(15, ["15\n"]) and found_in(15, ["count: 15"]) and found_in(12, ["east     12\nwest     15"])
-    # the recorded run: said twice after the printed frame, "15 rows" no longer ends it; the count does
-    import pandas as pd
-
-    frame = pd.DataFrame({"ticket_id": range(1, 2001),
-                          "category": ["billing", "account", "shipping", "other", "refund"] * 400})  # 15 is billing
-    show = code("frame = inputs['tickets']\nfiltered = frame[frame['category'] == 'billing']\nprint(filtered)")
-    said = "The filtered DataFrame has 15 rows, which is less than the budget of 4 steps."
-    root = ScriptedLM([show, said, said, code("print(len(filtered))"), code("submit(len(filtered))")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local").run("How many tickets have the category 'billing'?",
-                                                                      tickets=frame)
-    assert "\n15 " in result.trajectory.of(CodeExecuted)[0].stdout  # the printed frame shows the row labelled 15
-    assert result.status == "submitted" and result.answer == 400
