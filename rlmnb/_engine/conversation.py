@@ -21,7 +21,6 @@ and notes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rlmnb._engine.replies import Step
@@ -172,18 +171,10 @@ def reply_notes(step: Step, max_tokens: int | None) -> list[str]:
 
 
 def build(result: ExecResult, *, turn: int, max_turns: int, max_chars: int, timeout: float,
-          extra: list[str] | None = None, nudge: bool = True, repeat_of: int | None = None,
-          latest: tuple[int, list[str]] | None = None) -> str:
-    """The observation text for one executed snippet; `nudge=False` after an accepted submit.
-
-    A step that repeats turn `repeat_of` (same code, same output) shows its output again, then the stall
-    note: it changed nothing; `latest` (turn, last lines) points at the most recent different output; submit
-    a value that real output showed, or take a different approach.
-    """
+          extra: list[str] | None = None, nudge: bool = True) -> str:
+    """The observation text for one executed snippet: the turn header, the output (head and tail kept), then the
+    `extra` notes (the reply's and the policies'); `nudge=False` after an accepted submit."""
     notes = list(extra or [])
-    if repeat_of is not None:
-        pointer = render("repeated_latest", turn=latest[0], lines="\n".join(latest[1])) if latest else ""
-        notes.insert(0, "[note] " + render("repeated", turn=repeat_of, latest=pointer))
     parts: list[str] = []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
@@ -206,12 +197,9 @@ def build_lines(lines: list[str], turn: int, max_turns: int, nudge: bool) -> str
     return "\n".join(lines)
 
 
-def no_code(turn: int, max_turns: int, notes: list[str] | None = None, *, states_found: bool = False,
-            after: Sequence[str] = ()) -> str:
-    """The observation of a reply with nothing to run; `states_found`: its prose repeats values real output
-    showed, so it may be the answer, and the note says how to submit it rather than calling it a guess; `after`:
-    notes said last (the first reading's answers)."""
-    lines = [header(turn, max_turns), *(notes or []), load("no_code_found" if states_found else "no_code"), *after]
+def no_code(turn: int, max_turns: int, notes: list[str] | None = None) -> str:
+    """The observation of a reply with nothing to run: the header, the reply's notes, and that nothing ran."""
+    lines = [header(turn, max_turns), *(notes or []), load("no_code")]
     left = max_turns - turn
     if 0 < left <= 2:
         lines.append(render("end_near", left=left))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlmnb._ground.errors import InputError
-from rlmnb._ground.prompts import render
+from rlmnb._ground.prompts import load, render
 from rlmnb._ground.text import clip
 from rlmnb._ground.tokens import count_tokens
 from rlmnb.inputs._previews import NAME_CHARS, human_bytes, human_count, plural
@@ -129,7 +129,13 @@ def _intro(infos: Sequence[FieldInfo], previews: bool) -> str:
             f"here{shown}.")
     if any(i.kind in _VIEW_KINDS for i in infos):
         text += " Lists, dicts, arrays and directories are read-only views: copy before changing them."
-    return text + _sql_sentence(infos)
+    return text + _sql_sentence(infos) + _reading_sentence(infos)
+
+
+def _reading_sentence(infos: Sequence[FieldInfo]) -> str:
+    """The reading primitives (prompts/reading_summary.md), when a text input is longer than a preview shows."""
+    long_text = any(i.kind in ("text", "text_file") and (i.size_chars or 0) > 2_000 for i in infos)
+    return " " + load("reading_summary").strip() if long_text else ""
 
 
 def _sql_sentence(infos: Sequence[FieldInfo]) -> str:

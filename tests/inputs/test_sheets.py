@@ -62,7 +62,7 @@ def test_the_summary_names_each_sheet_relation_with_its_shape_and_header(tmp_pat
     assert "    book_sales_2024: sheet 'Sales 2024', 3 rows x 5 columns: Region, Units, Price, Day, Paid" in text
     assert "    book_notes: sheet 'Notes', 1 row x 1 column\n" in text  # one text row is data, not a header
     assert "    book_empty: sheet 'Empty', 0 rows x 0 columns" in text
-    assert "over the table `book`, each under its input name" in text and "each sheet is a relation of its own" in text
+    assert "over the table `book` (by input name)" in text and "each sheet is a relation of its own" in text
 
 
 def test_sql_reads_each_sheet_with_its_header_and_types_only_when_named(tmp_path: Path) -> None:
