@@ -13,8 +13,9 @@ from sandbox_support import code, observations
 
 from rlmnb import RLM, Trajectory
 from rlmnb._engine.replies import extract_code, read_step, split_reasoning, without_code
+from rlmnb._ground.prompts import load
 from rlmnb._models.base import Completion
-from rlmnb.events import CodeExecuted, ModelReply, TurnStarted, event_from_dict
+from rlmnb.events import CodeExecuted, ModelReply, PolicyActed, TurnStarted, event_from_dict
 from rlmnb.testing import ScriptedLM
 
 # the shape of a recorded reply: five code blocks, each followed by an output block the model wrote itself
@@ -191,8 +192,9 @@ def test_an_empty_reply_is_asked_again_without_costing_a_turn() -> None:
     assert result.status == "submitted" and result.answer == 1
     assert len(result.trajectory.of(TurnStarted)) == 2
     first, second = result.trajectory.of(ModelReply)[:2]
-    assert first.turn == second.turn == 1 and first.notes == ["empty", "empty_retried"]
-    assert root.requests[1][-1]["content"].startswith("Your reply was empty.")
+    assert first.turn == second.turn == 1 and first.notes == ["empty"]
+    assert [(e.turn, e.policy, e.action) for e in result.trajectory.of(PolicyActed)] == [(1, "empty_reply", "ask_again")]
+    assert root.requests[1][-1]["content"] == load("empty_retry")
     assert all(m["content"].strip() for req in root.requests for m in req if m["role"] == "assistant")
 
 
@@ -200,7 +202,7 @@ def test_two_empty_replies_cost_one_turn_and_say_so() -> None:
     result, root = run(["", "  ", code("print(1)"), code("submit(1)")])
     assert result.status == "submitted"
     assert assistant_texts(root)[0] == "(empty reply)"
-    assert "Your reply was empty twice, so nothing ran." in observations(root)[0]
+    assert "[note] " + load("empty_reply").strip() in observations(root)[0]
 
 
 def test_a_reply_copying_the_empty_placeholder_is_empty() -> None:
@@ -209,8 +211,10 @@ def test_a_reply_copying_the_empty_placeholder_is_empty() -> None:
     result, root = run(["", "  ", code("print(1)"), "(empty reply)", code("submit(1)")], max_iterations=3)
     assert assistant_texts(root)[0] == "(empty reply)"
     replies = result.trajectory.of(ModelReply)
-    assert [(r.turn, r.notes) for r in replies] == [(1, ["empty", "empty_retried"]), (1, ["empty"]), (2, []),
-                                                    (3, ["empty", "empty_retried"]), (3, [])]
+    assert [(r.turn, r.notes) for r in replies] == [(1, ["empty"]), (1, ["empty"]), (2, []), (3, ["empty"]), (3, [])]
+    # asked again once a turn: the second empty reply of turn 1 costs the turn
+    assert [(e.turn, e.policy, e.action) for e in result.trajectory.of(PolicyActed)] == [
+        (1, "empty_reply", "ask_again"), (3, "empty_reply", "ask_again")]
     assert result.status == "submitted" and result.answer == 1
     assert read_step(" (empty reply)\n").empty and not read_step("(empty reply) means nothing ran").empty
 

@@ -214,7 +214,7 @@ def test_rule_based_guard() -> None:
     score, reason = guard("short", {})
     assert score == 0.0 and "fewer than 8" in reason and "does not match" in reason
     root = ScriptedLM([code("print(1)"), code("submit('no')"), code("submit('the answer is 42')")])
-    result = RLM(root, verify=guard).run("q", text="t")
+    result = RLM(root, verify=guard, evidence_check=False).run("q", text="t")  # a typed 42 nothing showed
     assert result.answer == "the answer is 42" and result.verified is True
 
 

@@ -30,12 +30,13 @@ import pytest
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._ground.prompts import load
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion
 from rlmnb.events import Trajectory
 from rlmnb.testing import ScriptedLM
 from rlmnb.views import RunTree, compact_trajectory
-from rlmnb.views._format import ASKED_AGAIN, pending_turn_text, replayed_turn
+from rlmnb.views._format import pending_turn_text, policy_note, replayed_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "extension"
@@ -121,7 +122,7 @@ def _echoed_run() -> dict[str, Any]:
     """A root asked again because its reply only copied the request back."""
     def root(messages: list[dict[str, Any]]) -> str:
         last = str(messages[-1]["content"])
-        if sum(1 for m in messages if m["role"] == "assistant") == 1 and not last.startswith("Your reply only"):
+        if sum(1 for m in messages if m["role"] == "assistant") == 1 and last != load("echo_retry"):
             return last  # turn 2: the model sends the request back
         return code("submit('hello')") if "hello" in last else code("print(inputs['text'][:5])")
 
@@ -359,6 +360,11 @@ def test_the_comparison_sees_a_figure_that_differs(ts_fold: Path, trajectories: 
     assert differences and all("output_tokens" in d for d in differences)
 
 
+def _acted(trajectory: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """(turn, policy, action) of every `policy_acted` event of a recorded trajectory, in order."""
+    return [(e["turn"], e["policy"], e["action"]) for e in trajectory["events"] if e["kind"] == "policy_acted"]
+
+
 def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[str, dict[str, Any]]) -> None:
     kinds = {name: {e["kind"] for e in t["events"]} for name, t in trajectories.items()}
     assert any(n.startswith("0") for n in kinds) and "map_started" in set().union(*kinds.values())
@@ -370,16 +376,18 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert old and not any("queued_s" in e for e in old)
     cached = [e["usage"] for e in trajectories["prompt-cached"]["events"] if e["kind"] == "sub_call_finished"]
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
-    notes = [n for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
-    assert notes == ["empty", "empty_retried", "repeat_reasked"]
-    stalled = [n for e in trajectories["stalled"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
-    assert stalled == ["repeat_reasked", "repeat_reasked", "repeat_ended"]
-    assert ["info", ASKED_AGAIN["repeat_ended"]] in next(
-        iter(python_figures(trajectories["stalled"])["runs"].values()))["turns"][1]["notes"]
+    # the policies that asked again or ended the turns, as PolicyActed events, and each one's note on its turn
+    assert _acted(trajectories["asked-again"]) == [(1, "empty_reply", "ask_again"), (2, "repeat_breaker", "ask_again")]
+    assert _acted(trajectories["stalled"]) == [(2, "repeat_breaker", "ask_again"), (2, "repeat_breaker", "ask_again"),
+                                               (2, "repeat_breaker", "end_turns"), (2, "final_answer", "end_turns")]
+    assert _acted(trajectories["echoed"]) == [(1, "look_first", "send_back"), (2, "empty_reply", "ask_again")]
     echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
-    assert echoed == ["empty", "echo", "echo_retried"]
-    assert ["info", "asked again: the model's reply only copied the request"] in next(
-        iter(python_figures(trajectories["echoed"])["runs"].values()))["turns"][1]["notes"]
+    assert echoed == ["empty", "echo"]  # how the reply was read; the ask is the policy's event
+    for name in ("asked-again", "stalled", "echoed"):
+        turns = next(iter(python_figures(trajectories[name])["runs"].values()))["turns"]
+        for e in trajectories[name]["events"]:
+            if e["kind"] == "policy_acted":
+                assert list(policy_note(e["policy"], e["action"], e["detail"])) in turns[e["turn"] - 1]["notes"]
     # a turn asked again counts both of its calls (the fold parity test holds the extension to the same)
     replies = [e for e in trajectories["asked-again"]["events"] if e["kind"] == "model_reply"]
     turns = next(iter(python_figures(trajectories["asked-again"])["runs"].values()))["turns"]
