@@ -166,7 +166,7 @@ def test_old_low_value_turns_are_trimmed() -> None:
     replies = [code("print('first')"), noisy[0], code("1/0"), *noisy[1:], code("print('z')"),
                code("submit('done')")]
     # room for the system prompt, the opening and about three of the noisy turns
-    result, root = run(replies, max_context_tokens=3200, max_output_chars=4000, evidence_check=False)
+    result, root = run(replies, max_context_tokens=3500, max_output_chars=4000, evidence_check=False)
     assert result.answer == "done"
     trimmed = result.trajectory.of(TurnsTrimmed)
     assert trimmed

@@ -59,9 +59,10 @@ def test_trimming_keeps_the_system_prompt_and_opening_byte_identical(fake_server
              for c in "vwxy"]
     server = fake_server_factory(script={"fake-root": [*noisy, code("submit('done')")]}, record_bodies=True)
     # the fake server picks a reply by the number of assistant messages it is sent, so the window must keep two
-    # turns: at 3000 tokens only one fits and the server sends turn 2's code again (each run raises another
-    # error, so a repeat runs without being asked again); 'done' is never printed, so the evidence check is off
-    result = RLM(server.lm("fake-root"), server.lm("fake-sub"), max_context_tokens=3500, max_output_chars=4000,
+    # turns beside the system prompt and the opening (4,400 tokens: with 1,000 fewer only one fits and the server
+    # sends turn 2's code again; each run raises another error, so a repeat runs without being asked again); 'done'
+    # is never printed, so the evidence check is off
+    result = RLM(server.lm("fake-root"), server.lm("fake-sub"), max_context_tokens=4400, max_output_chars=4000,
                  evidence_check=False, **LOCAL).run("What is it?", text="alpha")
     assert result.answer == "done", result.error
     requests = [b["messages"] for b in server.bodies()]

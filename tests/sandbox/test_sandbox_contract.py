@@ -269,9 +269,11 @@ def test_every_guard_rejects_then_a_good_submit_is_accepted(kind: str) -> None:
                code("submit({'label': 'x', 'count': '3'})")]
     result, root = run(kind, replies, schema=Verdict)
     assert result.status == "submitted" and result.answer == Verdict("x", 3)
-    assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["first_turn", "exception", "jsonable", "schema"]
+    rejected = result.trajectory.of(GuardRejected)
+    assert [r.guard for r in rejected] == ["look_first", "exception", "jsonable", "schema"]
     obs = observations(root)
-    assert "first step" in obs[0] and "ValueError" in obs[1] and "plain data" in obs[2]
+    assert all(r.reason in o for r, o in zip(rejected, obs, strict=False))  # each told why, on its turn
+    assert "ValueError" in obs[1] and "plain data" in obs[2]
     assert "count: Field required" in obs[3]
 
 
