@@ -20,6 +20,7 @@ from rlmnb._eval.oracles import OracleModel, mislabelled, parse_question, read_a
 from rlmnb._eval.runner import run_one
 from rlmnb._eval.tasks import TASK_NAMES, generate
 from rlmnb._eval.tasks.oolong import LABELS, answer_for, category_words, pairs_for, parse_line
+from rlmnb.events import PolicyActed
 from rlmnb.testing import ScriptedLM
 
 
@@ -162,8 +163,9 @@ def test_summary_table_plot_and_progress(tmp_path: Path) -> None:
     json.dumps([s.to_dict() for s in summary])
 
 
-def test_a_first_reading_of_a_text_that_fits_asks_the_sub_model_exactly_what_direct_asks_the_model() -> None:
-    # one prompt for one idea: a small root's harness has the text read at least the way the model alone reads it
+def test_a_first_reading_never_sends_the_prompt_of_the_evals_direct_method() -> None:
+    # issue 44: nothing from the eval (its prompts, its task shapes) is inside the product; the first reading once
+    # sent `direct`'s prompt byte-identical ("asked plainly")
     from rlmnb import RLM
 
     inst = generate("niah", "8k", seed=0, index=0)
@@ -171,5 +173,7 @@ def test_a_first_reading_of_a_text_that_fits_asks_the_sub_model_exactly_what_dir
     assert extra["visible_fraction"] == 1
     sub = ScriptedLM(lambda messages: "none", name="sub", context_window=16_384, max_output_tokens=120)
     root = ScriptedLM(["print(1)", "submit('x')"], name="root", context_window=16_384, max_output_tokens=400)
-    RLM(root, sub, sandbox="local", evidence_check=False, max_iterations=2).run(inst.question, **inst.inputs)
-    assert [m[-1]["content"] for m in sub.requests][1] == message
+    result = RLM(root, sub, sandbox="local", evidence_check=False, max_iterations=2).run(inst.question, **inst.inputs)
+    assert sub.requests and ("first_read", "read_first") in [(e.policy, e.action) for e in result.trajectory.of(
+        PolicyActed)]  # a first reading was made
+    assert message not in [m[-1]["content"] for m in sub.requests]
