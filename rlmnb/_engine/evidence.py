@@ -30,16 +30,16 @@ from typing import Any
 
 from rlmnb._ground.passages import (
     ECHO_WORDS,
-    _long_words,
-    _number_in,
-    _stated,
-    _tokens,
-    _word_pattern,
     held_by,
+    long_words,
+    number_in,
     passage_around,
+    stated_beyond,
+    word_pattern,
+    words_of,
 )
 from rlmnb._ground.passages import (
-    _decimals as _str_decimals,  # one number reading for the engine and the sandbox
+    decimals_of as _str_decimals,  # one number reading for the engine and the sandbox
 )
 from rlmnb.events import CodeExecuted, RunFinished, SubCallFinished, SubCallStarted, Trajectory
 
@@ -168,7 +168,7 @@ def prose_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     if (not short_answer(value) or len(value.split()) > PROSE_WORDS or value.lower().startswith(("final", "submit"))
             or says_nothing(value)):  # says_nothing covers NOT FOUND
         return None
-    return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+    return value if _all_shown(value, _shown(trajectory, run_id, seen)) else None
 
 
 _BOXED = re.compile(r"\\boxed\{([^{}\n]{1,300})\}")
@@ -190,7 +190,7 @@ def boxed_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     value = found[-1].strip().strip(_WRAPPERS).strip()
     if not value or says_nothing(value):
         return None
-    return value if found_in(value, _shown(trajectory, run_id, seen)) else None
+    return value if _all_shown(value, _shown(trajectory, run_id, seen)) else None
 
 
 @dataclass(frozen=True)
@@ -244,6 +244,15 @@ def _sub_replies(trajectory: Trajectory, run_id: str) -> list[str]:
     return [e.reply for e in trajectory.of(SubCallFinished) if e.reply and e.run_id == run_id]
 
 
+def _all_shown(value: str, texts: list[str]) -> bool:
+    """Whether `texts` show `value`, or, for a list written with commas, each of its items (the places of a text
+    each read alone give one item each)."""
+    if found_in(value, texts):
+        return True
+    items = [item.strip(" .`'\"") for item in value.split(",")]
+    return len(items) > 1 and all(items) and all(found_in(item, texts) for item in items)
+
+
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
     """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
     return [*seen, *(step.text for step in steps_of(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
@@ -280,11 +289,11 @@ def asks_only_the_question(prompt: str, prompt_chars: int, question: str) -> boo
     provided text?")`, printed the reply's "12" and submitted it."""
     if not question.strip() or prompt_chars > min(len(prompt), BARE_PROMPT_CHARS):
         return False
-    numbers, words = _stated(prompt, question)
+    numbers, words = stated_beyond(prompt, question)
     if numbers or any(w not in ASKING_WORDS for w in words):
         return False
-    asked = set(_long_words(question)) - ASKING_WORDS
-    return len(asked.intersection(_long_words(prompt))) >= min(ECHO_WORDS, len(asked)) > 0
+    asked = set(long_words(question)) - ASKING_WORDS
+    return len(asked.intersection(long_words(prompt))) >= min(ECHO_WORDS, len(asked)) > 0
 
 
 def guessed_by_sub_call(answer: Any, *, trajectory: Trajectory, run_id: str, question: str,
@@ -361,12 +370,12 @@ def found_in(answer: Any, texts: Iterable[str]) -> bool:
     """Whether `answer` appears in any of `texts`: as a number (commas, rounding to the answer's decimals
     and percentages allowed) or, for a string, as the run of its words."""
     number = _as_number(answer)
-    words = _tokens(answer) if isinstance(answer, str) else []
-    decimals = _decimals(answer)
+    words = words_of(answer) if isinstance(answer, str) else []
+    decimals = _answer_decimals(answer)
     for text in texts:
         if not text:
             continue
-        if number is not None and _number_in(number, decimals, text):
+        if number is not None and number_in(number, decimals, text):
             return True
         if words and _words_in(words, text):
             return True
@@ -381,9 +390,9 @@ def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 
     """The words of `text` around the first place it holds what `answer` states beyond `question` (its first such
     number, else its first such word): its line, or at most about `width` characters of it cut between words,
     whitespace folded, "..." where cut; "" when `text` holds none of it."""
-    numbers, words = _stated(answer, question)
+    numbers, words = stated_beyond(answer, question)
     patterns = [r"(?<![\d.,])" + re.escape(n) + r"(?![\d])" for n in numbers[:1]]
-    patterns += [_word_pattern(w) for w in words]
+    patterns += [word_pattern(w) for w in words]
     for pattern in patterns:
         hit = re.search(pattern, text, re.IGNORECASE)
         if hit is not None:
@@ -393,7 +402,7 @@ def holding_excerpt(answer: str, text: str, *, question: str = "", width: int = 
 
 def _words_in(words: list[str], text: str) -> bool:
     joined = " ".join(words)
-    return f" {joined} " in f" {' '.join(_tokens(text))} "
+    return f" {joined} " in f" {' '.join(words_of(text))} "
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
@@ -417,7 +426,7 @@ def _same(value: Any, answer: Any) -> bool:
     if number is not None and other is not None:
         return math.isclose(number, other, rel_tol=1e-12, abs_tol=1e-12)
     if isinstance(value, str) and isinstance(answer, str):
-        return _tokens(value) == _tokens(answer) and bool(_tokens(answer))
+        return words_of(value) == words_of(answer) and bool(words_of(answer))
     return False
 
 
@@ -512,7 +521,7 @@ def _literal_holds(node: ast.AST, answer: Any) -> bool:
     if _same(node.value, answer):
         return True
     if isinstance(node.value, str) and isinstance(answer, str | int | float):
-        words = _tokens(str(answer) if not isinstance(answer, str) else answer)
+        words = words_of(str(answer) if not isinstance(answer, str) else answer)
         return bool(words) and _words_in(words, node.value)
     return False
 
@@ -563,6 +572,6 @@ def value_claims(answer: Any) -> list[Any]:
     return list(dict.fromkeys(m.group().strip("-") for m in _ID.finditer(answer) if m.group().strip("-")))
 
 
-def _decimals(value: Any) -> int:
+def _answer_decimals(value: Any) -> int:
     """Decimal places an answer is given to (a number's repr, or a string such as '12.35%')."""
     return _str_decimals(value if isinstance(value, str) else repr(value))

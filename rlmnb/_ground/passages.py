@@ -22,8 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ECHO_WORDS", "RARE_MENTIONS", "Mention", "echoes_question", "held_by", "mentions", "passage_around",
-           "question_mentions", "question_names"]
+__all__ = ["ECHO_WORDS", "Mention", "RARE_MENTIONS", "decimals_of", "echoes_question", "held_by", "long_words", "mentions", "number_in", "passage_around", "question_mentions", "question_names", "stated_beyond", "word_pattern", "words_of"]
 
 RARE_MENTIONS = 5
 """Most times a text may name a term for its places to be quoted (`mentions`, `question_mentions`)."""
@@ -99,7 +98,7 @@ def _rare_hits(text: str, terms: Iterable[str], rare: int) -> list[tuple[str, li
     sort: terms equally rare keep their order)."""
     counted = []
     for term in dict.fromkeys(t for t in terms if t.strip()):
-        hits = [(m.start(), m.end()) for m in re.finditer(_word_pattern(term.strip()), text, re.IGNORECASE)]
+        hits = [(m.start(), m.end()) for m in re.finditer(word_pattern(term.strip()), text, re.IGNORECASE)]
         if 1 <= len(hits) <= rare:
             counted.append((term, hits))
     return sorted(counted, key=lambda c: len(c[1]))
@@ -116,7 +115,7 @@ def _passages(text: str, counted: list[tuple[str, list[tuple[int, int]]]], width
     return found
 
 
-def _word_pattern(word: str) -> str:
+def word_pattern(word: str) -> str:
     return r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])"
 
 
@@ -147,12 +146,12 @@ def held_by(answer: str, text: str, *, question: str = "") -> bool | None:
     An answer of the question's own words states nothing beyond it: None (nothing to check: a choice the question
     offers, a restatement), unless it echoes the question (`echoes_question`); then False. A count or a summary the
     text never writes out is not held either: False says "check this", not "this is wrong"."""
-    numbers, words = _stated(answer, question)
+    numbers, words = stated_beyond(answer, question)
     if numbers:
-        return all(_number_in(float(n.replace(",", "")), _decimals(n), text) for n in numbers)
+        return all(number_in(float(n.replace(",", "")), decimals_of(n), text) for n in numbers)
     if not words:  # the question's own words: checked only when there are enough of them
         return False if echoes_question(answer, text, question=question) else None
-    have = set(_tokens(text))
+    have = set(words_of(text))
     return 2 * sum(w in have for w in words) >= len(words)
 
 
@@ -160,39 +159,39 @@ def echoes_question(answer: str, text: str, *, question: str) -> bool:
     """Whether `answer` is made only of `question`'s words and numbers, with `ECHO_WORDS` or more words of four or
     more letters, fewer than half of which `text` holds: an answer copied from the question (say, an example it
     carries), not read from `text`."""
-    numbers, words = _stated(answer, question)
+    numbers, words = stated_beyond(answer, question)
     if numbers or words:
         return False
-    words = _long_words(answer)
+    words = long_words(answer)
     if len(words) < ECHO_WORDS:
         return False
-    have = set(_tokens(text))
+    have = set(words_of(text))
     return 2 * sum(w in have for w in words) < len(words)
 
 
-def _stated(answer: str, question: str) -> tuple[list[str], list[str]]:
+def stated_beyond(answer: str, question: str) -> tuple[list[str], list[str]]:
     """What `answer` states beyond `question`: its numbers the question does not give, and its words of four or
     more letters the question does not use (in order, once each)."""
-    asked = set(_tokens(question))
+    asked = set(words_of(question))
     numbers = [m.group() for m in _NUMBER.finditer(answer) if m.group().replace(",", "") not in asked]
-    return numbers, [w for w in _long_words(answer) if w not in asked]
+    return numbers, [w for w in long_words(answer) if w not in asked]
 
 
-def _long_words(text: str) -> list[str]:
+def long_words(text: str) -> list[str]:
     """The words of `text` of four or more letters (not numbers), in order, once each."""
-    return list(dict.fromkeys(w for w in _tokens(text) if len(w) >= 4 and not w.isdigit()))
+    return list(dict.fromkeys(w for w in words_of(text) if len(w) >= 4 and not w.isdigit()))
 
 
-def _tokens(text: str) -> list[str]:
+def words_of(text: str) -> list[str]:
     return _TOKEN.findall(text.casefold())
 
 
-def _decimals(value: str) -> int:
+def decimals_of(value: str) -> int:
     text = value.strip().rstrip("%")
     return len(text.split(".", 1)[1]) if "." in text and "e" not in text.lower() else 0
 
 
-def _number_in(number: float, decimals: int, text: str) -> bool:
+def number_in(number: float, decimals: int, text: str) -> bool:
     """Whether `text` shows `number` (rounded to `decimals`; commas and percentages allowed)."""
     target = abs(number)
     if target.is_integer() and decimals == 0:  # the common case first, without parsing every number

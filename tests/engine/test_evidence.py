@@ -760,3 +760,16 @@ def test_a_guess_said_again_after_an_output_that_happens_to_hold_it_stays_a_gues
     assert guess not in str(root.requests[-1])
 
 
+
+
+def test_a_boxed_list_whose_items_separate_outputs_showed_is_the_answer() -> None:
+    # places of a text read alone give one item each; a reply boxing all of them has answered (any model)
+    text = "filler " * 50 + "code one is 7975534. " + "filler " * 50 + "code two is 8816912. " + "filler " * 50
+    result, _ = run([code("import re\nprint(re.findall(r'one is (\\d+)', inputs['text']))"),
+                     code("print(re.findall(r'two is (\\d+)', inputs['text']))"),
+                     "The codes are \\boxed{7975534, 8816912}"], text=text)
+    assert result.status == "submitted" and result.answer == "7975534, 8816912"
+    assert [(a.policy, a.action) for a in result.trajectory.of(PolicyActed)] == [("prose_answer", "answer")]
+    result, _ = run([code("import re\nprint(re.findall(r'one is (\\d+)', inputs['text']))"),
+                     "The codes are \\boxed{7975534, 1234567}", code("submit('7975534')")], text=text)
+    assert result.answer == "7975534"  # one item nothing showed: not an answer in prose
