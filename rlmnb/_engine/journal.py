@@ -421,8 +421,8 @@ def fingerprint(source: Any, read_paths: Iterable[str] = ()) -> dict[str, Any]:
     elif hasattr(source, "shape") and hasattr(source, "head") and hasattr(source, "tail"):
         digest.update(repr((getattr(source, "shape", None), list(map(str, getattr(source, "columns", []))))).encode())
         with contextlib.suppress(Exception):
-            digest.update(source.head(_EDGE).to_json().encode())
-            digest.update(source.tail(_EDGE).to_json().encode())
+            digest.update(_frame_json(source.head(_EDGE)).encode())
+            digest.update(_frame_json(source.tail(_EDGE)).encode())
     elif isinstance(source, list | tuple):
         edge = list(source) if len(source) <= 2 * _EDGE else [*source[:_EDGE], len(source), *source[-_EDGE:]]
         digest.update(json.dumps(edge, default=repr, sort_keys=True).encode("utf-8", "surrogatepass"))
@@ -466,3 +466,12 @@ def changed_inputs(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
             out.append(f"{name} changed")
     out += [f"{name} is new" for name in now if name not in recorded]
     return out
+
+
+def _frame_json(frame: Any) -> str:
+    """A frame's rows as JSON for a digest: pandas' dates as ISO text, stated (its default changes in pandas 4, so a
+    digest stays the same across versions); other frames' own `to_json()`."""
+    try:
+        return str(frame.to_json(date_format="iso"))
+    except TypeError:
+        return str(frame.to_json())
