@@ -59,8 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iterations", type=int, help="root turns per rlm run (default 20)")
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
     p.add_argument("--policies", metavar="PROFILE|NAME,...",
-                   help="turn-loop policies of the rlm methods: a profile (auto, default, small, paper) or "
-                        "comma-separated policy names (default auto)")
+                   help="the rlm methods' policies: a profile or names (default auto)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="seconds one model request may take (default 120; 600 local)")
