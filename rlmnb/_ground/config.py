@@ -79,24 +79,24 @@ class RLMConfig:
     allow_first_turn_submit: bool = False
     """Accept submit() on the first turn, before the model has seen any output."""
     evidence_check: bool = True
-    """Send a short submitted answer (a number or a few words) back once per run when the model typed it into
-    its code and no output printed before that, no sub-call reply, the question and the input summary hold it;
-    the next submission is accepted. Also once each: an answer holding only some of the first reading's named
-    answers, and one quoting a reading's answer marked as none; and every time, a long verbatim copy of a text
-    input. Costs one extra turn when it fires; never on the last turn, but for the copy."""
+    """Keep the policies that judge a submitted answer against what the run showed: `unshown_value` (a number or id
+    the model typed that nothing showed goes back once) and `whole_copy` (an answer that is most of a text input
+    goes back once). False removes both, whatever `policies` says."""
     repeat_asks: int = 2
     """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
     fallback answers from what the code printed (0: the first repeat does)."""
     policies: str | tuple[str, ...] = "auto"
-    """The turn loop's policies: a profile ("auto", "default", "small", "paper") or a list of policy names
-    (rlmnb.POLICIES). Each watches one thing and may add a note, send a submitted answer back once, ask the model
-    again, take a reply as the answer or end the turns; the trajectory says which acted (docs/concepts/policies.md)."""
+    """The turn loop's policies: a profile ("auto", "default", "small", "paper") or a list of names from
+    empty_reply, repeat_breaker, look_first, unshown_value, whole_copy, prose_answer, same_error, guess_note,
+    first_read, final_answer. Each watches one thing and may add a note, send a submitted answer back once, ask the
+    model again, take a reply as the answer or end the turns; the trajectory says which acted
+    (docs/decisions/policies.md)."""
     first_read: str = "auto"
-    """Before the root's first step, the sub-model reads the text inputs with the question (at most 4 sub-calls,
-    each text cut to fit its window) and the root sees its answers: 'on', 'off', or 'auto' (on for a root model
-    whose context window is 32,768 tokens or less, where a small model reading the text whole does better than
-    its own code)."""
+    """Policy `first_read`: before the root's first step, the sub-model reads the text inputs with the question (at
+    most 4 sub-calls, each text cut to fit its window) and the root sees its answers as evidence: 'on' adds it,
+    'off' removes it, 'auto' leaves it to `policies` (profile "small", which "auto" picks for a root model whose
+    context window is 32,768 tokens or less)."""
     sandbox: str = "kernel"
     """'kernel' (a separate IPython kernel process: hard timeouts, memory cap, no secrets) or 'local'
     (a namespace in this process: faster, but not a boundary against the code the model writes)."""

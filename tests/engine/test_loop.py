@@ -333,3 +333,13 @@ def test_a_used_up_script_plays_again_for_a_new_run() -> None:
     second = RLM(root, sub, sandbox="local").run("q", text="t")
     assert first.status == second.status == "submitted" and first.answer == second.answer == "hello"
     assert root.remaining == 0 and len(root.requests) == 4
+
+
+def test_the_config_lists_every_policy_the_engine_has_and_its_docs_name_them() -> None:
+    # one list of names: the config validates against it, the engine builds from it, the help text names it
+    from rlmnb._engine.policies import REGISTRY
+    from rlmnb._ground.config import POLICIES, PROFILES
+    from rlmnb._ground.flags import setting_docs
+
+    assert tuple(REGISTRY) == POLICIES and set(PROFILES["small"]) == set(POLICIES)
+    assert all(name in " ".join(setting_docs()["policies"].split()) for name in POLICIES)
