@@ -671,8 +671,9 @@ def test_a_reply_stating_its_counts_output_is_a_statement_not_an_echo() -> None:
     assert result.trajectory.of(CodeExecuted)[0].stdout.strip() == said
     replies = result.trajectory.of(ModelReply)
     assert "echo" not in replies[2].notes and replies[2].text == said
-    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again")]  # no empty_reply ask for the statement
-    assert result.status == "submitted" and result.answer == ["family", "hip"] and len(root.requests) == 4
+    # no empty_reply ask for the statement: it states the counts the output showed, so it is the answer
+    assert acted(result.trajectory) == [(2, "repeat_breaker", "ask_again"), (2, "prose_answer", "answer")]
+    assert result.status == "submitted" and result.answer == " ".join(said.split()) and len(root.requests) == 3
 
 
 def test_a_readings_answer_is_held_by_a_text_when_it_holds_what_the_answer_adds_to_the_question() -> None:
@@ -773,3 +774,18 @@ def test_a_boxed_list_whose_items_separate_outputs_showed_is_the_answer() -> Non
     result, _ = run([code("import re\nprint(re.findall(r'one is (\\d+)', inputs['text']))"),
                      "The codes are \\boxed{7975534, 1234567}", code("submit('7975534')")], text=text)
     assert result.answer == "7975534"  # one item nothing showed: not an answer in prose
+
+
+def test_a_statement_of_shown_values_is_the_answer_and_a_plan_or_a_guess_is_not() -> None:
+    # prose restating a printed value is an ordinary answer; a plan that cites one is not, nor a number nothing showed
+    text = "filler " * 40 + "The code for the vault is 3119600. " + "filler " * 40
+    shown = code("import re\nprint(re.findall(r'vault is (\\d+)', inputs['text']))")
+    result, _ = run([shown, "The code for the vault mentioned in the text is 3119600."], text=text)
+    assert result.status == "submitted" and "3119600" in result.answer
+    assert [(a.policy, a.action) for a in result.trajectory.of(PolicyActed)] == [("prose_answer", "answer")]
+    result, _ = run([shown, "It prints 3119600; I will check the rest of the text next.", code("submit('3119600')")],
+                    text=text)
+    assert result.answer == "3119600" and not result.trajectory.of(PolicyActed)
+    result, _ = run([shown, "The code is 4242.", code("x = re.findall(r'vault is (\\d+)', inputs['text'])[0]\n"
+                                                        "submit(x)")], text=text)
+    assert result.answer == "3119600" and not result.trajectory.of(PolicyActed)

@@ -28,7 +28,7 @@ from rlmnb._engine.evidence.bare_calls import (
     bare_sub_calls,
     guessed_by_sub_call,
 )
-from rlmnb._engine.evidence.prose import PROSE_WORDS, RESTATE_CHARS, boxed_answer, prose_answer
+from rlmnb._engine.evidence.prose import PROSE_WORDS, RESTATE_CHARS, boxed_answer, prose_answer, stated_answer
 from rlmnb._engine.evidence.reading import NOT_FOUND, NOT_HELD, Reading, holding_excerpt
 from rlmnb._engine.evidence.shown import (
     COPY_CHARS,
@@ -45,4 +45,4 @@ from rlmnb._engine.evidence.shown import (
 from rlmnb._engine.evidence.steps import Step, last_lines, latest_other, output_tails, output_text, steps_of
 from rlmnb._engine.evidence.typed import Unevidenced, typed_at, unevidenced
 
-__all__ = ["ASKING_WORDS", "BARE_PROMPT_CHARS", "COPY_CHARS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "PROSE_WORDS", "RESTATE_CHARS", "Reading", "SHORT_CHARS", "SHORT_WORDS", "Step", "Unevidenced", "asks_only_the_question", "bare_sub_calls", "boxed_answer", "copied_from", "found_before", "found_in", "guessed_by_sub_call", "holding_excerpt", "last_lines", "latest_other", "output_tails", "output_text", "prose_answer", "says_nothing", "short_answer", "steps_of", "typed_at", "unevidenced", "value_claims"]
+__all__ = ["ASKING_WORDS", "BARE_PROMPT_CHARS", "COPY_CHARS", "EMPTY_WORDS", "NOT_FOUND", "NOT_HELD", "PROSE_WORDS", "RESTATE_CHARS", "Reading", "SHORT_CHARS", "SHORT_WORDS", "Step", "Unevidenced", "asks_only_the_question", "bare_sub_calls", "boxed_answer", "copied_from", "found_before", "found_in", "guessed_by_sub_call", "holding_excerpt", "last_lines", "latest_other", "output_tails", "output_text", "prose_answer", "says_nothing", "short_answer", "stated_answer", "steps_of", "typed_at", "unevidenced", "value_claims"]

@@ -1,4 +1,5 @@
-"""An answer in prose: a reply that is only a short value, or ends in a `\\boxed{}` value, that real output showed (policy `prose_answer`).
+"""An answer in prose (policy `prose_answer`): a reply that is only a short value, ends in a `\\boxed{}` value, or
+states in a few sentences the numbers or ids real output showed, without saying what it will do next.
 """
 
 from __future__ import annotations
@@ -6,15 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rlmnb._engine.evidence.shown import (
-    found_in,
-    says_nothing,
-    short_answer,
-)
+from rlmnb._engine.evidence.shown import claims_in, found_in, says_nothing, short_answer
 from rlmnb._engine.evidence.steps import steps_of
 from rlmnb.events import SubCallFinished, Trajectory
 
-__all__ = ["PROSE_WORDS", "RESTATE_CHARS", "boxed_answer", "prose_answer"]
+__all__ = ["PROSE_WORDS", "RESTATE_CHARS", "boxed_answer", "prose_answer", "stated_answer"]
 
 
 PROSE_WORDS = 4
@@ -87,3 +84,34 @@ def _all_shown(value: str, texts: list[str]) -> bool:
 def _shown(trajectory: Trajectory, run_id: str, seen: Sequence[str]) -> list[str]:
     """What the run has really shown the model: `seen`, its steps' outputs and its sub-call replies."""
     return [*seen, *(step.text for step in steps_of(trajectory, run_id)), *_sub_replies(trajectory, run_id)]
+
+
+_GOING_ON = re.compile(
+    r"\b(?:I will|I'll|I am going to|I'm going to|we will|we'll|let me|let's|let us|next|then|first|"
+    r"need to|needs to|should|must|to (?:verify|check|confirm|count|find|compute|search|read|look)|"
+    r"will (?:now )?(?:check|count|verify|search|look|compute|use|read|run|print))\b|\?", re.IGNORECASE)
+"""What a reply that is still working says (a plan, a step it will take, a question): then it is no answer."""
+
+
+def stated_answer(reply: str, *, trajectory: Trajectory, run_id: str, question: str, before: int | None = None,
+                  unheld: Sequence[str] = ()) -> str | None:
+    """The reply itself, when it is a short statement (at most `RESTATE_CHARS` characters, no code) of numbers or
+    ids beyond the question's that real output or a sub-call reply showed, every one of them, and says nothing of
+    going on (`_GOING_ON`: "I will count them with code next" is a plan, not an answer); else None.
+
+    Prose restating a printed value is an ordinary answer ("Billing has 64 tickets."); a model that says it and
+    stops has answered. A statement of words alone (labels, names) is not taken: nothing shown can vouch for it.
+    `before`: judge by what was shown before that turn (the turn the same words were first said: a guess said again
+    after an output that happens to hold its number stays a guess). `unheld`: answers a reading marked as not held by
+    the text it was read from, which vouch for nothing."""
+    text = " ".join(reply.split())
+    if not text or len(text) > RESTATE_CHARS or _GOING_ON.search(text) or says_nothing(text):
+        return None
+    asked = set(claims_in(question))
+    claims = [c for c in claims_in(text) if c not in asked]
+    if not claims or any(c in claims_in(u) for u in unheld for c in claims):
+        return None
+    shown = [*(s.text for s in steps_of(trajectory, run_id) if before is None or s.turn < before),
+             *(e.reply for e in trajectory.of(SubCallFinished)
+               if e.reply and e.run_id == run_id and (before is None or e.turn < before))]
+    return text if all(found_in(claim, shown) for claim in claims) else None

@@ -18,7 +18,7 @@ from rlmnb._ground.passages import (
     words_of,
 )
 
-__all__ = ["as_number", "words_in", "COPY_CHARS", "EMPTY_WORDS", "SHORT_CHARS", "SHORT_WORDS", "copied_from", "found_before", "found_in", "says_nothing", "short_answer", "value_claims"]
+__all__ = ["as_number", "claims_in", "words_in", "COPY_CHARS", "EMPTY_WORDS", "SHORT_CHARS", "SHORT_WORDS", "copied_from", "found_before", "found_in", "says_nothing", "short_answer", "value_claims"]
 
 
 SHORT_CHARS = 60
@@ -131,7 +131,12 @@ def value_claims(answer: Any) -> list[Any]:
     number = as_number(answer)
     if number is not None:
         return [answer]
-    return list(dict.fromkeys(m.group().strip("-") for m in _ID.finditer(answer) if m.group().strip("-")))
+    return claims_in(answer)
+
+
+def claims_in(text: str) -> list[str]:
+    """The numbers and ids (tokens holding a digit) a text states, in order, once each."""
+    return list(dict.fromkeys(m.group().strip("-") for m in _ID.finditer(text) if m.group().strip("-")))
 
 
 def _answer_decimals(value: Any) -> int:
