@@ -12,6 +12,7 @@ model; terminal trouble raises. Also here: the records a run's turns share, `Run
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rlmnb._engine.compaction import summarize_dropped
@@ -19,7 +20,7 @@ from rlmnb._engine.context import Outcome, RunContext, root_call
 from rlmnb._engine.conversation import TurnRecord, build, no_code, output_of, reply_notes
 from rlmnb._engine.policies import Answer, AskAgain, EndTurns, Policies
 from rlmnb._engine.replies import EMPTY_KEPT, Step
-from rlmnb._ground.errors import BudgetExhausted
+from rlmnb._ground.errors import BudgetExhausted, PromptTooLarge
 from rlmnb._ground.prompts import render
 from rlmnb._models.base import Message
 from rlmnb._sandbox.base import ExecResult
@@ -43,7 +44,7 @@ async def run_turn(ctx: RunContext) -> Outcome | EndTurns | None:
     ctx.stalled = None
     ctx.bus.emit(TurnStarted, ctx.scope, turn=ctx.turn, max_turns=ctx.config.max_iterations)
     try:
-        step = await _ask(ctx, await _request(ctx))
+        step = await _ask_fitting(ctx)
     except BudgetExhausted as exc:
         return Outcome("budget_exhausted", None, str(exc))
     if isinstance(step, EndTurns):
@@ -61,6 +62,28 @@ async def run_turn(ctx: RunContext) -> Outcome | EndTurns | None:
 async def _compact_call(ctx: RunContext, request: list[Message]) -> str:
     completion, _ = await root_call(ctx, request, purpose="compact")
     return completion.text
+
+
+ROOT_REFITS = 2
+"""Times a turn's request is cut to a smaller share of the root's window after the model refused it as too large."""
+
+
+async def _ask_fitting(ctx: RunContext) -> Step | Outcome | EndTurns:
+    """`_ask` over the turn's request; when the root model refuses it as larger than its window (its tokenizer counts
+    more than ours: number-heavy outputs), the conversation is cut to three quarters of what was refused and asked again,
+    `ROOT_REFITS` times, before the refusal ends the run. Recorded (`rlmnb eval --task ordinary:log`, Qwen2.5-Coder
+    1.5B on llama.cpp): a printed list of ~2,000 numbers put the request over the server's 16K window and the run
+    ended in an error after six paid turns."""
+    for refit in range(ROOT_REFITS + 1):
+        try:
+            return await _ask(ctx, await _request(ctx))
+        except PromptTooLarge:
+            if refit == ROOT_REFITS:
+                raise
+            limits = ctx.run_limits()
+            refused = min(limits.context_tokens, ctx.conversation.tokens())
+            ctx.limits = dataclasses.replace(limits, context_tokens=max(1, refused * 3 // 4))
+    raise AssertionError("unreachable")
 
 
 async def _request(ctx: RunContext) -> list[Message]:

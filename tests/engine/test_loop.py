@@ -343,3 +343,25 @@ def test_the_config_lists_every_policy_the_engine_has_and_its_docs_name_them() -
 
     assert tuple(REGISTRY) == POLICIES and set(PROFILES["small"]) == set(POLICIES)
     assert all(name in " ".join(setting_docs()["policies"].split()) for name in POLICIES)
+
+
+def test_a_root_request_the_model_refuses_as_too_large_is_cut_and_asked_again() -> None:
+    # the server's tokenizer counts more than ours (number-heavy outputs): the turn cuts the conversation to
+    # three quarters of what was refused and asks again, instead of ending the run in an error
+    from rlmnb._ground.errors import PromptTooLarge
+    from rlmnb.events import TurnsTrimmed
+
+    big = code("print(' '.join(str(i) for i in range(1600)))")
+    steps = [big, code("print('a')"), big.replace("1600", "1601"), code("print('b')"), code("submit('done')")]
+
+    answered: list[int] = []
+
+    def root(messages: list[dict[str, Any]]) -> str:
+        if sum(len(str(m["content"])) for m in messages) > 16_000:
+            raise PromptTooLarge("the request is larger than the model's window")
+        answered.append(1)
+        return steps[len(answered) - 1]
+
+    result = RLM(ScriptedLM(root), sandbox="local", max_output_chars=9_000).run("q", text="t")
+    assert result.status == "submitted" and result.answer == "done"
+    assert result.trajectory.of(TurnsTrimmed)
