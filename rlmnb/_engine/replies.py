@@ -19,9 +19,9 @@ content; any model can be cut at `max_tokens` in the middle of a block. The rule
 - Prose after the last code block describes a result the model has not seen yet: it is left out of
   the history (silently: small models copy every note they are shown), and the trajectory says so.
 - A reply with no visible text (empty, or reasoning only) is `empty`: the loop asks again once. So is a
-  reply that is only the placeholder the history keeps for an empty reply (`EMPTY_KEPT`: recorded, RULER cwe
-  at 32K, the 1.5B model replied "(empty reply)" at turns 4 and 6 after its turn 2 had been kept as that), and
-  a reply without code that only copies the message it answers (`echoes`).
+  reply that is only the placeholder the history keeps for an empty reply (`EMPTY_KEPT`: a small model copies
+  what its history shows as its own earlier reply), and a reply without code that only copies the message it
+  answers (`echoes`).
 
 Code is pulled out of a text in three layers: fenced blocks (```python / ```py / ```python3 / ```repl
 / ```ipython, and bare fences whose body parses as Python; all such blocks run in order as one
@@ -91,8 +91,7 @@ def extract_code(reply: str) -> Extracted:
 
 def _lone_submit(text: str) -> str | None:
     """A reply that is nothing but one `submit(...)` call (in `backticks` or not, a full stop after it allowed):
-    the model's step, not prose. Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): the reply
-    "submit(['ketchup', 'fresh', ...])" without a fence was read as prose and never ran."""
+    the model's step, not prose: models often send their last call bare, and read as prose it would never run."""
     match = _LONE_SUBMIT.fullmatch(text)
     return match.group(1) if match and _is_call(match.group(1)) else None
 
@@ -357,14 +356,11 @@ ECHO_SHARE = 0.6
 
 def echoes(reply: str, request: str, *, outputs: Sequence[str] = ()) -> bool:
     """Whether a reply mostly copies `request`, the message it answers: at least two of its non-blank lines, and
-    `ECHO_SHARE` of them, are lines of the request (whitespace at their ends aside). Recorded (Qwen2.5-Coder
-    1.5B, RULER vt 8k): asked again after a repeated step, the model sent the request's "Turn 1/8 ..." outputs
-    back as its reply, then copied each next turn's note the same way until the run ended.
+    `ECHO_SHARE` of them, are lines of the request (whitespace at their ends aside). A small model often copies
+    its request back; a reply that is mostly copied lines is not a step.
 
     A reply whose copied lines are all lines of `outputs` (what the run's code printed) copies no instruction:
-    stating a result is quoting it. Recorded (RULER cwe at 32K, on 8a944dc): asked again after a repeated step (a request
-    that lists the steps' outputs), the root replied with its turn-1 count's output, the right ten words, and was
-    told it had only copied its request."""
+    stating a result is quoting it."""
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     asked = {line.strip() for line in request.splitlines() if line.strip()}
     copied = [line for line in lines if line in asked]
@@ -379,10 +375,8 @@ def without_copied_head(step: Step, given: str) -> Step:
     what the history keeps; blank lines among them go too. Only a step with code, only two copied lines or more,
     and never into a fenced block; what runs is unchanged.
 
-    Recorded (Qwen2.5-Coder 1.5B, RULER vt and `rlmnb eval` oolong_pairs, 8k): the root's turn-1 reply opened
-    with the first reading's message copied whole before its own plan and code; turn 2's reply opened with the
-    same copy, the model following its own reply in the history. Nothing is noted in the kept text (a small model
-    copies notes as well).
+    A small model that opens a reply with a copy of its instructions copies that reply again on the next turn, so
+    the copy is kept out of the history. Nothing is noted in the kept text (a small model copies notes as well).
     """
     if step.code is None or not step.kept:
         return step
@@ -407,9 +401,8 @@ a shorter one only when it is a whole line of it."""
 
 
 def _inside(line: str, flat: str) -> bool:
-    """Whether a long `line` appears in `flat` (the given text, spacing collapsed and case folded). Recorded: the
-    model copied the reading's first line without its lead-in ("First reading (made by the harness ...): the
-    sub-model read ..." came back as "The sub-model read ...")."""
+    """Whether a long `line` appears in `flat` (the given text, spacing collapsed and case folded): a copied line
+    may drop a lead-in or change its case and spacing, and is a copy all the same."""
     return len(line) >= COPY_CHARS and " ".join(line.split()).casefold() in flat
 
 
@@ -485,9 +478,8 @@ class Repeats:
         """The earlier turn, and the line, when this step's error was raised by the same line with the same
         message at an earlier turn whose code differed; else None. Remembers this turn's error either way.
 
-        Recorded (Qwen2.5-Coder 1.5B, `rlmnb eval` oolong_pairs 8k): `df = pd.read_csv(pd.compat.StringIO(...))`
-        raised the same AttributeError on five steps whose code around it changed; `check` keys on identical code,
-        so no note said that the one line was what kept failing.
+        A model that rewrites the code around a failing line often keeps the line; `check` keys on identical code,
+        so only this says that the one line is what keeps failing.
         """
         site = _error_site(code, error)
         if site is None:
@@ -506,8 +498,8 @@ class Repeats:
     def said_before(self, prose: str) -> int | None:
         """The latest earlier turn whose reply, also without code, was this same text (whitespace aside), or None.
 
-        Recorded (RULER vt at 32K, Qwen2.5-Coder 1.5B, temperature 0): turns 2 to 8 sent turn 1's 1,100 characters
-        of reasoning without a ```python block word for word; the no-code note after each changed nothing.
+        At a low temperature a model that copies its own last reply sends the same prose turn after turn, and a
+        note after each changes nothing; the repeat itself has to be seen.
         """
         return self.prose_seen.get(" ".join(prose.split()))
 

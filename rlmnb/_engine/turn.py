@@ -71,9 +71,8 @@ ROOT_REFITS = 2
 async def _ask_fitting(ctx: RunContext) -> Step | Outcome | EndTurns:
     """`_ask` over the turn's request; when the root model refuses it as larger than its window (its tokenizer counts
     more than ours: number-heavy outputs), the conversation is cut to three quarters of what was refused and asked again,
-    `ROOT_REFITS` times, before the refusal ends the run. Recorded (`rlmnb eval --task ordinary:log`, Qwen2.5-Coder
-    1.5B on llama.cpp): a printed list of ~2,000 numbers put the request over the server's 16K window and the run
-    ended in an error after six paid turns."""
+    `ROOT_REFITS` times, before the refusal ends the run. Our count is an estimate of the server's, so a request
+    we sized to fit can still be refused; a smaller request is a cheaper end than losing the turns already paid."""
     for refit in range(ROOT_REFITS + 1):
         try:
             return await _ask(ctx, await _request(ctx))

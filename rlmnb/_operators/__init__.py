@@ -115,10 +115,8 @@ def run_map(bridge: Any, items: Any, instruction: str, output: Any, *, operator:
 def column_note(items: Any, request: str) -> str | None:
     """A note when `items` is a pandas DataFrame with a label-like text column (at most LABEL_COLUMN_VALUES
     distinct values) one of whose values the operator's request (instruction, condition or labels) names as a
-    word, else None: code can select or count by that column for no sub-call. Recorded (a billing count over a
-    2,000-row ticket table, Qwen2.5-Coder 1.5B): `llm_classify(tickets, labels=['billing'])`, then
-    `llm_filter(tickets, "category != 'billing'")`, turn after turn, while the `category` column held the label;
-    the report's general advice did not change the step."""
+    word, else None: code can select or count by that column for no sub-call. A model often asks a sub-model to
+    label rows a column already labels; general advice does not change that step, a note naming the column can."""
     cls = type(items)
     if cls.__module__.split(".", 1)[0] != "pandas" or cls.__name__ != "DataFrame":
         return None

@@ -213,8 +213,8 @@ def run_snippet(code: str, namespace: dict[str, Any], filename: str, echo: Any,
     its repr). With `tables`, the DataFrames and Series printed or echoed are noted there (`table_record`).
 
     `protected` names (`inputs`, the primitives, the user's tools) keep their values: code that assigns one is
-    refused before anything runs (recorded: a small model replaced `inputs` with a text it invented and computed
-    its answer from that), and one rebound by other means is put back after the snippet, with an error saying so.
+    refused before anything runs (a model that rebinds `inputs` computes from data it made up, not the user's),
+    and one rebound by other means is put back after the snippet, with an error saying so.
     """
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     if tables is not None and isinstance(namespace.get("__builtins__"), dict):
@@ -258,9 +258,9 @@ def _run(code: str, namespace: dict[str, Any], filename: str, echo: Any, tables:
 
 def trimmed_traceback(exc: BaseException, filename: str) -> str:
     """The traceback with only the snippet's own frames, and the exception line; a NameError for a standard
-    library module says to import it, as Python 3.12 and later do (recorded, Python 3.11: a small model sent
-    `collections.Counter(...)` without the import twice, shown only "name 'collections' is not defined"), and an
-    AttributeError for a name a module lacks says where the standard library has it (`_elsewhere`)."""
+    library module says to import it, as Python 3.12 and later do (a model often uses a module it did not import,
+    and a bare "not defined" does not tell it why), and an AttributeError for a name a module lacks says where the
+    standard library has it (`_elsewhere`)."""
     te = traceback.TracebackException.from_exception(exc, capture_locals=False)
     te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == filename])
     te.__cause__ = te.__context__ = None
@@ -284,9 +284,9 @@ _HOMES = ("io", "re", "json", "collections", "itertools", "functools", "math", "
 def _elsewhere(obj: object, name: str) -> str | None:
     """The standard module in `_HOMES` that has public `name`, when `obj` is a module without it; else None.
 
-    Recorded (Qwen2.5-Coder 1.5B, `rlmnb eval` oolong_pairs 8k): `pd.read_csv(pd.compat.StringIO(text))` (removed
-    from pandas in 0.25) failed on five steps with different code around it; the error named only what was missing.
-    Only modules already loaded are looked in, so the hint imports nothing.
+    A model trained on older library versions reaches for names that moved; an error that names only what is
+    missing gets the same call again, one that names where the name lives gets it fixed. Only modules already
+    loaded are looked in, so the hint imports nothing.
     """
     if not isinstance(obj, type(sys)) or name.startswith("_"):
         return None

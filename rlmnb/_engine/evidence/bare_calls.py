@@ -39,9 +39,7 @@ def asks_only_the_question(prompt: str, prompt_chars: int, question: str) -> boo
     least `ECHO_WORDS` of its four-letter words outside `ASKING_WORDS`, or all of them when it has fewer), and has
     no number the question does not give and no such word beyond the question's and `ASKING_WORDS`. A sub-model
     sees only its prompt, so its reply to the question alone is a guess, not a reading. `prompt_chars` is the whole
-    prompt's length (events keep a clipped prompt). Recorded (RULER niah_single_2 at 8K, Qwen2.5-Coder 1.5B, on d92f852): sent back by guard
-    `reading`, the root ran `llm_query("What is the special magic number for tangy-midnight mentioned in the
-    provided text?")`, printed the reply's "12" and submitted it."""
+    prompt's length (events keep a clipped prompt)."""
     if not question.strip() or prompt_chars > min(len(prompt), BARE_PROMPT_CHARS):
         return False
     numbers, words = stated_beyond(prompt, question)
@@ -76,6 +74,6 @@ def bare_sub_calls(trajectory: Trajectory, run_id: str, turn: int, question: str
 
 def _bare(call: SubCallStarted, question: str) -> bool:
     """A sub-call given nothing to read: no image (an image is input it reads) and a prompt that only asks the
-    question (`asks_only_the_question`). Recorded in the suite: `llm_query('Total?', images=[scan])` for the
-    question "Total?" reads the scan."""
+    question (`asks_only_the_question`). So `llm_query('Total?', images=[scan])` for the question "Total?" is a
+    reading of the scan, not a bare call."""
     return not call.images and asks_only_the_question(call.prompt, call.prompt_chars, question)

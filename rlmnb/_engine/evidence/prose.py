@@ -15,9 +15,9 @@ __all__ = ["PROSE_WORDS", "RESTATE_CHARS", "boxed_answer", "prose_answer", "stat
 
 
 PROSE_WORDS = 4
-"""Most words of a prose reply taken as a bare answer (`prose_answer`). Recorded (RULER niah_multivalue 8k): the
-root sent back a six-word line its own code had printed ("The phrase '...' appears 0 times.") and the run ended
-with it; a looked-up value ("4015985", "France", "William the Conqueror") is a few words."""
+"""Most words of a prose reply taken as a bare answer (`prose_answer`): a looked-up value ("4015985", "France",
+"William the Conqueror") is a few words, while a longer line is more often a sentence the model's own code
+printed than an answer."""
 
 
 _WRAPPERS = "`'\"*"
@@ -48,11 +48,9 @@ def boxed_answer(reply: str, *, trajectory: Trajectory, run_id: str, seen: Seque
     """The value of the last `\\boxed{...}` in prose (a reply without code), when a real output of the run, a
     sub-call reply or one of the `seen` texts (a first reading) shows it; else None.
 
-    `\\boxed{}` is how models trained on worked solutions (Qwen, DeepSeek and others) mark their final answer.
-    Recorded (RULER niah_multivalue at 32K, Qwen2.5-Coder 1.5B): turn 1 reasoned over the first reading in 1,127
-    characters and ended "are \\(\\boxed{7975534, 8816912, 2044645, 6551268}\\)", all four numbers; too long to
-    read as restating the reading, it was told it had no code, and the re-asked step submitted the question's key.
-    As with `prose_answer`, a value only the question or the InputsSummary holds does not count.
+    `\\boxed{}` is how models trained on worked solutions mark their final answer, often at the end of reasoning
+    too long to read as a short answer. As with `prose_answer`, a value only the question or the InputsSummary
+    holds does not count.
     """
     found = _BOXED.findall(reply)
     if not found:

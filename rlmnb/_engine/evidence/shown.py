@@ -61,8 +61,7 @@ def copied_from(answer: Any, texts: Iterable[tuple[str, str]], *, share: float =
 def found_before(prose: str, turn: int, steps: Sequence[Step], *, question: str) -> bool:
     """Whether `prose`, said at `turn`, states what the outputs of earlier steps held (`held_by` over the output of
     every step before `turn` that shows values): a statement of a finding, not a guess made before the output that
-    holds it. Recorded (RULER niah_single_2 at 8K): turn 1 said the number "is 4", from the input summary's preview;
-    turn 2 printed the text's head, which holds that "4"; it was a guess all the same."""
+    holds it. A value said before any output showed it was a guess even when a later output happens to hold it."""
     outputs = "\n".join(s.text for s in steps if s.turn < turn)
     return bool(outputs) and held_by(prose, outputs, question=question) is True
 

@@ -64,9 +64,8 @@ def output_tails(steps: Sequence[Step], *, per_step: int = 400, total: int = 400
 
     Each block holds the output's last whole lines that fit in `per_step` characters (a short output whole; a
     last line longer than that, its end). A repeated output is listed once, under its first turn. When the blocks
-    do not all fit, the oldest are left out (the newest outputs are the likeliest to hold what the run found).
-    Recorded (RULER cwe at 32K, Qwen2.5-Coder 1.5B): the root's count printed a header and the ten words, 190
-    characters; the fallback was shown its last six lines and answered those six words.
+    do not all fit, the oldest are left out (the newest outputs are the likeliest to hold what the run found). A
+    short output is shown whole because a part of a result reads as the whole result to the model that answers.
     """
     seen: set[str] = set()
     blocks: list[str] = []
