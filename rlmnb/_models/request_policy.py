@@ -12,9 +12,8 @@
 - `retry_after` reads how long the server asked us to wait (retry-after-ms or Retry-After).
 - `server_gate` holds back requests beyond a server's parallel slots on our side: llama.cpp's Python server
   and Ollama answer one request at a time by default and queue the rest unseen, so a request's timeout
-  would run while it waits behind the others (recorded: three 11K-token reading parts sent at once to the
-  local 1.5B model; the first took 359 s, the second and third timed out at 600 s while queued). The
-  timeout counts from when a request passes the gate.
+  would run while it waits behind the others (docs/decisions/local-server-slots.md). The timeout counts
+  from when a request passes the gate.
 - `server_slots` asks a server on this machine how many requests it serves at once, once per address and
   process, where the server says: llama.cpp's `GET /props` (`total_slots`), or a `GET /v1/models` whose
   models are `owned_by` vLLM or SGLang (servers that batch: no gate, the run's own limit applies). A server
