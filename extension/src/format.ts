@@ -190,8 +190,8 @@ const ENDED: { [status: string]: string } = {
  * waiting; once the run has ended, the turn was cut short, and the status says how.
  */
 export function pendingTurnText(t: Turn, run: Run): string | null {
-  if (t.executed) {
-    return null;
+  if (t.executed || (t.reply && !t.code && !codeOfReply(t.reply))) {
+    return null; // ran, or a reply without code (a prose answer): nothing left to run
   }
   if (run.status === 'running') {
     return t.reply ? 'running…' : 'waiting for the model…';

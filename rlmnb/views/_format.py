@@ -126,10 +126,11 @@ def fmt_rate(per_second: float) -> str:
 _ENDED = {"interrupted": "interrupted", "error": "run failed", "budget_exhausted": "budget exhausted"}
 
 
-def pending_turn_text(executed: bool, replied: bool, status: str) -> str | None:
+def pending_turn_text(executed: bool, replied: bool, status: str, *, code: bool = True) -> str | None:
     """What a turn that has not run its code says, in the same words in every view (the extension's
-    format.ts has the twin): waiting while the run goes on, cut short once it has ended."""
-    if executed:
+    format.ts has the twin): waiting while the run goes on, cut short once it has ended. `code`: whether the
+    reply holds code; a reply without any (a prose answer, an empty reply) has nothing left to run."""
+    if executed or (replied and not code):
         return None
     if status in ("running", "waiting"):
         return "running…" if replied else "waiting for the model…"

@@ -259,7 +259,12 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
     if t["duration"] is not None:
         bits.append(f"code {fmt_secs(t['duration'])}")
     chips = ""
-    pending = pending_turn_text(t["executed"], t["reply"] is not None, status)
+    code = t["code"]
+    if code is None and t["reply"] is not None:
+        from rlmnb._engine.replies import extract_code
+
+        code = extract_code(t["reply"]).code
+    pending = pending_turn_text(t["executed"], t["reply"] is not None, status, code=code is not None)
     if pending:
         chips += _chip(pending, BLUE if status == "running" else GREY)
     if t["error"]:
@@ -280,13 +285,8 @@ def turn_html(t: dict[str, Any], *, status: str = "running", text_chars: int = T
     if t.get("reasoning"):
         out.append(f'<details><summary style="{SUMMARY};{MUTED}">model reasoning ({len(t["reasoning"]):,} '
                    f'characters)</summary>{_pre(clip(t["reasoning"], text_chars))}</details>')
-    code = t["code"]
     if code is None and t["reply"] is not None:
-        from rlmnb._engine.replies import extract_code
-
-        code = extract_code(t["reply"]).code
-        if code is None:
-            out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
+        out.append(f'<div style="{MUTED}">(no code in this reply)</div>')
     if code is not None:  # a turn whose code has not run says so in its header (running…, did not finish)
         if actions:  # the label and buttons of the extension's view (extension/src/view.ts)
             insert = insert_button("copy code to a new cell", "insert a cell below with this turn's code")

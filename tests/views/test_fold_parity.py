@@ -30,6 +30,7 @@ import pytest
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._engine.replies import extract_code
 from rlmnb._ground.prompts import load
 from rlmnb._ground.usage import CallUsage
 from rlmnb._models.base import Completion
@@ -128,6 +129,13 @@ def _echoed_run() -> dict[str, Any]:
 
     result = RLM(ScriptedLM(root, name="root-model"), ScriptedLM(_sub_reply, name="sub-model"),
                  sandbox="local").run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
+
+
+def _prose_answered_run() -> dict[str, Any]:
+    """A root that prints a value, then says it in prose without code: `prose_answer` takes the reply."""
+    root = ScriptedLM([code("print(inputs['text'][:5])"), "hello"], name="root-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
 
@@ -245,7 +253,8 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "queued-cut": _interleaved(queued), "queued-cut-old": _old_format(_interleaved(queued)),
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
-        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "stalled": _stalled_run(), "echoed": _echoed_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
+        "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "stalled": _stalled_run(), "echoed": _echoed_run(),
+        "prose-answered": _prose_answered_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -292,7 +301,9 @@ def python_figures(payload: dict[str, Any]) -> dict[str, Any]:
                 "reply_cache": [tokens.get("cached_input_tokens", 0), tokens.get("saved_usd", 0.0)],
                 "replayed": replayed_turn(tree.resumed_view(run_id), n),
                 "notes": [list(note) for note in t["notes"]],
-                "pending": pending_turn_text(t["executed"], t["reply"] is not None, run["status"]),
+                "pending": pending_turn_text(t["executed"], t["reply"] is not None, run["status"],
+                                             code=t["code"] is not None or t["reply"] is None
+                                             or extract_code(t["reply"]).code is not None),
                 "groups": [_group(tree, key) for key in dict.fromkeys(keys)]})
         node = tree.runs[run_id]
         runs[run_id] = {
@@ -381,6 +392,10 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert _acted(trajectories["stalled"]) == [(2, "repeat_breaker", "ask_again"), (2, "repeat_breaker", "ask_again"),
                                                (2, "repeat_breaker", "end_turns"), (2, "final_answer", "end_turns")]
     assert _acted(trajectories["echoed"]) == [(1, "look_first", "send_back"), (2, "empty_reply", "ask_again")]
+    # a turn answered in prose ran no code and has none left to run: no "did not finish" in either fold
+    assert _acted(trajectories["prose-answered"]) == [(2, "prose_answer", "answer")]
+    answered = next(iter(python_figures(trajectories["prose-answered"])["runs"].values()))["turns"]
+    assert [t["pending"] for t in answered] == [None, None]
     echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert echoed == ["empty", "echo"]  # how the reply was read; the ask is the policy's event
     for name in ("asked-again", "stalled", "echoed"):

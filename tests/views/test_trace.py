@@ -115,5 +115,7 @@ def test_turns_cut_short_read_the_same_everywhere() -> None:
     assert pending_turn_text(False, True, "interrupted") == "interrupted: this code did not finish"
     assert pending_turn_text(False, False, "error") == "run failed before the model replied"
     assert pending_turn_text(True, True, "interrupted") is None
+    assert pending_turn_text(False, True, "submitted", code=False) is None  # a prose answer has nothing to run
+    assert pending_turn_text(False, True, "running", code=False) is None
     page = render_html(_tree())
     assert 'class="rlmnb-trajectory tex2jax_ignore mathjax_ignore"' in page  # safe from the math renderer
