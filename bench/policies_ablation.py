@@ -1,0 +1,185 @@
+"""Each turn-loop policy on and off, on tasks of several kinds: does it earn its place? (issue 44)
+
+For each split it runs `rlmnb eval` with every policy on, reads from the trajectories which policies acted, then
+runs the split again once per policy that acted, with that policy off. A policy that never acted on an instance
+cannot have changed it (every action is a `PolicyActed` event), so only the splits where it acted are rerun.
+
+The model server is reached through a record/replay proxy started here: a request body seen before is answered
+from disk, so an off-run pays only for the turns after the point where it leaves the on-run (at temperature 0
+the shared prefix is the same request). The proxy is a measuring device, not part of rlmnb.
+
+    python bench/policies_ablation.py --out /tmp/ablation [--splits working,heldout,tickets,log,contract]
+        [--api-base http://127.0.0.1:8899/v1] [--summary-only]
+
+Splits (docs/decisions/policies-held-out-split.md): `working` (the RULER tasks the old rules were made from,
+seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame), `log` (a text log) and
+`contract` (a long document) from `rlmnb eval --task ordinary`; all at 8K with the local 1.5B model, 8 turns.
+
+Verdict per policy: "keep" when switching it off loses points on at least two kinds of task and gains on none;
+"harms" when switching it off gains points anywhere; else "unproven" (it acted without changing a score, or
+helped on one kind only, or never acted). Goal: every policy is "keep" (PASS/MISS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rlmnb._ground.config import POLICIES
+
+SPLITS: dict[str, tuple[str, str, int, int]] = {
+    # name: (kind, tasks, instances per task, seed)
+    "working": ("RULER", "ruler:niah_single_2,ruler:niah_multikey_1,ruler:niah_multivalue,ruler:vt,ruler:cwe,"
+                "ruler:qa_1", 1, 0),
+    "heldout": ("RULER", "ruler:niah_single_1,ruler:niah_single_3,ruler:niah_multikey_2,ruler:niah_multikey_3,"
+                "ruler:niah_multiquery,ruler:fwe,ruler:qa_2", 1, 1),
+    "tickets": ("DataFrame", "ordinary:tickets", 5, 0),
+    "log": ("text log", "ordinary:log", 4, 0),
+    "contract": ("document", "ordinary:contract", 3, 0),
+}
+EVAL = ["-m", "openai/local", "--api-key", "none", "--context-window", "16384", "--temperature", "0",
+        "--max-tokens", "800", "--max-iterations", "8", "--no-plot", "--sizes", "8k", "--methods", "rlm"]
+
+
+def replay_proxy(upstream: str, cache: Path) -> str:
+    """Start the record/replay proxy in a daemon thread; returns its base URL (same path layout as `upstream`)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    origin = upstream.split("/v1")[0]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's hook name
+            with urllib.request.urlopen(origin + self.path, timeout=600) as resp:
+                self._send(resp.status, resp.read())
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            path = cache / hashlib.sha256(self.path.encode() + b"\0" + body).hexdigest()
+            if path.exists():
+                return self._send(200, path.read_bytes())
+            request = urllib.request.Request(origin + self.path, data=body,
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=3600) as resp:
+                    code, data = resp.status, resp.read()
+            except urllib.error.HTTPError as exc:
+                code, data = exc.code, exc.read()
+            if code == 200:
+                path.with_suffix(".tmp").write_bytes(data)
+                path.with_suffix(".tmp").replace(path)
+            self._send(code, data)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def results(folder: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    path = folder / "results.jsonl"
+    if not path.exists():
+        return {}
+    return {(r["task"], r["index"]): r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def acted(folder: Path) -> collections.Counter[str]:
+    """How many actions each policy took over a run folder's trajectories."""
+    counts: collections.Counter[str] = collections.Counter()
+    for path in (folder / "trajectories").glob("*.json"):
+        counts.update(e["policy"] for e in json.loads(path.read_text())["events"] if e["kind"] == "policy_acted")
+    return counts
+
+
+def run_split(split: str, off: str | None, out: Path, api_base: str) -> Path:
+    """`rlmnb eval` over one split with every policy on, or all but `off`; skipped when its results are in."""
+    _, tasks, n, seed = SPLITS[split]
+    folder = out / split / (f"no_{off}" if off else "all")
+    if len(results(folder)) >= n * len(tasks.split(",")):
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    policies = ",".join(p for p in POLICIES if p != off)
+    command = [str(Path(sys.executable).with_name("rlmnb")), "eval", *EVAL, "--api-base", api_base, "--task", tasks,
+               "-n", str(n), "--seed", str(seed), "--policies", policies, "--out", str(folder)]
+    with (folder.parent / f"{folder.name}.log").open("w") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    return folder
+
+
+def summarise(out: Path, splits: list[str]) -> int:
+    """Print each split's on/off table and each policy's verdict; 0 when every policy is kept."""
+    effect: dict[str, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
+    for split in splits:
+        on = results(out / split / "all")
+        if not on:
+            continue
+        score = sum(r["score"] for r in on.values())
+        tokens = sum(r["input_tokens"] + r["output_tokens"] for r in on.values())
+        print(f"\n{split} ({SPLITS[split][0]}): all on {score:.2f} of {len(on)}, {tokens:,} tokens; "
+              f"acted: {dict(acted(out / split / 'all'))}")
+        print("| off | score | change | tokens | instances that changed |\n|---|--:|--:|--:|---|")
+        for folder in sorted((out / split).glob("no_*")):
+            off = results(folder)
+            if not folder.is_dir() or len(off) < len(on):
+                continue
+            policy = folder.name[3:]
+            off_score = sum(r["score"] for r in off.values())
+            changed = [f"{task.split(':')[-1]}#{i} {on[task, i]['score']:.2f}->{off[task, i]['score']:.2f}"
+                       for task, i in on if abs(on[task, i]["score"] - off[task, i]["score"]) > 1e-9]
+            print(f"| {policy} | {off_score:.2f} | {off_score - score:+.2f} | "
+                  f"{sum(r['input_tokens'] + r['output_tokens'] for r in off.values()):,} | {', '.join(changed) or '-'} |")
+            effect[policy][SPLITS[split][0]] += score - off_score  # > 0: the policy helps there
+    print("\n| policy | points it wins (+) or loses (-), by kind | verdict |\n|---|---|---|")
+    kept = True
+    for policy in POLICIES:
+        kinds = effect.get(policy)
+        if not kinds:
+            kept = False
+            print(f"| {policy} | never acted | unproven |")
+            continue
+        verdict = ("harms" if any(v < 0 for v in kinds.values())
+                   else "keep" if sum(v > 0 for v in kinds.values()) >= 2 else "unproven")
+        kept = kept and verdict == "keep"
+        print(f"| {policy} | {', '.join(f'{k} {v:+.2f}' for k, v in kinds.items())} | {verdict} |")
+    print(f"\nevery policy earns its place (helps on two kinds, harms none): {'PASS' if kept else 'MISS'}")
+    return 0 if kept else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--splits", default=",".join(SPLITS))
+    parser.add_argument("--api-base", default=f"http://127.0.0.1:{os.environ.get('RLMNB_REALMODEL_PORT', '8899')}/v1")
+    parser.add_argument("--summary-only", action="store_true", help="only print the tables of --out")
+    args = parser.parse_args()
+    splits = args.splits.split(",")
+    if not args.summary_only:
+        api_base = replay_proxy(args.api_base, args.out / "replay")
+        for split in splits:
+            for policy in sorted(acted(run_split(split, None, args.out, api_base))):
+                run_split(split, policy, args.out, api_base)
+    return summarise(args.out, splits)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
