@@ -36,6 +36,7 @@ from rlmnb._ground.passages import held_by, question_mentions
 from rlmnb._ground.prompts import load, render
 from rlmnb._ground.text import clip, parts_of
 from rlmnb._ground.tokens import count_tokens
+from rlmnb._operators.reading import FILL
 
 if TYPE_CHECKING:
     from rlmnb._engine.context import RunContext
@@ -52,8 +53,6 @@ MAX_MENTIONS = 8
 """Most places where the input names the question's names that the reading quotes (all text inputs together)."""
 NAMED = "where the input names what the question asks about, each place read alone"
 """The label of the answers the sub-model gave reading each named place alone (`question_mentions`)."""
-_FILL = 0.8
-"""Share of the sub-model's prompt window a part's text may fill (tokenizers differ; the instruction needs room)."""
 
 
 def _texts(fields: Sequence[Any], budget_tokens: int) -> list[tuple[str, str]] | None:
@@ -89,7 +88,7 @@ async def first_read(ctx: RunContext, fields: Sequence[Any]) -> str | None:
         return None
     question = ctx.question.strip()
     frame = render("first_read_ask", question=question, input="x", where="", text="")
-    part_tokens = int(limits.sub_window * _FILL) - count_tokens(frame, None) - 20  # room for ", part 1 of 4"
+    part_tokens = int(limits.sub_window * FILL) - count_tokens(frame, None) - 20  # room for ", part 1 of 4"
     if part_tokens < 500:
         return None
     texts = _texts(fields, part_tokens * max_parts * 2)
