@@ -129,15 +129,17 @@ def run_split(split: str, off: str | None, out: Path, api_base: str) -> Path:
 def summarise(out: Path, splits: list[str]) -> int:
     """Print each split's on/off table and each policy's verdict; 0 when every policy is kept."""
     effect: dict[str, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
+    seen: set[str] = set()  # policies that acted somewhere, measured off or not
     for split in splits:
         on = results(out / split / "all")
         if not on:
             continue
+        seen.update(acted(out / split / "all"))
         score = sum(r["score"] for r in on.values())
         tokens = sum(r["input_tokens"] + r["output_tokens"] for r in on.values())
         print(f"\n{split} ({SPLITS[split][0]}): all on {score:.2f} of {len(on)}, {tokens:,} tokens; "
-              f"acted: {dict(acted(out / split / 'all'))}")
-        print("| off | score | change | tokens | instances that changed |\n|---|--:|--:|--:|---|")
+              f"acted: {dict(acted(out / split / 'all'))}\n")
+        print("| off | right answers | change | tokens | instances that changed |\n|---|--:|--:|--:|---|")
         for folder in sorted((out / split).glob("no_*")):
             off = results(folder)
             if not folder.is_dir() or len(off) < len(on):
@@ -155,7 +157,7 @@ def summarise(out: Path, splits: list[str]) -> int:
         kinds = effect.get(policy)
         if not kinds:
             kept = False
-            print(f"| {policy} | never acted | unproven |")
+            print(f"| {policy} | {'acted, not yet run off' if policy in seen else 'never acted'} | unproven |")
             continue
         verdict = ("harms" if any(v < 0 for v in kinds.values())
                    else "keep" if sum(v > 0 for v in kinds.values()) >= 2 else "unproven")
