@@ -127,7 +127,8 @@ def run_split(split: str, off: str | None, out: Path, api_base: str) -> Path:
 
 
 def summarise(out: Path, splits: list[str]) -> int:
-    """Print each split's on/off table and each policy's verdict; 0 when every policy is kept."""
+    """Print each split's on/off table and each policy's verdict; 0 when every policy is kept. Tokens are the root
+    model's: the policies act on root turns, and a rerun's sub-calls come from rlmnb's response cache uncounted."""
     effect: dict[str, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
     seen: set[str] = set()  # policies that acted somewhere, measured off or not
     for split in splits:
@@ -136,10 +137,10 @@ def summarise(out: Path, splits: list[str]) -> int:
             continue
         seen.update(acted(out / split / "all"))
         score = sum(r["score"] for r in on.values())
-        tokens = sum(r["input_tokens"] + r["output_tokens"] for r in on.values())
-        print(f"\n{split} ({SPLITS[split][0]}): all on {score:.2f} of {len(on)}, {tokens:,} tokens; "
+        tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in on.values())
+        print(f"\n{split} ({SPLITS[split][0]}): all on {score:.2f} of {len(on)}, {tokens:,} root tokens; "
               f"acted: {dict(acted(out / split / 'all'))}\n")
-        print("| off | right answers | change | tokens | instances that changed |\n|---|--:|--:|--:|---|")
+        print("| off | right answers | change | root tokens | instances that changed |\n|---|--:|--:|--:|---|")
         for folder in sorted((out / split).glob("no_*")):
             off = results(folder)
             if not folder.is_dir() or len(off) < len(on):
@@ -149,7 +150,8 @@ def summarise(out: Path, splits: list[str]) -> int:
             changed = [f"{task.split(':')[-1]}#{i} {on[task, i]['score']:.2f}->{off[task, i]['score']:.2f}"
                        for task, i in on if abs(on[task, i]["score"] - off[task, i]["score"]) > 1e-9]
             print(f"| {policy} | {off_score:.2f} | {off_score - score:+.2f} | "
-                  f"{sum(r['input_tokens'] + r['output_tokens'] for r in off.values()):,} | {', '.join(changed) or '-'} |")
+                  f"{sum(r['root_input_tokens'] + r['root_output_tokens'] for r in off.values()):,} | "
+                  f"{', '.join(changed) or '-'} |")
             effect[policy][SPLITS[split][0]] += score - off_score  # > 0: the policy helps there
     print("\n| policy | points it wins (+) or loses (-), by kind | verdict |\n|---|---|---|")
     kept = True
