@@ -73,16 +73,14 @@ async def _ask_fitting(ctx: RunContext) -> Step | Outcome | EndTurns:
     more than ours: number-heavy outputs), the conversation is cut to three quarters of what was refused and asked again,
     `ROOT_REFITS` times, before the refusal ends the run. Our count is an estimate of the server's, so a request
     we sized to fit can still be refused; a smaller request is a cheaper end than losing the turns already paid."""
-    for refit in range(ROOT_REFITS + 1):
+    for _ in range(ROOT_REFITS):
         try:
             return await _ask(ctx, await _request(ctx))
         except PromptTooLarge:
-            if refit == ROOT_REFITS:
-                raise
             limits = ctx.run_limits()
             refused = min(limits.context_tokens, ctx.conversation.tokens())
             ctx.limits = dataclasses.replace(limits, context_tokens=max(1, refused * 3 // 4))
-    raise AssertionError("unreachable")
+    return await _ask(ctx, await _request(ctx))  # the last refusal ends the run
 
 
 async def _request(ctx: RunContext) -> list[Message]:

@@ -365,3 +365,18 @@ def test_a_root_request_the_model_refuses_as_too_large_is_cut_and_asked_again() 
     result = RLM(ScriptedLM(root), sandbox="local", max_output_chars=9_000).run("q", text="t")
     assert result.status == "submitted" and result.answer == "done"
     assert result.trajectory.of(TurnsTrimmed)
+
+
+def test_a_root_that_refuses_every_request_as_too_large_ends_the_run_after_the_refits() -> None:
+    from rlmnb._engine.turn import ROOT_REFITS
+    from rlmnb._ground.errors import PromptTooLarge
+
+    asked: list[int] = []
+
+    def root(messages: list[dict[str, Any]]) -> str:
+        asked.append(1)
+        raise PromptTooLarge("the request is larger than the model's window")
+
+    result = RLM(ScriptedLM(root), sandbox="local").run("q", text="t")
+    assert result.status == "error" and result.answer is None
+    assert len(asked) == ROOT_REFITS + 1
