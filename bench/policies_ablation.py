@@ -15,9 +15,11 @@ Splits (docs/decisions/policies-held-out-split.md): `working` (the RULER tasks t
 seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame), `log` (a text log) and
 `contract` (a long document) from `rlmnb eval --task ordinary`; all at 8K with the local 1.5B model, 8 turns.
 
-Verdict per policy: "keep" when switching it off loses points on at least two kinds of task and gains on none;
-"harms" when switching it off gains points anywhere; else "unproven" (it acted without changing a score, or
-helped on one kind only, or never acted). Goal: every policy is "keep" (PASS/MISS).
+On one kind of task a policy *helps* when switching it off loses points there, or keeps the points and spends at
+least 10% more root tokens (the goal is right answers at fewer tokens; tokens count only where some answers are
+right); it *harms* when switching it off gains points, or keeps them at least 10% cheaper. Verdict: "keep" when it helps on at least two kinds and harms on none;
+"harms" when it harms anywhere; else "unproven" (no change, one kind only, or never acted). Goal: every policy is
+"keep" (PASS/MISS).
 """
 
 from __future__ import annotations
@@ -71,8 +73,11 @@ def replay_proxy(upstream: str, cache: Path) -> str:
             self.wfile.write(body)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's hook name
-            with urllib.request.urlopen(origin + self.path, timeout=600) as resp:
-                self._send(resp.status, resp.read())
+            try:
+                with urllib.request.urlopen(origin + self.path, timeout=600) as resp:
+                    self._send(resp.status, resp.read())
+            except urllib.error.HTTPError as exc:  # a probe the server does not serve: pass its answer on
+                self._send(exc.code, exc.read())
 
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -126,10 +131,27 @@ def run_split(split: str, off: str | None, out: Path, api_base: str) -> Path:
     return folder
 
 
+TOKENS = 0.10
+"""Same points at this share more (or fewer) root tokens counts as help (or harm) on a kind of task."""
+
+
+def verdict(kinds: dict[str, list[float]]) -> tuple[str, str]:
+    """("keep" | "harms" | "unproven", what it did by kind) from {kind: [points on, points off, tokens on, off]}."""
+    helps = harms = 0
+    said = []
+    for kind, (on, off, t_on, t_off) in kinds.items():
+        ratio = t_off / t_on if t_on else 1.0
+        same = on == off > 0  # tokens count only beside right answers: they are the cost of one
+        helps += on > off or (same and ratio >= 1 + TOKENS)
+        harms += on < off or (same and ratio <= 1 - TOKENS)
+        said.append(f"{kind} {on - off:+.2f} points, off {ratio - 1:+.0%} tokens")
+    return ("harms" if harms else "keep" if helps >= 2 else "unproven"), ", ".join(said)
+
+
 def summarise(out: Path, splits: list[str]) -> int:
     """Print each split's on/off table and each policy's verdict; 0 when every policy is kept. Tokens are the root
     model's: the policies act on root turns, and a rerun's sub-calls come from rlmnb's response cache uncounted."""
-    effect: dict[str, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
+    effect: dict[str, dict[str, list[float]]] = collections.defaultdict(dict)
     seen: set[str] = set()  # policies that acted somewhere, measured off or not
     for split in splits:
         on = results(out / split / "all")
@@ -147,24 +169,24 @@ def summarise(out: Path, splits: list[str]) -> int:
                 continue
             policy = folder.name[3:]
             off_score = sum(r["score"] for r in off.values())
+            off_tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in off.values())
             changed = [f"{task.split(':')[-1]}#{i} {on[task, i]['score']:.2f}->{off[task, i]['score']:.2f}"
                        for task, i in on if abs(on[task, i]["score"] - off[task, i]["score"]) > 1e-9]
-            print(f"| {policy} | {off_score:.2f} | {off_score - score:+.2f} | "
-                  f"{sum(r['root_input_tokens'] + r['root_output_tokens'] for r in off.values()):,} | "
+            print(f"| {policy} | {off_score:.2f} | {off_score - score:+.2f} | {off_tokens:,} | "
                   f"{', '.join(changed) or '-'} |")
-            effect[policy][SPLITS[split][0]] += score - off_score  # > 0: the policy helps there
-    print("\n| policy | points it wins (+) or loses (-), by kind | verdict |\n|---|---|---|")
+            sums = effect[policy].setdefault(SPLITS[split][0], [0.0, 0.0, 0.0, 0.0])
+            for k, v in enumerate((score, off_score, tokens, off_tokens)):
+                sums[k] += v
+    print("\n| policy | switched off, by kind | verdict |\n|---|---|---|")
     kept = True
     for policy in POLICIES:
-        kinds = effect.get(policy)
-        if not kinds:
+        if policy not in effect:
             kept = False
             print(f"| {policy} | {'acted, not yet run off' if policy in seen else 'never acted'} | unproven |")
             continue
-        verdict = ("harms" if any(v < 0 for v in kinds.values())
-                   else "keep" if sum(v > 0 for v in kinds.values()) >= 2 else "unproven")
-        kept = kept and verdict == "keep"
-        print(f"| {policy} | {', '.join(f'{k} {v:+.2f}' for k, v in kinds.items())} | {verdict} |")
+        said, what = verdict(effect[policy])
+        kept = kept and said == "keep"
+        print(f"| {policy} | {what} | {said} |")
     print(f"\nevery policy earns its place (helps on two kinds, harms none): {'PASS' if kept else 'MISS'}")
     return 0 if kept else 1
 
