@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import sys
 import time
@@ -37,7 +38,7 @@ from rlmnb import RLM
 from rlmnb.events import CodeExecuted, ModelReply
 from rlmnb.testing.generators import haystack
 
-URL = "http://127.0.0.1:8899/v1"
+URL = f"http://127.0.0.1:{os.environ.get('RLMNB_REALMODEL_PORT', '8899')}/v1"
 ROOT_MAX_TOKENS = 400
 MODEL_SETTINGS: dict[str, Any] = {"api_base": URL, "api_key": "none", "temperature": 0, "timeout": 600,
                                   "context_window": 16384, "input_cost_per_token": 0, "output_cost_per_token": 0}
