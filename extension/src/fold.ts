@@ -101,6 +101,7 @@ export interface Turn {
   turn: number;
   maxTurns: number | null;
   reply: string;
+  replied: boolean; // the model answered this turn (its reply may be empty)
   replyTokens: [number, number] | null;
   replyCache: [number, number]; // [input tokens read from the provider's prompt cache, USD saved]
   replyLatency: number | null;
@@ -376,8 +377,8 @@ export function fold(payload: unknown): Tree {
     let t = r.turns.get(n);
     if (!t) {
       t = {
-        turn: n, maxTurns: null, reply: '', replyTokens: null, replyCache: [0, 0], replyLatency: null, code: '', stdout: '',
-        stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
+        turn: n, maxTurns: null, reply: '', replied: false, replyTokens: null, replyCache: [0, 0], replyLatency: null,
+        code: '', stdout: '', stderr: '', error: null, errorType: null, duration: null, timedOut: false, restarted: false,
         executed: false, submitted: false, tables: [], streamedStdout: '', streamedStderr: '', told: '', notes: [],
         groups: [], children: [], sentBack: []
       };
@@ -437,6 +438,7 @@ export function fold(payload: unknown): Tree {
         }
         const t = turn(e);
         t.reply = e.text ?? '';
+        t.replied = true;
         const u = e.usage ?? {};
         // a turn asked again (an empty or repeated reply) made two calls: its chip counts both
         const [inBefore, outBefore] = t.replyTokens ?? [0, 0];

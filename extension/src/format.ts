@@ -190,14 +190,14 @@ const ENDED: { [status: string]: string } = {
  * waiting; once the run has ended, the turn was cut short, and the status says how.
  */
 export function pendingTurnText(t: Turn, run: Run): string | null {
-  if (t.executed || (t.reply && !t.code && !codeOfReply(t.reply))) {
-    return null; // ran, or a reply without code (a prose answer): nothing left to run
+  if (t.executed || (t.replied && !t.code && !codeOfReply(t.reply))) {
+    return null; // ran, or a reply without code (a prose answer, an empty reply): nothing left to run
   }
   if (run.status === 'running') {
-    return t.reply ? 'running…' : 'waiting for the model…';
+    return t.replied ? 'running…' : 'waiting for the model…';
   }
   const how = ENDED[run.status] ?? 'run ended';
-  return t.reply ? `${how}: this code did not finish` : `${how} before the model replied`;
+  return t.replied ? `${how}: this code did not finish` : `${how} before the model replied`;
 }
 
 /** The first fenced code block of a reply (what a turn would have run), or ''. */

@@ -106,7 +106,8 @@ def _asked_again_run() -> dict[str, Any]:
     """A root asked again twice: once for an empty reply, once for a reply that would run turn 1's code."""
     look = code("print(len(inputs['text']))")
     root = ScriptedLM(["", look, look, code("print(inputs['text'][:5])"), code("submit('hello')")], name="root-model")
-    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local",
+                 policies=["empty_reply", "repeat_breaker", "final_answer"]).run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
 
@@ -128,7 +129,14 @@ def _echoed_run() -> dict[str, Any]:
         return code("submit('hello')") if "hello" in last else code("print(inputs['text'][:5])")
 
     result = RLM(ScriptedLM(root, name="root-model"), ScriptedLM(_sub_reply, name="sub-model"),
-                 sandbox="local").run("Greeting?", text="hello world")
+                 sandbox="local", policies=["look_first", "empty_reply"]).run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
+
+
+def _empty_replied_run() -> dict[str, Any]:
+    """A root whose first reply is empty, under the default profile: the turn passes with nothing to run."""
+    root = ScriptedLM(["", code("print(inputs['text'][:5])"), code("submit('hello')")], name="root-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
 
@@ -254,7 +262,8 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
         "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "stalled": _stalled_run(), "echoed": _echoed_run(),
-        "prose-answered": _prose_answered_run(), **_resumed_runs(tmp_path_factory.mktemp("journals")),
+        "prose-answered": _prose_answered_run(), "empty-replied": _empty_replied_run(),
+        **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
     return runs
@@ -396,6 +405,9 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert _acted(trajectories["prose-answered"]) == [(2, "prose_answer", "answer")]
     answered = next(iter(python_figures(trajectories["prose-answered"])["runs"].values()))["turns"]
     assert [t["pending"] for t in answered] == [None, None]
+    # an empty reply is a reply: its turn has nothing to run, and the run went on to answer
+    replied = next(iter(python_figures(trajectories["empty-replied"])["runs"].values()))["turns"]
+    assert [t["pending"] for t in replied] == [None, None, None]
     echoed = [n for e in trajectories["echoed"]["events"] if e["kind"] == "model_reply" for n in e["notes"]]
     assert echoed == ["empty", "echo"]  # how the reply was read; the ask is the policy's event
     for name in ("asked-again", "stalled", "echoed"):
