@@ -25,12 +25,14 @@ POLICIES = ("empty_reply", "repeat_breaker", "look_first", "unshown_value", "who
 """Every turn-loop policy, in the order they act (rlmnb/_engine/policies: one module each)."""
 PROFILES: dict[str, tuple[str, ...]] = {
     "paper": ("final_answer",),
-    "default": tuple(p for p in POLICIES if p != "first_read"),
-    "small": POLICIES,
+    "default": ("repeat_breaker", "prose_answer", "final_answer"),
+    "small": ("repeat_breaker", "prose_answer", "first_read", "final_answer"),
 }
 """Named sets of policies: "paper" is the loop as the RLM paper describes it (code, outputs, submit; one final
-call when the turns run out); "small" adds a first reading for small root models; "auto" (not listed) is "small"
-for a root model whose context window is at most 32,768 tokens, else "default"."""
+call when the turns run out); "default" adds the policies that earned their place in the ablation
+(docs/decisions/policies.md#ablation); "small" adds a first reading for small root models; "auto" (not listed) is
+"small" for a root model whose context window is at most 32,768 tokens, else "default". The other policies run
+only when named."""
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']",
              "models": "['openai/gpt-4o-mini']"}
 
@@ -90,7 +92,8 @@ class RLMConfig:
     """The turn loop's policies: a profile ("auto", "default", "small", "paper") or a list of names from
     empty_reply, repeat_breaker, look_first, unshown_value, whole_copy, prose_answer, same_error, guess_note,
     first_read, final_answer. Each watches one thing and may add a note, send a submitted answer back once, ask the
-    model again, take a reply as the answer or end the turns; the trajectory says which acted
+    model again, take a reply as the answer or end the turns; the trajectory says which acted. The profiles hold
+    those that earned their place on tasks they were not made from; the others run only when named
     (docs/decisions/policies.md)."""
     first_read: str = "auto"
     """Policy `first_read`: before the root's first step, the sub-model reads the text inputs with the question (at

@@ -10,7 +10,7 @@ repeating numbers.
 - `service_log(seed)`: a service log with exactly 37 ERROR lines among many INFO and WARN lines.
 
 Beside them, what a run over this data did, read from its trajectory: `policy_actions`, `rejections`,
-`turns_started` (the behaviour tests' assertions).
+`turns_started` (the behaviour tests' assertions); `EVERY_POLICY` for runs of the policies the profiles leave out.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from rlmnb._ground.config import POLICIES
 from rlmnb.events import GuardRejected, Trajectory, TurnStarted
 
 if TYPE_CHECKING:
@@ -181,6 +182,11 @@ def service_log(seed: int = 0, lines: int = 400) -> str:
         else:
             out.append(f"{stamp} WARN service={service} {rng.choice(_WARN)}")
     return "\n".join(out) + "\n"
+
+
+EVERY_POLICY = tuple(p for p in POLICIES if p != "first_read")
+"""Every policy on, the first reading aside (it asks the sub-model before turn 1): for tests of the policies the
+profiles leave out, which run only when named."""
 
 
 def policy_actions(trajectory: Trajectory) -> list[tuple[str, str]]:

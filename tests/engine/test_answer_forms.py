@@ -2,7 +2,7 @@
 
 A scripted root answers an ordinary question over ordinary data (`ordinary_data`: support tickets, a contract, a
 service log) the way a careful analyst would: one step of pandas, `re` or `str` code that prints what it found,
-then `submit()` of the answer in the form a user would accept. No policy may send such an answer back, ask again
+then `submit()` of the answer in the form a user would accept, with every policy on. No policy may send such an answer back, ask again
 or change it: the run ends "submitted" with exactly the submitted value, after exactly the scripted turns.
 
 Reported on these forms before the policies (issue 44): each was sent back once ("Yes", a date in words, prose
@@ -31,6 +31,7 @@ from ordinary_data import (
 from sandbox_support import code
 
 from rlmnb import RLM
+from rlmnb._ground.config import POLICIES
 from rlmnb._models.base import Message
 from rlmnb.testing import ScriptedLM
 
@@ -162,7 +163,8 @@ def test_an_ordinary_answer_passes_unchanged_in_the_turns_the_root_needed(make: 
     window = SMALL_WINDOW if case.reading is not None else None
     root = ScriptedLM(case.steps, context_window=window)
     sub = ScriptedLM(answering(case.reading) if case.reading is not None else ["x"], context_window=window)
-    result = RLM(root, sub, sandbox=kind, max_iterations=6, cache=False, **case.settings).run(
+    settings = {"policies": POLICIES, **case.settings}  # every policy on: none may misfire, named or in a profile
+    result = RLM(root, sub, sandbox=kind, max_iterations=6, cache=False, **settings).run(
         case.question, **case.inputs)
     assert_taken_after(result, case.answer, len(case.steps), sent_back=[])
     if case.reading is not None:  # the reading was made and was not the answer
@@ -173,36 +175,38 @@ def test_an_ordinary_answer_passes_unchanged_in_the_turns_the_root_needed(make: 
 
 
 def run_policies(kind: str, steps: list[str], question: str, policies: str, **inputs: Any) -> Any:
-    """A run whose scripted root takes `steps`, under the profile `policies`; the sub-model is never asked."""
-    rlm = RLM(ScriptedLM(steps), ScriptedLM(["x"]), sandbox=kind, max_iterations=6, cache=False, policies=policies)
+    """A run whose scripted root takes `steps`, under the profile `policies` (or that one policy named alone); the
+    sub-model is never asked."""
+    chosen = [policies] if policies in POLICIES else policies
+    rlm = RLM(ScriptedLM(steps), ScriptedLM(["x"]), sandbox=kind, max_iterations=6, cache=False, policies=chosen)
     return rlm.run(question, **inputs)
 
 
-@pytest.mark.parametrize("policies", ["default", "paper"])
-def test_a_typed_number_nothing_showed_goes_back_once_then_is_taken(kind: str, policies: str) -> None:
+@pytest.mark.parametrize("policies", ["unshown_value", "default", "paper"])
+def test_a_typed_number_nothing_showed_goes_back_once_where_unshown_value_is_on(kind: str, policies: str) -> None:
     shown = code("t = inputs['tickets']\nprint(t['area'].value_counts())")
     again = code("answer = 4711\nsubmit(answer)")  # other code: a step that ran before may be refused as a repeat
-    steps = [shown, code("submit(4711)")] + ([again] if policies == "default" else [])
+    steps = [shown, code("submit(4711)")] + ([again] if policies == "unshown_value" else [])
     result = run_policies(kind, steps, "How many billing tickets are urgent?", policies, tickets=tickets())
-    sent_back = ["unshown_value"] if policies == "default" else []
+    sent_back = ["unshown_value"] if policies == "unshown_value" else []
     assert_taken_after(result, 4711, len(steps), sent_back)
 
 
-@pytest.mark.parametrize("policies", ["default", "paper"])
-def test_the_whole_text_input_submitted_goes_back_once(kind: str, policies: str) -> None:
+@pytest.mark.parametrize("policies", ["whole_copy", "default", "paper"])
+def test_the_whole_text_input_submitted_goes_back_once_where_whole_copy_is_on(kind: str, policies: str) -> None:
     again = code("log = inputs['log']\nsubmit(log)")
-    steps = [code("print(inputs['log'][:400])"), code("submit(inputs['log'])")] + ([again] if policies == "default" else [])
+    steps = [code("print(inputs['log'][:400])"), code("submit(inputs['log'])")] + ([again] if policies == "whole_copy" else [])
     log = service_log()
     result = run_policies(kind, steps, "What happened in the service this morning?", policies, log=log)
-    sent_back = ["whole_copy"] if policies == "default" else []
+    sent_back = ["whole_copy"] if policies == "whole_copy" else []
     assert_taken_after(result, log, len(steps), sent_back)
 
 
-@pytest.mark.parametrize("policies", ["default", "paper"])
-def test_a_submit_before_any_output_goes_back_but_in_the_papers_loop(kind: str, policies: str) -> None:
+@pytest.mark.parametrize("policies", ["look_first", "default", "paper"])
+def test_a_submit_before_any_output_goes_back_where_look_first_is_on(kind: str, policies: str) -> None:
     blind = code("submit(len(inputs['log'].splitlines()))")
     looked = code("lines = inputs['log'].splitlines()\nprint(len(lines))\nsubmit(len(lines))")
-    steps = [blind, looked] if policies == "default" else [blind]
+    steps = [blind, looked] if policies == "look_first" else [blind]
     result = run_policies(kind, steps, "How many lines does the log have?", policies, log=service_log())
-    sent_back = ["look_first"] if policies == "default" else []
+    sent_back = ["look_first"] if policies == "look_first" else []
     assert_taken_after(result, 400, len(steps), sent_back)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ordinary_data import EVERY_POLICY
 from sandbox_support import code, observations
 
 from rlmnb import RLM
@@ -41,7 +42,9 @@ def haystack(repeats: int = 120) -> str:
 
 
 def run(replies: list[Any], *, text: str | None = None, **kw: Any) -> tuple[Any, ScriptedLM]:
+    """A run with every policy on (most of these are named ones, out of the profiles) unless `policies` is given."""
     root = ScriptedLM(replies, name="root")
+    kw.setdefault("policies", EVERY_POLICY)
     rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", **kw)
     return rlm.run("What is the special magic number for furtive-donation?", text=text or haystack()), root
 
@@ -610,7 +613,7 @@ def test_a_reply_that_only_copies_what_it_was_given_is_asked_again_as_an_empty_o
         return copy(messages)
 
     root = ScriptedLM(root_reply, name="root")
-    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", policies=["empty_reply"])
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3]

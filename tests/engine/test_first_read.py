@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ordinary_data import EVERY_POLICY
 from sandbox_support import code
 
 from rlmnb import RLM
 from rlmnb._engine.policies.first_read import NAMED
 from rlmnb._engine.replies import read_step, without_copied_head
+from rlmnb._ground.config import POLICIES
 from rlmnb._ground.errors import ConfigError
 from rlmnb._ground.prompts import load
 from rlmnb._ground.text import parts_of
@@ -307,21 +309,21 @@ def test_submitting_the_input_itself_goes_back_once_even_on_the_last_turn() -> N
     # 28,000-character text 1.0. Policy `whole_copy` sends such an answer back once a run
     text = haystack(400)
     whole = code("if '4015985' in inputs['text']:\n    submit(inputs['text'])")
-    result, root, _ = run([whole, code("submit('4015985')")], text)
+    result, root, _ = run([whole, code("submit('4015985')")], text, policies=POLICIES)
     assert [(r.turn, r.guard) for r in result.trajectory.of(GuardRejected)] == [(1, "whole_copy")]
     assert acted(result.trajectory) == [(0, "first_read", "read_first"), (1, "whole_copy", "send_back")]
     assert result.status == "submitted" and result.answer == "4015985" and len(root.requests) == 2
     # once a run: sent again, it is taken (the model decides)
-    result, root, _ = run([whole, whole], text)
+    result, root, _ = run([whole, whole], text, policies=POLICIES)
     assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["whole_copy"]
     assert result.status == "submitted" and result.answer == text and len(root.requests) == 2
     # on the last turn too: the final answer comes from the fallback instead
-    result, root, _ = run([code("submit(inputs['text'])"), "4015985"], text, max_iterations=1)
+    result, root, _ = run([code("submit(inputs['text'])"), "4015985"], text, max_iterations=1, policies=POLICIES)
     assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["whole_copy"]
     assert result.status == "fallback" and result.answer == "4015985"
     # a part of the input, however long, is an answer (a clause the question asked for), and so is a short copy
     for part in ("inputs['text'][100:3000]", "inputs['text'][:1999]"):
-        result, root, _ = run([code(f"submit({part})")], text)
+        result, root, _ = run([code(f"submit({part})")], text, policies=POLICIES)
         assert result.status == "submitted" and not result.trajectory.of(GuardRejected) and len(root.requests) == 1
 
 
@@ -505,7 +507,8 @@ def test_an_answer_from_a_sub_call_given_only_the_question_goes_back_once() -> N
 
     ask = code('new_prompt = "What is the special magic number for furtive-donation mentioned in the provided text?"\n'
                "new_answer = llm_query(new_prompt)\nprint(f'The new answer from the re-read is: {new_answer}')")
-    result, root, _ = run([ask, code("submit(12)"), code("submit('4015985')")], haystack(200), sub_model=guessing)
+    result, root, _ = run([ask, code("submit(12)"), code("submit('4015985')")], haystack(200), sub_model=guessing,
+                          policies=POLICIES)
     # the step's bare sub-call gets a note (`guess_note`); its value goes back once (`unshown_value`)
     assert acted(result.trajectory) == [(0, "first_read", "read_first"), (1, "guess_note", "note"),
                                         (2, "unshown_value", "send_back")]
@@ -514,17 +517,19 @@ def test_an_answer_from_a_sub_call_given_only_the_question_goes_back_once() -> N
     # without a reading (window unknown): computed, not typed, it goes back the same way; once per run, so sent
     # again it is taken
     steps = [ask, code("submit(int(new_answer.rstrip('.').split()[-1]))"), code("submit(12)")]
-    result, _, _ = run(steps, haystack(200), sub_model=guessing, window=None)
+    result, _, _ = run(steps, haystack(200), sub_model=guessing, window=None, policies=EVERY_POLICY)
     assert [r.guard for r in result.trajectory.of(GuardRejected)] == ["unshown_value"] and result.answer == 12
     # stated in prose, it is no answer real output showed: the run goes on
     find = code("i = inputs['text'].find('furtive-donation is')\nprint(inputs['text'][i:i + 40])")
-    result, _, _ = run([ask, "12", find, code("submit(4015985)")], haystack(200), sub_model=guessing, window=None)
+    result, _, _ = run([ask, "12", find, code("submit(4015985)")], haystack(200), sub_model=guessing, window=None,
+                       policies=EVERY_POLICY)
     assert result.answer == 4015985 and not result.trajectory.of(GuardRejected)
     assert "prose_answer" not in [p for _, p, _ in acted(result.trajectory)]
     # a prompt carrying a part of the text is a reading, and its reply is evidence
     read = code("new_answer = llm_query('What is the special magic number for furtive-donation? ' + "
                 "inputs['text'][-3000:])\nprint(new_answer)")
-    result, root, _ = run([read, code("submit(new_answer)")], haystack(200), sub_model=guessing, window=None)
+    result, root, _ = run([read, code("submit(new_answer)")], haystack(200), sub_model=guessing, window=None,
+                          policies=EVERY_POLICY)
     assert not result.trajectory.of(GuardRejected) and acted(result.trajectory) == []
 
 

@@ -75,7 +75,8 @@ def test_usage_counts_every_model_request_and_nothing_else() -> None:
 
 # ---- guards -------------------------------------------------------------------------------------------
 def test_first_turn_submit_is_rejected_then_accepted() -> None:
-    result, root = run([code("submit('guess')"), code("print(inputs['text'][:5])"), code("submit('alpha')")])
+    result, root = run([code("submit('guess')"), code("print(inputs['text'][:5])"), code("submit('alpha')")],
+                       policies=["look_first"])
     assert result.answer == "alpha"
     rejected = result.trajectory.of(GuardRejected)
     assert [(r.turn, r.guard) for r in rejected] == [(1, "look_first")]
@@ -341,7 +342,8 @@ def test_the_config_lists_every_policy_the_engine_has_and_its_docs_name_them() -
     from rlmnb._ground.config import POLICIES, PROFILES
     from rlmnb._ground.flags import setting_docs
 
-    assert tuple(REGISTRY) == POLICIES and set(PROFILES["small"]) == set(POLICIES)
+    assert tuple(REGISTRY) == POLICIES and all(set(names) <= set(POLICIES) for names in PROFILES.values())
+    assert set(PROFILES["paper"]) < set(PROFILES["default"]) < set(PROFILES["small"])  # each adds to the last
     assert all(name in " ".join(setting_docs()["policies"].split()) for name in POLICIES)
 
 

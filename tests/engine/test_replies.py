@@ -188,7 +188,7 @@ def test_a_cut_reply_is_recorded_and_told() -> None:
 
 
 def test_an_empty_reply_is_asked_again_without_costing_a_turn() -> None:
-    result, root = run(["", code("print(1)"), code("submit(1)")], max_iterations=2)
+    result, root = run(["", code("print(1)"), code("submit(1)")], max_iterations=2, policies=["empty_reply"])
     assert result.status == "submitted" and result.answer == 1
     assert len(result.trajectory.of(TurnStarted)) == 2
     first, second = result.trajectory.of(ModelReply)[:2]
@@ -208,7 +208,8 @@ def test_two_empty_replies_cost_one_turn_and_say_so() -> None:
 def test_a_reply_copying_the_empty_placeholder_is_empty() -> None:
     # recorded (RULER cwe at 32K, instance 1, on 35b3988): turn 2 was kept as "(empty reply)"; the model replied
     # exactly that at turns 4 and 6, each read as prose without code and costing a turn
-    result, root = run(["", "  ", code("print(1)"), "(empty reply)", code("submit(1)")], max_iterations=3)
+    result, root = run(["", "  ", code("print(1)"), "(empty reply)", code("submit(1)")], max_iterations=3,
+                       policies=["empty_reply"])
     assert assistant_texts(root)[0] == "(empty reply)"
     replies = result.trajectory.of(ModelReply)
     assert [(r.turn, r.notes) for r in replies] == [(1, ["empty"]), (1, ["empty"]), (2, []), (3, ["empty"]), (3, [])]
