@@ -9,7 +9,7 @@ from disk, so an off-run pays only for the turns after the point where it leaves
 the shared prefix is the same request). The proxy is a measuring device, not part of rlmnb.
 
     python bench/policies_ablation.py --out /tmp/ablation [--splits working,heldout,tickets,log,contract]
-        [--api-base http://127.0.0.1:8899/v1] [--summary-only]
+        [--confirm small] [--api-base http://127.0.0.1:8899/v1] [--summary-only]
 
 Splits (docs/decisions/policies-held-out-split.md): `working` (the RULER tasks the old rules were made from,
 seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame), `log` (a text log) and
@@ -19,7 +19,8 @@ On one kind of task a policy *helps* when switching it off loses points there, o
 least 10% more root tokens (the goal is right answers at fewer tokens; tokens count only where some answers are
 right); it *harms* when switching it off gains points, or keeps them at least 10% cheaper. Verdict: "keep" when it helps on at least two kinds and harms on none;
 "harms" when it harms anywhere; else "unproven" (no change, one kind only, or never acted). Goal: every policy is
-"keep" (PASS/MISS).
+"keep" (PASS/MISS). With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
+scores at least what every policy on scores, at no more root tokens per right answer.
 """
 
 from __future__ import annotations
@@ -116,14 +117,15 @@ def acted(folder: Path) -> collections.Counter[str]:
     return counts
 
 
-def run_split(split: str, off: str | None, out: Path, api_base: str) -> Path:
-    """`rlmnb eval` over one split with every policy on, or all but `off`; skipped when its results are in."""
+def run_split(split: str, off: str | None, out: Path, api_base: str, profile: str | None = None) -> Path:
+    """`rlmnb eval` over one split with every policy on, all but `off`, or a `profile`; skipped when its results
+    are in."""
     _, tasks, n, seed = SPLITS[split]
-    folder = out / split / (f"no_{off}" if off else "all")
+    folder = out / split / (f"profile_{profile}" if profile else f"no_{off}" if off else "all")
     if len(results(folder)) >= n * len(tasks.split(",")):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    policies = ",".join(p for p in POLICIES if p != off)
+    policies = profile or ",".join(p for p in POLICIES if p != off)
     command = [str(Path(sys.executable).with_name("rlmnb")), "eval", *EVAL, "--api-base", api_base, "--task", tasks,
                "-n", str(n), "--seed", str(seed), "--policies", policies, "--out", str(folder)]
     with (folder.parent / f"{folder.name}.log").open("w") as log:
@@ -191,12 +193,34 @@ def summarise(out: Path, splits: list[str]) -> int:
     return 0 if kept else 1
 
 
+def confirm(out: Path, splits: list[str], profile: str) -> int:
+    """The profile against every policy on, split by split: confirmed (0) where it has at least the points, at no
+    more root tokens per right answer."""
+    print(f"\n| split | every policy on | profile {profile} | confirmed |\n|---|---|---|---|")
+    confirmed = True
+    for split in splits:
+        on, mine = results(out / split / "all"), results(out / split / f"profile_{profile}")
+        if not on or len(mine) < len(on):
+            continue
+        said = []
+        for rows in (on, mine):
+            score = sum(r["score"] for r in rows.values())
+            tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in rows.values())
+            said.append((score, tokens / score if score else float("inf")))
+        ok = said[1][0] >= said[0][0] and said[1][1] <= said[0][1]
+        confirmed = confirmed and ok
+        print(f"| {split} | " + " | ".join(f"{s:.2f} of {len(on)}, {t:,.0f} root tokens a right answer"
+                                            for s, t in said) + f" | {'PASS' if ok else 'MISS'} |")
+    return 0 if confirmed else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--splits", default=",".join(SPLITS))
     parser.add_argument("--api-base", default=f"http://127.0.0.1:{os.environ.get('RLMNB_REALMODEL_PORT', '8899')}/v1")
     parser.add_argument("--summary-only", action="store_true", help="only print the tables of --out")
+    parser.add_argument("--confirm", metavar="PROFILE", help="then run each split with this profile and compare")
     args = parser.parse_args()
     splits = args.splits.split(",")
     if not args.summary_only:
@@ -204,7 +228,10 @@ def main() -> int:
         for split in splits:
             for policy in sorted(acted(run_split(split, None, args.out, api_base))):
                 run_split(split, policy, args.out, api_base)
-    return summarise(args.out, splits)
+            if args.confirm:
+                run_split(split, None, args.out, api_base, profile=args.confirm)
+    status = summarise(args.out, splits)
+    return confirm(args.out, splits, args.confirm) or status if args.confirm else status
 
 
 if __name__ == "__main__":
