@@ -81,9 +81,10 @@ class RLMConfig:
     allow_first_turn_submit: bool = False
     """Accept submit() on the first turn, before the model has seen any output."""
     evidence_check: bool = True
-    """Keep the policies that judge a submitted answer against what the run showed: `unshown_value` (a number or id
-    the model typed that nothing showed goes back once) and `whole_copy` (an answer that is most of a text input
-    goes back once). False removes both, whatever `policies` says."""
+    """Allow the policies that judge a submitted answer against what the run showed: `unshown_value` (a number or
+    id the model typed that nothing showed goes back once) and `whole_copy` (an answer that is most of a text input
+    goes back once). They are in no profile, so they run only when named in `policies`; False removes them even
+    then."""
     repeat_asks: int = 2
     """Times per run the root is asked for another step when its reply would run an earlier turn's code again (or
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
