@@ -15,7 +15,7 @@
   would run while it waits behind the others (docs/decisions/local-server-slots.md). The timeout counts
   from when a request passes the gate.
 - `server_slots` asks a server on this machine how many requests it serves at once, once per address and
-  process, where the server says: llama.cpp's `GET /props` (`total_slots`), or a `GET /v1/models` whose
+  event loop (a server restarted on the same port may have other slots), where the server says: llama.cpp's `GET /props` (`total_slots`), or a `GET /v1/models` whose
   models are `owned_by` vLLM or SGLang (servers that batch: no gate, the run's own limit applies). A server
   that says neither (llama-cpp-python, Ollama, LM Studio) keeps `LOCAL_PARALLEL`.
 """
@@ -154,24 +154,20 @@ async def server_gate(server: str, parallel: int | None) -> AsyncIterator[None]:
         yield
 
 
-_SLOTS: dict[str, int | None] = {}  # api_base -> what its server said (process-wide: it does not change)
 _PROBES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Task[int | None]]] = (
     weakref.WeakKeyDictionary())
 
 
 async def server_slots(api_base: str) -> int | None:
     """How many requests the server at `api_base` (on this machine) serves at once: its slots, None for a
-    server that batches (no gate), else `LOCAL_PARALLEL`. Asked once per address; never raises."""
+    server that batches (no gate), else `LOCAL_PARALLEL`. Asked once per address and event loop (a run's), so a
+    server restarted on the same address with other slots is seen by the next run; never raises."""
     key = api_base.strip().rstrip("/")
-    if key in _SLOTS:
-        return _SLOTS[key]
     probes = _PROBES.setdefault(asyncio.get_running_loop(), {})
     task = probes.get(key)
     if task is None:  # concurrent first requests share one probe
         task = probes[key] = asyncio.ensure_future(_ask_slots(key))
-    slots = await asyncio.shield(task)
-    _SLOTS[key] = slots
-    return slots
+    return await asyncio.shield(task)
 
 
 async def _ask_slots(base: str) -> int | None:

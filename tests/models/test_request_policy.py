@@ -12,7 +12,14 @@ import pytest
 from rlmnb._engine.limits import run_limits
 from rlmnb._ground.config import RLMConfig
 from rlmnb._models.litellm import LiteLLM, ModelCallFailed, close_loop_clients
-from rlmnb._models.request_policy import LOCAL_TIMEOUT, REMOTE_TIMEOUT, is_local, is_loopback, retry_after
+from rlmnb._models.request_policy import (
+    LOCAL_TIMEOUT,
+    REMOTE_TIMEOUT,
+    is_local,
+    is_loopback,
+    retry_after,
+    server_slots,
+)
 from rlmnb.testing import ScriptedLM
 
 
@@ -126,3 +133,12 @@ def test_a_server_that_says_nothing_gets_one_and_parallel_wins(fake_server_facto
     assert peak_of(told, told.lm("fake-sub", parallel=2)) == 2
     batching = fake_server_factory(latency=0.1, owned_by="vllm")
     assert peak_of(batching, batching.lm("fake-sub", parallel=1)) == 1
+
+
+
+def test_a_server_restarted_on_the_same_address_is_asked_again(fake_server_factory: Any) -> None:
+    # each run (event loop) asks afresh: a server restarted on the same port with other slots is seen as it is now
+    server = fake_server_factory(latency=0.1, slots=1, report_slots=True)
+    assert asyncio.run(server_slots(server.url)) == 1
+    server.slots = 3  # restarted with --parallel 3 on the same address
+    assert asyncio.run(server_slots(server.url)) == 3
