@@ -17,8 +17,8 @@ seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame
 
 On one kind of task a policy *helps* when switching it off loses points there, or keeps the points and spends at
 least 10% more root tokens (the goal is right answers at fewer tokens; tokens count only where some answers are
-right); it *harms* when switching it off gains points, or keeps them at least 10% cheaper. Verdict: "keep" when it helps on at least two kinds and harms on none;
-"harms" when it harms anywhere; else "unproven" (no change, one kind only, or never acted). Goal: every policy is
+right); it *harms* when switching it off gains points, or keeps them at least 10% cheaper. Verdict: "keep" when it
+helps on at least two kinds and harms on none; "harms" when it harms anywhere; else "unproven" (no change, one kind only, or never acted). Goal: every policy is
 "keep" (PASS/MISS). With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
 scores at least what every policy on scores, at no more root tokens per right answer.
 """

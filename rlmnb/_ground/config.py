@@ -26,8 +26,8 @@ POLICIES = ("empty_reply", "repeat_breaker", "look_first", "unshown_value", "who
 PROFILES: dict[str, tuple[str, ...]] = {
     "paper": ("final_answer",),
     "default": ("repeat_breaker", "prose_answer", "final_answer"),
-    "small": ("repeat_breaker", "prose_answer", "first_read", "final_answer"),
 }
+PROFILES["small"] = (*PROFILES["default"], "first_read")  # names, not order: the policies act in POLICIES' order
 """Named sets of policies: "paper" is the loop as the RLM paper describes it (code, outputs, submit; one final
 call when the turns run out); "default" adds the policies that earned their place in the ablation
 (docs/decisions/policies.md#ablation); "small" adds a first reading for small root models; "auto" (not listed) is
