@@ -13,7 +13,7 @@ max_tokens / reported, empty replies / retried, repeated code with the same outp
 "Seen" is counted by this script from the raw replies and code; "handled" from what the harness
 recorded (zero on a harness that does not handle it). Trajectories are saved for reading.
 
-Run: python bench/realmodel.py [--out /tmp/realmodel-after] [--tasks needle,billing,refunds]
+Run: python bench/realmodel.py [--out /tmp/realmodel-after] [--tasks needle,billing,refunds] [--policies all]
      (the server must be running: bash ../shared/realmodel/serve.sh start; ~10-15 minutes)
 """
 
@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from rlmnb import RLM
+from rlmnb._ground.config import POLICIES, PROFILES
 from rlmnb.events import CodeExecuted, ModelReply
 from rlmnb.testing.generators import haystack
 
@@ -133,8 +134,9 @@ def run_task(name: str, spec: dict[str, Any], out: Path, args: argparse.Namespac
 
     root = LiteLLM("openai/local", max_tokens=args.max_tokens, **MODEL_SETTINGS)
     sub = LiteLLM("openai/local", max_tokens=120, **MODEL_SETTINGS)
+    policies = args.policies if args.policies in ("auto", *PROFILES) else tuple(args.policies.split(","))
     rlm = RLM(root, sub, sandbox="kernel", max_iterations=args.turns, max_llm_calls=12, max_time=args.max_time,
-              cache=False)
+              cache=False, policies=policies)
     started = time.perf_counter()
     result = rlm.run(spec["question"], **spec["inputs"])
     wall = time.perf_counter() - started
@@ -167,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=4, help="max_iterations per run")
     parser.add_argument("--max-time", type=float, default=300.0, help="max_time per run, seconds")
     parser.add_argument("--max-tokens", type=int, default=ROOT_MAX_TOKENS, help="max_tokens of a root reply")
+    parser.add_argument("--policies", default="auto",
+                        help=f"a profile ({', '.join(['auto', *PROFILES])}), 'all', or policy names with commas")
     args = parser.parse_args(argv)
+    if args.policies == "all":
+        args.policies = ",".join(POLICIES)
     if not server_up():
         print(f"no model server at {URL}: start it with bash ../shared/realmodel/serve.sh start", file=sys.stderr)
         return 2
