@@ -3,6 +3,8 @@
 `run` works everywhere, Jupyter included: the run gets its own event loop in a worker thread, and
 the calling thread only waits, so a kernel interrupt (KeyboardInterrupt) cancels the run cleanly and
 still returns the partial result with status "interrupted". `arun` is the same for async callers.
+An interrupt before the run begins (while the question is checked and the inputs are bound, before any model
+call or sandbox) raises KeyboardInterrupt as any Python call does: nothing was spent, so there is nothing to keep.
 """
 
 from __future__ import annotations

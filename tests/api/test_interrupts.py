@@ -1,4 +1,5 @@
-"""A Ctrl-C at any moment ends a run as "interrupted"; a subscriber that raises is reported (issue 23).
+"""A Ctrl-C at any moment of a run ends it as "interrupted" (before it begins, it raises); a subscriber that
+raises is reported (issue 23).
 
 SIGINT is delivered deterministically: a subscriber sends it to this process when a given event is
 emitted (in the run's thread), and the waiting thread receives it as a KeyboardInterrupt.
@@ -60,3 +61,18 @@ def test_a_subscriber_that_raises_is_reported_once_with_its_traceback(caplog: py
     reports = [r for r in caplog.records if "broken_view" in r.getMessage()]
     assert len(reports) == 1 and "ValueError: the view broke" in reports[0].getMessage()
     assert seen.count("turn_started") == 1  # dropped after its error
+
+
+def test_a_ctrl_c_while_the_inputs_are_bound_raises_before_anything_is_spent() -> None:
+    root = ScriptedLM(SCRIPT, name="root")
+
+    class SlowToDescribe(list):  # type: ignore[type-arg]
+        """A list input whose binding is where the Ctrl-C lands (as a large folder's description would be)."""
+
+        def __len__(self) -> int:
+            os.kill(os.getpid(), signal.SIGINT)
+            return super().__len__()
+
+    with pytest.raises(KeyboardInterrupt):
+        RLM(root, sandbox="local").run("Join the parts", rows=SlowToDescribe([1, 2, 3]))
+    assert root.remaining == len(SCRIPT)  # no model call was made

@@ -469,14 +469,24 @@ def test_each_run_gets_a_namespace_no_earlier_run_touched(kind: str) -> None:
 
 
 def test_the_users_interrupt_stops_the_run_and_the_sandbox(kind: str) -> None:
-    root = ScriptedLM([code("import time\nfor _ in range(400):\n    time.sleep(0.05)")] * 3)
-    rlm = RLM(root, sandbox=kind, timeout=30)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
+    # The Ctrl-C comes once the step is running (it printed), whatever the machine's load (a fixed timer fired
+    # during input binding on a loaded machine, before the run began).
+    root = ScriptedLM([code("import time\nprint('running', flush=True)\nfor _ in range(400):\n    time.sleep(0.05)")]
+                      * 3)
+    timers: list[threading.Timer] = []
+
+    def interrupt_once_running(event: Any) -> None:
+        if event.kind == "code_output" and not timers:
+            timers.append(threading.Timer(0.2, _thread.interrupt_main))
+            timers[0].start()
+
+    rlm = RLM(root, sandbox=kind, timeout=30, on_event=interrupt_once_running)
     try:
         result = rlm.run("q", text="abc")
     finally:
-        timer.join()
+        for timer in timers:
+            timer.join()
+    assert len(timers) == 1
     assert result.status == "interrupted"
     assert result.trajectory.final() is not None
     pool.wait_idle(60)
