@@ -9,7 +9,11 @@ from disk, so an off-run pays only for the turns after the point where it leaves
 the shared prefix is the same request). The proxy is a measuring device, not part of rlmnb.
 
     python bench/policies_ablation.py --out /tmp/ablation [--splits working,heldout,tickets,log,contract]
-        [--confirm small] [--api-base http://127.0.0.1:8899/v1] [--summary-only]
+        [--base default] [--confirm small] [--api-base http://127.0.0.1:8899/v1] [--summary-only]
+
+With `--base PROFILE` the on-run is that profile's policies and each off-run drops one of them (a split where
+every policy on costs too much model time). The tables pair any two runs of a split whose policies differ by one
+policy, so the runs of profiles `small` and `default` (which differ by `first_read`) are its on and off.
 
 Splits (docs/decisions/policies-held-out-split.md): `working` (the RULER tasks the old rules were made from,
 seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame), `log` (a text log) and
@@ -39,7 +43,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from rlmnb._ground.config import POLICIES
+from rlmnb._ground.config import POLICIES, PROFILES
 
 SPLITS: dict[str, tuple[str, str, int, int]] = {
     # name: (kind, tasks, instances per task, seed)
@@ -118,19 +122,37 @@ def acted(folder: Path) -> collections.Counter[str]:
 
 
 def run_split(split: str, off: str | None, out: Path, api_base: str, profile: str | None = None) -> Path:
-    """`rlmnb eval` over one split with every policy on, all but `off`, or a `profile`; skipped when its results
-    are in."""
+    """`rlmnb eval` over one split with every policy on, or a `profile`'s policies, all but `off`; skipped when its
+    results are in. Folders: `all`, `no_X`, `profile_P`, `P_no_X`."""
     _, tasks, n, seed = SPLITS[split]
-    folder = out / split / (f"profile_{profile}" if profile else f"no_{off}" if off else "all")
+    base = PROFILES[profile] if profile else POLICIES
+    name = (f"{profile}_" if profile else "") + f"no_{off}" if off else f"profile_{profile}" if profile else "all"
+    folder = out / split / name
     if len(results(folder)) >= n * len(tasks.split(",")):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    policies = profile or ",".join(p for p in POLICIES if p != off)
+    policies = ",".join(p for p in base if p != off) if off or not profile else profile
     command = [str(Path(sys.executable).with_name("rlmnb")), "eval", *EVAL, "--api-base", api_base, "--task", tasks,
                "-n", str(n), "--seed", str(seed), "--policies", policies, "--out", str(folder)]
     with (folder.parent / f"{folder.name}.log").open("w") as log:
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
     return folder
+
+
+def pairs(out: Path, split: str) -> list[tuple[str, Path, Path]]:
+    """(policy, on-run, off-run) for each pair of a split's runs whose policies differ by that one policy: every
+    policy on (`all`) and `no_X`; a profile's run (`profile_P`) and `P_no_X`, or another profile's run when that
+    profile is P without one policy (`small` and `default` differ by `first_read`)."""
+    root = out / split
+    found = [(f.name[3:], root / "all", f) for f in sorted(root.glob("no_*")) if f.is_dir()]
+    for p, names in PROFILES.items():
+        on = root / f"profile_{p}"
+        found += [(f.name[len(p) + 4:], on, f) for f in sorted(root.glob(f"{p}_no_*")) if f.is_dir()]
+        for q, other in PROFILES.items():
+            extra = set(names) - set(other)
+            if set(other) < set(names) and len(extra) == 1:
+                found.append((extra.pop(), on, root / f"profile_{q}"))
+    return found
 
 
 TOKENS = 0.10
@@ -156,29 +178,33 @@ def summarise(out: Path, splits: list[str]) -> int:
     effect: dict[str, dict[str, list[float]]] = collections.defaultdict(dict)
     seen: set[str] = set()  # policies that acted somewhere, measured off or not
     for split in splits:
-        on = results(out / split / "all")
-        if not on:
-            continue
-        seen.update(acted(out / split / "all"))
-        score = sum(r["score"] for r in on.values())
-        tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in on.values())
-        print(f"\n{split} ({SPLITS[split][0]}): all on {score:.2f} of {len(on)}, {tokens:,} root tokens; "
-              f"acted: {dict(acted(out / split / 'all'))}\n")
-        print("| off | right answers | change | root tokens | instances that changed |\n|---|--:|--:|--:|---|")
-        for folder in sorted((out / split).glob("no_*")):
-            off = results(folder)
-            if not folder.is_dir() or len(off) < len(on):
+        by_on: dict[Path, list[tuple[str, Path]]] = collections.defaultdict(list)
+        for policy, on_run, off_run in pairs(out, split):
+            by_on[on_run].append((policy, off_run))
+        for folder in [out / split / "all", *(out / split / f"profile_{p}" for p in PROFILES)]:
+            on = results(folder)
+            if not on:
                 continue
-            policy = folder.name[3:]
-            off_score = sum(r["score"] for r in off.values())
-            off_tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in off.values())
-            changed = [f"{task.split(':')[-1]}#{i} {on[task, i]['score']:.2f}->{off[task, i]['score']:.2f}"
-                       for task, i in on if abs(on[task, i]["score"] - off[task, i]["score"]) > 1e-9]
-            print(f"| {policy} | {off_score:.2f} | {off_score - score:+.2f} | {off_tokens:,} | "
-                  f"{', '.join(changed) or '-'} |")
-            sums = effect[policy].setdefault(SPLITS[split][0], [0.0, 0.0, 0.0, 0.0])
-            for k, v in enumerate((score, off_score, tokens, off_tokens)):
-                sums[k] += v
+            seen.update(acted(folder))
+            score = sum(r["score"] for r in on.values())
+            tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in on.values())
+            print(f"\n{split} ({SPLITS[split][0]}): {folder.name} {score:.2f} of {len(on)}, {tokens:,} root tokens; "
+                  f"acted: {dict(acted(folder))}\n")
+            rows = [(policy, off_folder, results(off_folder)) for policy, off_folder in by_on.get(folder, [])]
+            rows = [row for row in rows if len(row[2]) >= len(on)]  # an off-run still under way counts once done
+            if rows:
+                print("| off | run | right answers | change | root tokens | instances that changed |\n"
+                      "|---|---|--:|--:|--:|---|")
+            for policy, off_folder, off in rows:
+                off_score = sum(r["score"] for r in off.values())
+                off_tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in off.values())
+                changed = [f"{task.split(':')[-1]}#{i} {on[task, i]['score']:.2f}->{off[task, i]['score']:.2f}"
+                           for task, i in on if abs(on[task, i]["score"] - off[task, i]["score"]) > 1e-9]
+                print(f"| {policy} | {off_folder.name} | {off_score:.2f} | {off_score - score:+.2f} | "
+                      f"{off_tokens:,} | {', '.join(changed) or '-'} |")
+                sums = effect[policy].setdefault(SPLITS[split][0], [0.0, 0.0, 0.0, 0.0])
+                for k, v in enumerate((score, off_score, tokens, off_tokens)):
+                    sums[k] += v
     print("\n| policy | switched off, by kind | verdict |\n|---|---|---|")
     kept = True
     for policy in POLICIES:
@@ -221,13 +247,15 @@ def main() -> int:
     parser.add_argument("--api-base", default=f"http://127.0.0.1:{os.environ.get('RLMNB_REALMODEL_PORT', '8899')}/v1")
     parser.add_argument("--summary-only", action="store_true", help="only print the tables of --out")
     parser.add_argument("--confirm", metavar="PROFILE", help="then run each split with this profile and compare")
+    parser.add_argument("--base", metavar="PROFILE", choices=list(PROFILES),
+                        help="the on-run is this profile's (not every policy on); off-runs drop one of its policies")
     args = parser.parse_args()
     splits = args.splits.split(",")
     if not args.summary_only:
         api_base = replay_proxy(args.api_base, args.out / "replay")
         for split in splits:
-            for policy in sorted(acted(run_split(split, None, args.out, api_base))):
-                run_split(split, policy, args.out, api_base)
+            for policy in sorted(acted(run_split(split, None, args.out, api_base, profile=args.base))):
+                run_split(split, policy, args.out, api_base, profile=args.base)
             if args.confirm:
                 run_split(split, None, args.out, api_base, profile=args.confirm)
     status = summarise(args.out, splits)
