@@ -22,8 +22,9 @@ seed 0), `heldout` (the other seven RULER tasks, seed 1), `tickets` (a DataFrame
 On one kind of task a policy *helps* when switching it off loses points there, or keeps the points and spends at
 least 10% more root tokens (the goal is right answers at fewer tokens; tokens count only where some answers are
 right); it *harms* when switching it off gains points, or keeps them at least 10% cheaper. Verdict: "keep" when it
-helps on at least two kinds and harms on none; "harms" when it harms anywhere; else "unproven" (no change, one kind only, or never acted). Goal: every policy is
-"keep" (PASS/MISS). With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
+helps on at least two kinds and harms on none; "harms" when it harms anywhere; else "unproven" (no change, one kind
+only, or never acted). Goal: every policy in a profile is "keep" (PASS/MISS); the others run only when a user names
+them. With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
 scores at least what every policy on scores, at no more root tokens per right answer.
 """
 
@@ -205,17 +206,17 @@ def summarise(out: Path, splits: list[str]) -> int:
                 sums = effect[policy].setdefault(SPLITS[split][0], [0.0, 0.0, 0.0, 0.0])
                 for k, v in enumerate((score, off_score, tokens, off_tokens)):
                     sums[k] += v
-    print("\n| policy | switched off, by kind | verdict |\n|---|---|---|")
+    in_profiles = {name for names in PROFILES.values() for name in names}
+    print("\n| policy | in a profile | switched off, by kind | verdict |\n|---|---|---|---|")
     kept = True
     for policy in POLICIES:
-        if policy not in effect:
-            kept = False
-            print(f"| {policy} | {'acted, not yet run off' if policy in seen else 'never acted'} | unproven |")
-            continue
-        said, what = verdict(effect[policy])
-        kept = kept and said == "keep"
-        print(f"| {policy} | {what} | {said} |")
-    print(f"\nevery policy earns its place (helps on two kinds, harms none): {'PASS' if kept else 'MISS'}")
+        if policy in effect:
+            said, what = verdict(effect[policy])
+        else:
+            said, what = "unproven", "acted, not yet run off" if policy in seen else "never acted"
+        kept = kept and (said == "keep" or policy not in in_profiles)
+        print(f"| {policy} | {'yes' if policy in in_profiles else 'no'} | {what} | {said} |")
+    print(f"\nevery policy in a profile earns its place (helps on two kinds, harms none): {'PASS' if kept else 'MISS'}")
     return 0 if kept else 1
 
 
