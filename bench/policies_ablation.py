@@ -126,13 +126,15 @@ def run_split(split: str, off: str | None, out: Path, api_base: str, profile: st
     """`rlmnb eval` over one split with every policy on, or a `profile`'s policies, all but `off`; skipped when its
     results are in. Folders: `all`, `no_X`, `profile_P`, `P_no_X`."""
     _, tasks, n, seed = SPLITS[split]
-    base = PROFILES[profile] if profile else POLICIES
-    name = (f"{profile}_" if profile else "") + f"no_{off}" if off else f"profile_{profile}" if profile else "all"
+    if off:
+        name = f"{profile}_no_{off}" if profile else f"no_{off}"
+        policies = ",".join(p for p in (PROFILES[profile] if profile else POLICIES) if p != off)
+    else:
+        name, policies = (f"profile_{profile}", profile) if profile else ("all", ",".join(POLICIES))
     folder = out / split / name
     if len(results(folder)) >= n * len(tasks.split(",")):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    policies = ",".join(p for p in base if p != off) if off or not profile else profile
     command = [str(Path(sys.executable).with_name("rlmnb")), "eval", *EVAL, "--api-base", api_base, "--task", tasks,
                "-n", str(n), "--seed", str(seed), "--policies", policies, "--out", str(folder)]
     with (folder.parent / f"{folder.name}.log").open("w") as log:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlmnb import RLM
+from rlmnb import RLM, ConfigError, RLMConfig
 from rlmnb._ground.config import POLICIES, PROFILES
 from rlmnb.events import CodeExecuted, ModelReply
 from rlmnb.testing.generators import haystack
@@ -134,9 +134,8 @@ def run_task(name: str, spec: dict[str, Any], out: Path, args: argparse.Namespac
 
     root = LiteLLM("openai/local", max_tokens=args.max_tokens, **MODEL_SETTINGS)
     sub = LiteLLM("openai/local", max_tokens=120, **MODEL_SETTINGS)
-    policies = args.policies if args.policies in ("auto", *PROFILES) else tuple(args.policies.split(","))
     rlm = RLM(root, sub, sandbox="kernel", max_iterations=args.turns, max_llm_calls=12, max_time=args.max_time,
-              cache=False, policies=policies)
+              cache=False, policies=args.policies)
     started = time.perf_counter()
     result = rlm.run(spec["question"], **spec["inputs"])
     wall = time.perf_counter() - started
@@ -172,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", default="auto",
                         help=f"a profile ({', '.join(['auto', *PROFILES])}), 'all', or policy names with commas")
     args = parser.parse_args(argv)
-    if args.policies == "all":
-        args.policies = ",".join(POLICIES)
+    if args.policies not in ("auto", *PROFILES):  # RLMConfig takes a profile's name or a tuple of names
+        args.policies = POLICIES if args.policies == "all" else tuple(args.policies.split(","))
+    try:
+        RLMConfig(policies=args.policies).validate()
+    except ConfigError as exc:
+        parser.error(str(exc))
     if not server_up():
         print(f"no model server at {URL}: start it with bash ../shared/realmodel/serve.sh start", file=sys.stderr)
         return 2

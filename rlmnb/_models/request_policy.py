@@ -17,7 +17,8 @@
 - `server_slots` asks a server on this machine how many requests it serves at once, once per address and
   event loop (a server restarted on the same port may have other slots), where the server says: llama.cpp's
   `GET /props` (`total_slots`), or a `GET /v1/models` whose models are `owned_by` vLLM or SGLang (servers that
-  batch: no gate, the run's own limit applies). A server that says neither (llama-cpp-python, Ollama, LM Studio) keeps `LOCAL_PARALLEL`.
+  batch: no gate, the run's own limit applies). A server that says neither (llama-cpp-python, Ollama, LM
+  Studio) keeps `LOCAL_PARALLEL`.
 """
 
 from __future__ import annotations

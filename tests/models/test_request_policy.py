@@ -135,7 +135,6 @@ def test_a_server_that_says_nothing_gets_one_and_parallel_wins(fake_server_facto
     assert peak_of(batching, batching.lm("fake-sub", parallel=1)) == 1
 
 
-
 def test_a_server_restarted_on_the_same_address_is_asked_again(fake_server_factory: Any) -> None:
     # each run (event loop) asks afresh: a server restarted on the same port with other slots is seen as it is now
     server = fake_server_factory(latency=0.1, slots=1, report_slots=True)
