@@ -44,7 +44,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from rlmnb._ground.config import POLICIES, PROFILES
+from rlmnb import POLICIES, PROFILES
 
 SPLITS: dict[str, tuple[str, str, int, int]] = {
     # name: (kind, tasks, instances per task, seed)

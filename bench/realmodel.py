@@ -34,8 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlmnb import RLM, ConfigError, RLMConfig
-from rlmnb._ground.config import POLICIES, PROFILES
+from rlmnb import PROFILES, RLM, ConfigError, RLMConfig
 from rlmnb.events import CodeExecuted, ModelReply
 from rlmnb.testing.generators import haystack
 
@@ -171,8 +170,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", default="auto",
                         help=f"a profile ({', '.join(['auto', *PROFILES])}), 'all', or policy names with commas")
     args = parser.parse_args(argv)
-    if args.policies not in ("auto", *PROFILES):  # RLMConfig takes a profile's name or a tuple of names
-        args.policies = POLICIES if args.policies == "all" else tuple(args.policies.split(","))
     try:
         RLMConfig(policies=args.policies).validate()
     except ConfigError as exc:

@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "RLM": "rlmnb._api", "RunResult": "rlmnb._api", "Session": "rlmnb._api",
-    "RLMConfig": "rlmnb._ground.config",
+    "RLMConfig": "rlmnb._ground.config", "POLICIES": "rlmnb._ground.config", "PROFILES": "rlmnb._ground.config",
     "LM": "rlmnb._models.base", "Completion": "rlmnb._models.base",
     "LiteLLM": "rlmnb._models.litellm",
     "Usage": "rlmnb._ground.usage", "CallUsage": "rlmnb._ground.usage",
@@ -40,7 +40,7 @@ __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension
 
 if TYPE_CHECKING:
     from rlmnb._api import RLM, RunResult, Session
-    from rlmnb._ground.config import RLMConfig
+    from rlmnb._ground.config import POLICIES, PROFILES, RLMConfig
     from rlmnb._ground.errors import (
         BudgetExhausted,
         ConfigError,

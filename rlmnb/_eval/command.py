@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iterations", type=int, help="root turns per rlm run (default 20)")
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
     p.add_argument("--policies", metavar="PROFILE|NAME,...",
-                   help="the rlm methods' policies: a profile or names (default auto)")
+                   help="the rlm methods' policies: a profile, all, or names with commas (default auto)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="seconds one model request may take (default 120; 600 local)")
@@ -139,14 +139,14 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def _policies(value: str | None) -> str | tuple[str, ...] | None:
-    """--policies as RLMConfig takes it (a profile name, or a tuple of policy names), checked now."""
+    """--policies as RLMConfig takes it (a profile, "all", or policy names with commas), checked now."""
     if value is None:
         return None
-    from rlmnb._ground.config import PROFILES, RLMConfig
+    from rlmnb._ground.config import RLMConfig
 
-    chosen: str | tuple[str, ...] = value if value == "auto" or value in PROFILES else tuple(_split(value))
-    RLMConfig(policies=chosen).validate()
-    return chosen
+    config = RLMConfig(policies=value)
+    config.validate()
+    return config.policies
 
 
 def _confinement(args: argparse.Namespace) -> dict[str, Any]:

@@ -26,13 +26,13 @@ POLICIES = ("empty_reply", "repeat_breaker", "look_first", "unshown_value", "who
 PROFILES: dict[str, tuple[str, ...]] = {
     "paper": ("final_answer",),
     "default": ("repeat_breaker", "prose_answer", "final_answer"),
+    "small": ("repeat_breaker", "prose_answer", "final_answer", "first_read"),  # acting order is POLICIES'
 }
-PROFILES["small"] = (*PROFILES["default"], "first_read")  # names, not order: the policies act in POLICIES' order
 """Named sets of policies: "paper" is the loop as the RLM paper describes it (code, outputs, submit; one final
 call when the turns run out); "default" adds the policies that earned their place in the ablation
 (docs/decisions/policies.md#ablation); "small" adds a first reading for small root models; "auto" (not listed) is
-"small" for a root model whose context window is at most 32,768 tokens, else "default". The other policies run
-only when named."""
+"small" for a root model whose context window is at most 32,768 tokens, else "default"; "all" (not listed) is every
+policy. The other policies run only when named."""
 _EXAMPLES = {"allow_paths": "['/data', '/scratch:rw']", "allow_network": "['127.0.0.1:8786']",
              "models": "['openai/gpt-4o-mini']"}
 
@@ -90,12 +90,12 @@ class RLMConfig:
     say its earlier long prose again); the repeat is not run. The run's next repeat ends the turns, and the
     fallback answers from what the code printed (0: the first repeat does)."""
     policies: str | tuple[str, ...] = "auto"
-    """The turn loop's policies: a profile ("auto", "default", "small", "paper") or a list of names from
-    empty_reply, repeat_breaker, look_first, unshown_value, whole_copy, prose_answer, same_error, guess_note,
-    first_read, final_answer. Each watches one thing and may add a note, send a submitted answer back once, ask the
-    model again, take a reply as the answer or end the turns; the trajectory says which acted. The profiles hold
-    those that earned their place on tasks they were not made from; the others run only when named
-    (docs/decisions/policies.md)."""
+    """The turn loop's policies: a profile ("auto", "default", "small", "paper"), "all" (every policy) or policy
+    names, as a list or one string with commas, from empty_reply, repeat_breaker, look_first, unshown_value,
+    whole_copy, prose_answer, same_error, guess_note, first_read, final_answer. Each watches one thing and may add a
+    note, send a submitted answer back once, ask the model again, take a reply as the answer or end the turns; the
+    trajectory says which acted. The profiles hold those that earned their place on tasks they were not made from;
+    the others run only when named (docs/decisions/policies.md). Validation turns names into a tuple."""
     first_read: str = "auto"
     """Policy `first_read`: before the root's first step, the sub-model reads the text inputs with the question (at
     most 4 sub-calls, each text cut to fit its window) and the root sees its answers as evidence: 'on' adds it,
@@ -206,15 +206,14 @@ class RLMConfig:
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise ConfigError(f"{name} must be a list of strings such as {_EXAMPLES[name]}, got {value!r}.")
             object.__setattr__(self, name, tuple(value))  # a list from the API or %config, kept as a tuple
-        if isinstance(self.policies, str):
-            if self.policies != "auto" and self.policies not in PROFILES:
-                raise ConfigError(f"policies must be a profile ({', '.join(['auto', *PROFILES])}) or a list of "
-                                  f"policy names, got {self.policies!r}.")
-        else:
+        if isinstance(self.policies, str) and self.policies not in ("auto", "all", *PROFILES):
+            object.__setattr__(self, "policies", tuple(n.strip() for n in self.policies.split(",") if n.strip()))
+        if not isinstance(self.policies, str):  # a list of names, from the API or "a,b" from the CLI or %config
             names = tuple(self.policies) if isinstance(self.policies, list | tuple) else None
             unknown = [n for n in names or () if n not in POLICIES]
-            if names is None or unknown or not all(isinstance(n, str) for n in names):
-                raise ConfigError(f"policies must be a profile or a list of names from {', '.join(POLICIES)}; "
+            if not names or unknown or not all(isinstance(n, str) for n in names):
+                raise ConfigError(f"policies must be a profile ({', '.join(['auto', 'all', *PROFILES])}) or policy "
+                                  f"names from {', '.join(POLICIES)}; "
                                   f"{'unknown: ' + ', '.join(map(repr, unknown)) if unknown else f'got {self.policies!r}'}.")
             object.__setattr__(self, "policies", names)
         if self.first_read not in FIRST_READS:

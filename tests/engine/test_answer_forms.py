@@ -30,8 +30,7 @@ from ordinary_data import (
 )
 from sandbox_support import code
 
-from rlmnb import RLM
-from rlmnb._ground.config import POLICIES
+from rlmnb import POLICIES, RLM
 from rlmnb._models.base import Message
 from rlmnb.testing import ScriptedLM
 
@@ -177,8 +176,7 @@ def test_an_ordinary_answer_passes_unchanged_in_the_turns_the_root_needed(make: 
 def run_policies(kind: str, steps: list[str], question: str, policies: str, **inputs: Any) -> Any:
     """A run whose scripted root takes `steps`, under the profile `policies` (or that one policy named alone); the
     sub-model is never asked."""
-    chosen = [policies] if policies in POLICIES else policies
-    rlm = RLM(ScriptedLM(steps), ScriptedLM(["x"]), sandbox=kind, max_iterations=6, cache=False, policies=chosen)
+    rlm = RLM(ScriptedLM(steps), ScriptedLM(["x"]), sandbox=kind, max_iterations=6, cache=False, policies=policies)
     return rlm.run(question, **inputs)
 
 
@@ -202,11 +200,13 @@ def test_the_whole_text_input_submitted_goes_back_once_where_whole_copy_is_on(ki
     assert_taken_after(result, log, len(steps), sent_back)
 
 
-@pytest.mark.parametrize("policies", ["look_first", "default", "paper"])
+@pytest.mark.parametrize("policies", ["look_first", "all", "look_first, final_answer", "default", "paper"])
 def test_a_submit_before_any_output_goes_back_where_look_first_is_on(kind: str, policies: str) -> None:
+    # "all" and a string of names with commas (as `rlmnb eval --policies` and %config give them) turn it on too
     blind = code("submit(len(inputs['log'].splitlines()))")
     looked = code("lines = inputs['log'].splitlines()\nprint(len(lines))\nsubmit(len(lines))")
-    steps = [blind, looked] if policies == "look_first" else [blind]
+    on = "look_first" in policies or policies == "all"
+    steps = [blind, looked] if on else [blind]
     result = run_policies(kind, steps, "How many lines does the log have?", policies, log=service_log())
-    sent_back = ["look_first"] if policies == "look_first" else []
+    sent_back = ["look_first"] if on else []
     assert_taken_after(result, 400, len(steps), sent_back)

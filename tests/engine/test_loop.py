@@ -338,11 +338,12 @@ def test_a_used_up_script_plays_again_for_a_new_run() -> None:
 
 def test_the_config_lists_every_policy_the_engine_has_and_its_docs_name_them() -> None:
     # one list of names: the config validates against it, the engine builds from it, the help text names it
-    from rlmnb._engine.policies import REGISTRY
-    from rlmnb._ground.config import POLICIES, PROFILES
+    from rlmnb import POLICIES, PROFILES, RLMConfig
+    from rlmnb._engine.policies import REGISTRY, policies_for
     from rlmnb._ground.flags import setting_docs
 
     assert tuple(REGISTRY) == POLICIES and all(set(names) <= set(POLICIES) for names in PROFILES.values())
+    assert policies_for(RLMConfig(policies="all"), None) == POLICIES
     assert set(PROFILES["paper"]) < set(PROFILES["default"]) < set(PROFILES["small"])  # each adds to the last
     assert all(name in " ".join(setting_docs()["policies"].split()) for name in POLICIES)
 

@@ -209,6 +209,9 @@ def test_policies_reach_the_rlm_methods_and_a_bad_name_is_refused_before_any_cal
     assert spec_from_args(parser.parse_args([*base, "--policies", "paper"])).setup.settings["policies"] == "paper"
     named = spec_from_args(parser.parse_args([*base, "--policies", "look_first,final_answer"]))
     assert named.setup.settings["policies"] == ("look_first", "final_answer")
+    assert spec_from_args(parser.parse_args([*base, "--policies", "all"])).setup.settings["policies"] == "all"
     assert "policies" not in spec_from_args(parser.parse_args(base)).setup.settings
     with pytest.raises(ConfigError):
         spec_from_args(parser.parse_args([*base, "--policies", "look_first,bogus"]))
+    with pytest.raises(ConfigError):
+        spec_from_args(parser.parse_args([*base, "--policies", ","]))

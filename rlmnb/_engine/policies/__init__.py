@@ -43,11 +43,13 @@ SMALL_ROOT_WINDOW = SMALL_WINDOW
 
 
 def policies_for(config: RLMConfig, root_window: int | None) -> tuple[str, ...]:
-    """The policy names a run uses, in acting order: the profile or list of `config.policies` ("auto": "small" for a
-    root window of at most `SMALL_ROOT_WINDOW` tokens, else "default"), with `first_read="on"/"off"` adding or
-    removing the first reading."""
+    """The policy names a run uses, in acting order: the profile or list of `config.policies` ("all": every policy;
+    "auto": "small" for a root window of at most `SMALL_ROOT_WINDOW` tokens, else "default"), with
+    `first_read="on"/"off"` adding or removing the first reading."""
     chosen = config.policies
-    if chosen == "auto":
+    if chosen == "all":
+        chosen = POLICIES
+    elif chosen == "auto":
         chosen = "small" if root_window is not None and root_window <= SMALL_ROOT_WINDOW else "default"
     names = set(PROFILES[chosen] if isinstance(chosen, str) else chosen)
     if config.first_read == "on":
