@@ -9,7 +9,8 @@ from disk, so an off-run pays only for the turns after the point where it leaves
 the shared prefix is the same request). The proxy is a measuring device, not part of rlmnb.
 
     python bench/policies_ablation.py --out /tmp/ablation [--splits working,heldout,tickets,log,contract]
-        [--base default] [--confirm small] [--api-base http://127.0.0.1:8899/v1] [--summary-only]
+        [--base default] [--confirm small] [--off NAME,...] [--seed N] [--api-base http://127.0.0.1:8899/v1]
+        [--summary-only]
 
 With `--base PROFILE` the on-run is that profile's policies and each off-run drops one of them (a split where
 every policy on costs too much model time). The tables pair any two runs of a split whose policies differ by one
@@ -25,7 +26,8 @@ right); it *harms* when switching it off gains points, or keeps them at least 10
 helps on at least two kinds and harms on none; "harms" when it harms anywhere; else "unproven" (no change, one kind
 only, or never acted). Goal: every policy in a profile is "keep" (PASS/MISS); the others run only when a user names
 them. With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
-scores at least what every policy on scores, at no more root tokens per right answer.
+scores at least what every policy on scores, at no more root tokens per right answer. `--off` limits the off-runs
+to the policies named; `--seed` runs the RULER splits at another seed (a second sample of the same tasks).
 """
 
 from __future__ import annotations
@@ -252,12 +254,21 @@ def main() -> int:
     parser.add_argument("--confirm", metavar="PROFILE", help="then run each split with this profile and compare")
     parser.add_argument("--base", metavar="PROFILE", choices=list(PROFILES),
                         help="the on-run is this profile's (not every policy on); off-runs drop one of its policies")
+    parser.add_argument("--off", metavar="NAME,...", help="switch off only these policies (default: each that acted)")
+    parser.add_argument("--seed", type=int, help="another seed for the RULER splits (give another --out)")
     args = parser.parse_args()
     splits = args.splits.split(",")
+    only = set(args.off.split(",")) if args.off else set(POLICIES)
+    if only - set(POLICIES):
+        parser.error(f"--off takes policy names from {', '.join(POLICIES)}; unknown: {', '.join(only - set(POLICIES))}")
+    if args.seed is not None:
+        for split, (kind, tasks, n, _) in list(SPLITS.items()):
+            if kind == "RULER":
+                SPLITS[split] = (kind, tasks, n, args.seed)
     if not args.summary_only:
         api_base = replay_proxy(args.api_base, args.out / "replay")
         for split in splits:
-            for policy in sorted(acted(run_split(split, None, args.out, api_base, profile=args.base))):
+            for policy in sorted(only & set(acted(run_split(split, None, args.out, api_base, profile=args.base)))):
                 run_split(split, policy, args.out, api_base, profile=args.base)
             if args.confirm:
                 run_split(split, None, args.out, api_base, profile=args.confirm)
