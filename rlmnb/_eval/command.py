@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iterations", type=int, help="root turns per rlm run (default 20)")
     p.add_argument("--max-llm-calls", type=int, help="sub-calls per rlm run (default 200)")
     p.add_argument("--policies", metavar="PROFILE|NAME,...",
-                   help="the rlm methods' policies: a profile, all, or names with commas (default auto)")
+                   help="rlm methods' policies: a profile, all, or names a,b (default auto)")
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="seconds one model request may take (default 120; 600 local)")
