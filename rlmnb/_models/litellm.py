@@ -44,7 +44,6 @@ import gc
 import os
 import random
 import re
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -481,8 +480,8 @@ async def close_loop_clients() -> None:
     logging tasks left on a dead loop. Best effort: never raises.
     """
     await close_lane_sessions()
-    litellm = _litellm if _litellm is not None else sys.modules.get("litellm")
-    if litellm is None:
+    litellm = _litellm  # loaded by load_litellm, not half-imported: importing from a module another thread is
+    if litellm is None:  # still loading deadlocks and leaves litellm broken for the process (a cancelled first call)
         return
     try:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER

@@ -66,6 +66,28 @@ def test_importing_rlmnb_does_not_import_litellm_and_respects_user_env() -> None
     assert out.stderr == ""  # nothing tried the network, nothing warned
 
 
+def test_a_first_call_cancelled_while_litellm_loads_leaves_the_next_call_working(fake_server: Any) -> None:
+    # the first call of a process loads litellm in a worker thread; cancelled then (Ctrl-C, a --max-time), the
+    # closing of the call's loop must not import from the half-loaded package, or the load fails and every
+    # later call in the kernel does too ("partially initialized module 'litellm'")
+    code = ("import asyncio, sys\n"
+            "from rlmnb._ground.blocking import run_coroutine_blocking\n"
+            "from rlmnb._models.litellm import LiteLLM\n"
+            "from rlmnb._models.resolve import release_model_clients\n"
+            f"lm = LiteLLM('openai/fake-root', api_base={fake_server.url!r}, api_key='k')\n"
+            "msgs = [{'role': 'user', 'content': 'Which city? The city is Lyon.'}]\n"
+            "async def cut():\n"
+            "    try:\n"
+            "        await asyncio.wait_for(lm.acomplete(msgs), 0.05)\n"
+            "    except TimeoutError:\n"
+            "        print('cancelled', 'litellm' in sys.modules)\n"
+            "run_coroutine_blocking(cut(), on_close=release_model_clients)\n"
+            "print(bool(run_coroutine_blocking(lm.acomplete(msgs), on_close=release_model_clients).text))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["cancelled", "True", "True"]  # cut mid-load, and the next call answers
+
+
 def test_unset_tiktoken_dir_points_at_litellms_bundled_files(monkeypatch: pytest.MonkeyPatch) -> None:
     from rlmnb._ground.tokens import prepare_offline_env
 
