@@ -63,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, help="seconds one code snippet may run (default 600)")
     p.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="seconds one model request may take (default 120; 600 local)")
+    p.add_argument("--max-time", type=_seconds, metavar="SECONDS", help="wall-clock seconds of one run, every method")
     p.add_argument("--no-plot", action="store_true", help="write no plot")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -129,6 +130,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
              for t in expand_tasks(_split(args.tasks))]
     settings = {k: v for k, v in {"sandbox": args.sandbox, "max_iterations": args.max_iterations,
                                   "max_llm_calls": args.max_llm_calls, "timeout": args.timeout,
+                                  "max_time": args.max_time,
                                   "policies": _policies(args.policies)}.items() if v is not None}
     settings.update(_confinement(args))
     model = _model(args.model, args, prices)

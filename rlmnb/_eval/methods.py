@@ -23,12 +23,18 @@
   Every package is imported only when its method runs. Models must be litellm-style names
   ("openai/NAME", with `--api-base` for an OpenAI-compatible server); LM objects cannot cross into them.
   Peers get the same model, sampling (`temperature`/`max_tokens` when set) and limits (`--max-iterations`,
-  `--max-llm-calls`) as the other methods, and otherwise their own defaults.
+  `--max-llm-calls`, `--max-time`) as the other methods, and otherwise their own defaults. A wall-clock bound
+  is the evaluation's alone: without `--max-time` no method has one (minrlm's own 120 s default is lifted). With
+  it, `run_within` runs a peer in a child process killed `GRACE_S` after the bound, since the peers that have a
+  bound of their own (rlms, minrlm: set to it) check it only between turns, and one turn of sub-calls can last
+  hours on a slow model.
   Usage comes from each package's own accounting; cost is what they report (None when they do not).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import time
@@ -41,13 +47,14 @@ from rlmnb._eval.tokens import TokenSplit, split_from_trajectory
 from rlmnb._ground.errors import BudgetExhausted, ConfigError
 from rlmnb._ground.usage import CallUsage, Usage
 
-__all__ = ["BUILTIN", "DEFAULT_WINDOW", "METHOD_NAMES", "PEERS", "REPLY_TOKENS", "RLM_DEFAULTS", "DirectMethod",
+__all__ = ["BUILTIN", "DEFAULT_WINDOW", "GRACE_S", "METHOD_NAMES", "PEERS", "REPLY_TOKENS", "RLM_DEFAULTS", "DirectMethod",
            "FastRLMMethod", "Method", "MinRLMMethod", "Outcome", "PEER_INSTALL", "RLMMethod", "Setup", "cut_to_tokens",
-           "get_method", "label_of", "peer_method", "sampling"]
+           "get_method", "label_of", "peer_method", "run_within", "sampling"]
 
 
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
 REPLY_TOKENS = 1_000         # room kept for the direct reply
+GRACE_S = 60.0               # a peer past max_time finishes its turn for this long, then is killed
 # a snippet that fans out hundreds of sub-calls over a 10M-token input needs more than the interactive 60 s
 # (docs/decisions/eval-snippet-timeout.md)
 RLM_DEFAULTS: dict[str, Any] = {"max_llm_calls": 200, "max_iterations": 20, "timeout": 600.0}
@@ -104,6 +111,7 @@ class Method(Protocol):
 class RLMMethod:
     """`rlm` (sub-calls on) or `rlm_no_sub` (none: the root has only code)."""
 
+
     def __init__(self, name: str = "rlm", *, sub_calls: bool = True) -> None:
         self.name = name
         self.sub_calls = sub_calls
@@ -148,6 +156,7 @@ class RLMMethod:
 class DirectMethod:
     """The input in the prompt, cut to the root model's context window."""
 
+
     name = "direct"
 
     def window(self, setup: Setup) -> int:
@@ -184,11 +193,17 @@ class DirectMethod:
 
             lm = guard(lm, Wallet(max_cost), role="model")
         started = time.perf_counter()
+        call = lm.acomplete([{"role": "user", "content": message}])
+        if setup.settings.get("max_time"):
+            call = asyncio.wait_for(call, float(setup.settings["max_time"]))
         try:
-            completion = run_coroutine_blocking(lm.acomplete([{"role": "user", "content": message}]),
-                                                on_close=release_model_clients)
+            completion = run_coroutine_blocking(call, on_close=release_model_clients)
         except KeyboardInterrupt:
             raise
+        except TimeoutError:
+            return Outcome(answer=None, status="budget_exhausted", usage=Usage(wall_s=time.perf_counter() - started),
+                           error=f"the reply took longer than max_time ({setup.settings['max_time']:g} s)",
+                           extra=extra)
         except BudgetExhausted as exc:  # the --max-cost guard refused the call: nothing was sent
             return Outcome(answer=None, status="budget_exhausted", usage=Usage(), error=str(exc),
                            extra={**extra, "refused_calls": 1})
@@ -323,12 +338,16 @@ class RLMsMethod:
         started = time.perf_counter()
         peer = PeerRLM(backend="openai", backend_kwargs=kwargs, other_backends=["openai"],
                        other_backend_kwargs=[sub_kwargs], max_depth=1,
-                       max_iterations=int(setup.settings.get("max_iterations", 20)), max_budget=max_cost)
+                       max_iterations=int(setup.settings.get("max_iterations", 20)), max_budget=max_cost,
+                       max_timeout=setup.settings.get("max_time"))
         try:
             result = peer.completion(instance.text, root_prompt=instance.question)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            if type(exc).__name__ == "TimeoutExceededError":  # its answer so far, as rlms documents
+                return Outcome(getattr(exc, "partial_answer", None), "budget_exhausted",
+                               Usage(wall_s=time.perf_counter() - started), error=str(exc)[:300])
             return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
                            error=f"{type(exc).__name__}: {str(exc)[:300]}")
         summary = result.usage_summary
@@ -416,13 +435,17 @@ class MinRLMMethod:
         options: dict[str, Any] = {"model": root, "api_key": _api_key(setup) or os.environ.get("OPENAI_API_KEY")
                                    or "none", "max_iterations": int(setup.settings.get("max_iterations", 20)),
                                    "max_sub_llm_calls": int(setup.settings.get("max_llm_calls", 200)),
-                                   "async_batch": False}
+                                   "async_batch": False,
+                                   # its default is 120 s; the evaluation's bound or none, as for every method
+                                   "max_time_seconds": setup.settings.get("max_time") or float("inf")}
         if _api_base(setup):
             options["base_url"] = _api_base(setup)
         if "temperature" in sample:
             options["temperature"] = sample["temperature"]
         if "max_tokens" in sample:
             options["max_output_tokens"] = sample["max_tokens"]
+        steps: list[str] = []  # its turns and a timeout, as it reports them (its result says max_iterations)
+        options["on_step"] = lambda kind, data: steps.append(kind)
         started = time.perf_counter()
         try:
             peer = MinRLM(**options)
@@ -431,14 +454,16 @@ class MinRLMMethod:
             raise
         except Exception as exc:
             return _failed(started, exc)
+        turns = steps.count("thinking") or int(result.iterations)
         sub_calls = int(getattr(peer, "_sub_llm_calls", 0))
         sub_tokens = {"input_tokens": int(getattr(peer, "_sub_llm_input_tokens", 0)),
                       "output_tokens": int(getattr(peer, "_sub_llm_output_tokens", 0))}
-        usage = Usage(root_calls=int(result.iterations), sub_calls=sub_calls, input_tokens=int(result.input_tokens),
+        usage = Usage(root_calls=turns, sub_calls=sub_calls, input_tokens=int(result.input_tokens),
                       output_tokens=int(result.output_tokens), cost_usd=0.0,
-                      unpriced_calls=int(result.iterations) + sub_calls, wall_s=time.perf_counter() - started)
+                      unpriced_calls=turns + sub_calls, wall_s=time.perf_counter() - started)
         note = f"minrlm reads with its root model {root}, not the sub-model {sub}" if sub != root else ""
-        return Outcome(answer=result.response, status="submitted", usage=usage, note=note,
+        return Outcome(answer=result.response, status="budget_exhausted" if "timeout" in steps else "submitted",
+                       usage=usage, note=note,
                        tokens=TokenSplit.from_sub_usages(usage, [sub_tokens]))
 
 
@@ -484,6 +509,48 @@ class FastRLMMethod:
                       cost_usd=float(usage_data.get("cost") or 0.0), wall_s=time.perf_counter() - started)
         return Outcome(answer=result.get("results"), status="submitted", usage=usage,
                        note="fast-rlm reports run totals, not root vs sub")
+
+
+def run_within(method: Method, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+    """`method.run` in a forked child process with its own process group, killed `GRACE_S` after
+    `setup.settings["max_time"]` seconds: a hard wall-clock bound on code that is not ours (a peer's loop, the
+    processes it starts). Killed, the run is `budget_exhausted` with no answer and only its wall time known."""
+    import multiprocessing
+    import signal
+
+    seconds = float(setup.settings["max_time"])
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        os.setsid()  # one group: the kill reaches whatever the peer started
+        started = time.perf_counter()
+        try:
+            outcome = method.run(instance, setup, max_cost=max_cost)
+        except BaseException as exc:  # the parent gets a row, never a silent death
+            outcome = _failed(started, Exception(f"{type(exc).__name__}: {exc}"))
+        send.send(outcome)
+
+    started = time.perf_counter()
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    send.close()
+    try:
+        if receive.poll(seconds + GRACE_S):
+            try:
+                outcome: Outcome = receive.recv()
+            except EOFError:
+                outcome = _failed(started, RuntimeError(f"the {method.name} run died (exit {process.exitcode})"))
+            process.join(10)
+            return outcome
+    finally:
+        if process.is_alive() and process.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # its group: setsid made the child its leader
+            process.join()
+        receive.close()
+    return Outcome(None, "budget_exhausted", Usage(wall_s=time.perf_counter() - started),
+                   error=f"{method.name} ran past max_time ({seconds:g} s) and was stopped", extra={"killed": True})
 
 
 # ---- by name -------------------------------------------------------------------------------------

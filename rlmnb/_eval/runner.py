@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rlmnb._eval.cost import JobCost, priced
-from rlmnb._eval.methods import REPLY_TOKENS, DirectMethod, Method, RLMMethod, Setup, get_method
+from rlmnb._eval.methods import (
+    PEERS,
+    REPLY_TOKENS,
+    DirectMethod,
+    Method,
+    RLMMethod,
+    Setup,
+    get_method,
+    run_within,
+)
 from rlmnb._eval.report import ProgressBar
 from rlmnb._eval.results import ResultRow, ResultsFile, latest, now, short_json
 from rlmnb._eval.tasks import Instance, format_size, get_task, parse_size
@@ -228,7 +237,10 @@ def _check_priced(estimates: Mapping[tuple[str, int, str], JobCost], spec: EvalS
 
 def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float | None = None) -> ResultRow:
     """One method on one instance, scored; the row that goes into results.jsonl."""
-    outcome = method.run(instance, spec.setup, max_cost=max_cost)
+    if method.name in PEERS and spec.setup.settings.get("max_time"):  # code not ours: bounded from outside
+        outcome = run_within(method, instance, spec.setup, max_cost=max_cost)
+    else:
+        outcome = method.run(instance, spec.setup, max_cost=max_cost)
     usage = outcome.usage
     score = instance.score(outcome.answer) if outcome.answer is not None else 0.0
     priced = usage.unpriced_calls == 0
