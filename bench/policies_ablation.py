@@ -80,12 +80,18 @@ def replay_proxy(upstream: str, cache: Path) -> str:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's hook name
+        def _forward(self, request: urllib.request.Request | str, timeout: float) -> tuple[int, bytes]:
+            """The server's answer; its error as is; 502 when it cannot be reached (no stack trace)."""
             try:
-                with urllib.request.urlopen(origin + self.path, timeout=600) as resp:
-                    self._send(resp.status, resp.read())
+                with urllib.request.urlopen(request, timeout=timeout) as resp:
+                    return resp.status, resp.read()
             except urllib.error.HTTPError as exc:  # a probe the server does not serve: pass its answer on
-                self._send(exc.code, exc.read())
+                return exc.code, exc.read()
+            except OSError as exc:  # the server is down (a replay-only run) or went away
+                return 502, json.dumps({"error": {"message": f"upstream unreachable: {exc}"}}).encode()
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's hook name
+            self._send(*self._forward(origin + self.path, 600))
 
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -94,11 +100,7 @@ def replay_proxy(upstream: str, cache: Path) -> str:
                 return self._send(200, path.read_bytes())
             request = urllib.request.Request(origin + self.path, data=body,
                                              headers={"Content-Type": "application/json"})
-            try:
-                with urllib.request.urlopen(request, timeout=3600) as resp:
-                    code, data = resp.status, resp.read()
-            except urllib.error.HTTPError as exc:
-                code, data = exc.code, exc.read()
+            code, data = self._forward(request, 3600)
             if code == 200:
                 path.with_suffix(".tmp").write_bytes(data)
                 path.with_suffix(".tmp").replace(path)

@@ -212,7 +212,7 @@ class RLMConfig:
             names = tuple(self.policies) if isinstance(self.policies, list | tuple) else None
             unknown = [n for n in names or () if n not in POLICIES]
             if not names or unknown or not all(isinstance(n, str) for n in names):
-                raise ConfigError(f"policies must be a profile ({', '.join(['auto', 'all', *PROFILES])}) or policy "
+                raise ConfigError(f"policies must be a profile ({', '.join(['auto', *PROFILES])}), 'all', or policy "
                                   f"names from {', '.join(POLICIES)}; "
                                   f"{'unknown: ' + ', '.join(map(repr, unknown)) if unknown else f'got {self.policies!r}'}.")
             object.__setattr__(self, "policies", names)
