@@ -26,7 +26,7 @@ right); it *harms* when switching it off gains points, or keeps them at least 10
 helps on at least two kinds and harms on none; "harms" when it harms anywhere; else "unproven" (no change, one kind
 only, or never acted). Goal: every policy in a profile is "keep" (PASS/MISS); the others run only when a user names
 them. With `--confirm PROFILE` each split also runs under that profile, which is confirmed where it
-scores at least what every policy on scores, at no more root tokens per right answer. `--off` limits the off-runs
+scores at least what every policy on scores, at no more than 10% more root tokens per right answer. `--off` limits the off-runs
 to the policies named; `--seed` runs the RULER splits at another seed (a second sample of the same tasks).
 """
 
@@ -227,8 +227,8 @@ def summarise(out: Path, splits: list[str]) -> int:
 
 
 def confirm(out: Path, splits: list[str], profile: str) -> int:
-    """The profile against every policy on, split by split: confirmed (0) where it has at least the points, at no
-    more root tokens per right answer."""
+    """The profile against every policy on, split by split: confirmed (0) where it has at least the points, at
+    root tokens per right answer no more than TOKENS above (the noise a policy's verdict also ignores)."""
     print(f"\n| split | every policy on | profile {profile} | confirmed |\n|---|---|---|---|")
     confirmed = True
     for split in splits:
@@ -240,7 +240,7 @@ def confirm(out: Path, splits: list[str], profile: str) -> int:
             score = sum(r["score"] for r in rows.values())
             tokens = sum(r["root_input_tokens"] + r["root_output_tokens"] for r in rows.values())
             said.append((score, tokens / score if score else float("inf")))
-        ok = said[1][0] >= said[0][0] and said[1][1] <= said[0][1]
+        ok = said[1][0] >= said[0][0] and said[1][1] <= said[0][1] * (1 + TOKENS)
         confirmed = confirmed and ok
         print(f"| {split} | " + " | ".join(f"{s:.2f} of {len(on)}, {t:,.0f} root tokens a right answer"
                                             for s, t in said) + f" | {'PASS' if ok else 'MISS'} |")
