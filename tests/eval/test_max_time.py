@@ -124,16 +124,19 @@ def test_minrlm_keeps_the_bound_itself_through_the_evaluation(fake_server_factor
 
 
 def test_direct_waits_max_time_for_its_reply(fake_server_factory: Callable[..., Any], tmp_path: Path) -> None:
-    server = fake_server_factory(responder=lambda messages: "Lyon", latency=20.0)
     from rlmnb._models.litellm import LiteLLM
 
-    root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key", context_window=16_000)
+    slow, quick = (fake_server_factory(responder=lambda messages: "Lyon", latency=latency) for latency in (20.0, 0.5))
     instance = _instance(tmp_path)
+    settings = {"max_time": 5.0}
     started = time.perf_counter()
-    outcome = DirectMethod().run(instance, Setup(root, settings={"max_time": 0.5}))
+    outcome = DirectMethod().run(instance, Setup(LiteLLM("openai/fake-root", api_base=slow.url, api_key="fake-key",
+                                                         context_window=16_000), settings=settings))
     assert time.perf_counter() - started < 15
     assert (outcome.answer, outcome.status) == (None, "budget_exhausted")
-    assert DirectMethod().run(instance, Setup(root, settings={"max_time": 30.0})).answer == "Lyon"
+    outcome = DirectMethod().run(instance, Setup(LiteLLM("openai/fake-root", api_base=quick.url, api_key="fake-key",
+                                                         context_window=16_000), settings=settings))
+    assert (outcome.answer, outcome.status) == ("Lyon", "submitted")
 
 
 def test_max_time_reaches_every_method_and_a_bad_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
