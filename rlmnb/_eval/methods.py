@@ -514,7 +514,9 @@ class FastRLMMethod:
 def run_within(method: Method, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
     """`method.run` in a forked child process with its own process group, killed `GRACE_S` after
     `setup.settings["max_time"]` seconds: a hard wall-clock bound on code that is not ours (a peer's loop, the
-    processes it starts). Killed, the run is `budget_exhausted` with no answer and only its wall time known."""
+    processes it starts). Killed, the run is `budget_exhausted` with no answer and only its wall time known.
+    Forked, not spawned: the setup's models hold locks and cannot be pickled, and a peer builds its own clients,
+    so it needs nothing another thread of this process could hold at the fork."""
     import multiprocessing
     import signal
 
