@@ -48,14 +48,18 @@ def assert_capped(bodies: list[dict[str, Any]]) -> None:
         [{k: v for k, v in b.items() if k != "messages"} for b in bodies]
 
 
-def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("settings", [{}, {"max_time": 120.0}], ids=["unbounded", "max_time"])
+def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any],
+                                                   settings: dict[str, Any]) -> None:
+    # with max_time the run is a forked child (run_within): the same rows come back across the process boundary
     pytest.importorskip("rlm", reason="the rlms package is not installed (pip install rlms)")
     server = fake_server_factory(responder=RLMsProtocolOracle(), record_bodies=True)
     from rlmnb._models.litellm import LiteLLM
 
     root = LiteLLM("openai/fake-root", api_base=server.url, api_key="fake-key", temperature=0, max_tokens=800)
     sub = LiteLLM("openai/fake-sub", api_base=server.url, api_key="fake-key")
-    spec = EvalSpec(tasks=["niah", "oolong_pairs"], sizes=["8k"], methods=["rlms"], setup=Setup(root, sub), n=1)
+    spec = EvalSpec(tasks=["niah", "oolong_pairs"], sizes=["8k"], methods=["rlms"], setup=Setup(root, sub, settings),
+                    n=1)
     rows = run_eval(spec).rows
     assert [r.status for r in rows] == ["submitted", "submitted"], [r.error for r in rows]
     assert [r.score for r in rows] == [1.0, 1.0]
