@@ -24,10 +24,10 @@
   ("openai/NAME", with `--api-base` for an OpenAI-compatible server); LM objects cannot cross into them.
   Peers get the same model, sampling (`temperature`/`max_tokens` when set) and limits (`--max-iterations`,
   `--max-llm-calls`, `--max-time`) as the other methods, and otherwise their own defaults. A wall-clock bound
-  is the evaluation's alone: without `--max-time` no method has one (minrlm's own 120 s default is lifted). With
-  it, `run_within` runs a peer in a child process killed `GRACE_S` after the bound, since the peers that have a
-  bound of their own (rlms, minrlm: set to it) check it only between turns, and one turn of sub-calls can last
-  hours on a slow model.
+  is the evaluation's alone: without `--max-time` no method has one (minrlm's own 120 s default is lifted).
+  Every peer runs in a forked child (`run_apart`), since its REPL runs the model's code in its own process;
+  with `--max-time` the child is killed `GRACE_S` after the bound, since the peers that have a bound of their
+  own (rlms, minrlm: set to it) check it only between turns, and one turn of sub-calls can last hours.
   Usage comes from each package's own accounting; cost is what they report (None when they do not).
 """
 
@@ -49,7 +49,7 @@ from rlmnb._ground.usage import CallUsage, Usage
 
 __all__ = ["BUILTIN", "DEFAULT_WINDOW", "GRACE_S", "METHOD_NAMES", "PEERS", "REPLY_TOKENS", "RLM_DEFAULTS", "DirectMethod",
            "FastRLMMethod", "Method", "MinRLMMethod", "Outcome", "PEER_INSTALL", "RLMMethod", "Setup", "cut_to_tokens",
-           "get_method", "label_of", "peer_method", "run_within", "sampling"]
+           "get_method", "label_of", "peer_method", "run_apart", "sampling"]
 
 
 DEFAULT_WINDOW = 128_000     # tokens, when neither the user nor litellm knows the root model's window
@@ -511,39 +511,48 @@ class FastRLMMethod:
                        note="fast-rlm reports run totals, not root vs sub")
 
 
-def run_within(method: Method, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
-    """`method.run` in a forked child process with its own process group, killed `GRACE_S` after
-    `setup.settings["max_time"]` seconds: a hard wall-clock bound on code that is not ours (a peer's loop, the
-    processes it starts). Killed, the run is `budget_exhausted` with no answer and only its wall time known.
-    Forked, not spawned: the setup's models hold locks and cannot be pickled, and a peer builds its own clients,
-    so it needs nothing another thread of this process could hold at the fork."""
+def run_apart(method: Method, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+    """`method.run` in a forked child process with its own process group; the runner runs every peer so.
+
+    A peer's REPL runs the model's code in its own process: apart, that is never this one (a notebook's kernel
+    with `rlmnb.evaluation`), and a crash there is one row's error. With `setup.settings["max_time"]` the child
+    is killed, with whatever it started, `GRACE_S` after it: a hard bound on code that is not ours. Killed, the
+    run is `budget_exhausted` with no answer and only its wall time known. A ConfigError in the child (a missing
+    tool) is raised here, as from `method.run`. Forked, not spawned: the setup's models hold locks and cannot be
+    pickled, and a peer builds its own clients, so it needs nothing another thread of this process could hold."""
     import multiprocessing
     import signal
 
-    seconds = float(setup.settings["max_time"])
+    bound = setup.settings.get("max_time")
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
         os.setsid()  # one group: the kill reaches whatever the peer started
         started = time.perf_counter()
+        reply: Outcome | ConfigError
         try:
-            outcome = method.run(instance, setup, max_cost=max_cost)
+            reply = method.run(instance, setup, max_cost=max_cost)
+        except ConfigError as exc:
+            reply = exc
         except BaseException as exc:  # the parent gets a row, never a silent death
-            outcome = _failed(started, Exception(f"{type(exc).__name__}: {exc}"))
-        send.send(outcome)
+            reply = _failed(started, Exception(f"{type(exc).__name__}: {exc}"))
+        send.send(reply)
 
     started = time.perf_counter()
     process = context.Process(target=child, daemon=True)
     process.start()
     send.close()
     try:
-        if receive.poll(seconds + GRACE_S):
+        if receive.poll(None if bound is None else float(bound) + GRACE_S):
             try:
-                outcome: Outcome = receive.recv()
+                reply = receive.recv()
             except EOFError:
-                outcome = _failed(started, RuntimeError(f"the {method.name} run died (exit {process.exitcode})"))
+                reply = _failed(started, RuntimeError(f"the {method.name} run died (exit {process.exitcode})"))
             process.join(10)
+            if isinstance(reply, ConfigError):
+                raise reply
+            outcome: Outcome = reply
             return outcome
     finally:
         if process.is_alive() and process.pid is not None:
@@ -552,7 +561,7 @@ def run_within(method: Method, instance: Instance, setup: Setup, *, max_cost: fl
             process.join()
         receive.close()
     return Outcome(None, "budget_exhausted", Usage(wall_s=time.perf_counter() - started),
-                   error=f"{method.name} ran past max_time ({seconds:g} s) and was stopped", extra={"killed": True})
+                   error=f"{method.name} ran past max_time ({bound:g} s) and was stopped", extra={"killed": True})
 
 
 # ---- by name -------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from rlmnb._eval.methods import (
     RLMMethod,
     Setup,
     get_method,
-    run_within,
+    run_apart,
 )
 from rlmnb._eval.report import ProgressBar
 from rlmnb._eval.results import ResultRow, ResultsFile, latest, now, short_json
@@ -237,8 +237,8 @@ def _check_priced(estimates: Mapping[tuple[str, int, str], JobCost], spec: EvalS
 
 def run_one(method: Method, instance: Instance, spec: EvalSpec, max_cost: float | None = None) -> ResultRow:
     """One method on one instance, scored; the row that goes into results.jsonl."""
-    if method.name in PEERS and spec.setup.settings.get("max_time"):  # code not ours: bounded from outside
-        outcome = run_within(method, instance, spec.setup, max_cost=max_cost)
+    if method.name in PEERS:  # their REPLs run the model's code in their own process: not in this one
+        outcome = run_apart(method, instance, spec.setup, max_cost=max_cost)
     else:
         outcome = method.run(instance, spec.setup, max_cost=max_cost)
     usage = outcome.usage

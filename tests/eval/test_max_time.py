@@ -1,8 +1,9 @@
-"""`--max-time`: one wall-clock bound for every method of an evaluation.
+"""Peers run apart, and `--max-time` is one wall-clock bound for every method of an evaluation.
 
-rlmnb's methods keep it themselves (`RLM(max_time=...)`); `direct` waits that long for its one reply; a peer
-gets it as its own bound where it has one (rlms, minrlm: checked between turns) and runs in a child process
-that is killed, with whatever it started, a grace period after it. Peers run here against the fake server
+A peer's REPL runs the model's code in its own process, so every peer runs in a forked child, never in the
+caller's process (a notebook's kernel). rlmnb's methods keep the bound themselves (`RLM(max_time=...)`); `direct`
+waits that long for its one reply; a peer gets it as its own bound where it has one (rlms, minrlm: checked
+between turns), and its child is killed, with whatever it started, a grace period after it. Peers run here against the fake server
 (real HTTP) or as stand-in methods that hang the way a peer's turn of sub-calls does.
 """
 
@@ -23,8 +24,10 @@ import pytest
 from rlmnb._eval import EvalSpec, Setup, run_eval
 from rlmnb._eval import methods as methods_module
 from rlmnb._eval.command import add_arguments, spec_from_args
-from rlmnb._eval.methods import DirectMethod, Outcome, run_within
+from rlmnb._eval.methods import DirectMethod, Outcome, run_apart
+from rlmnb._eval.runner import run_one
 from rlmnb._eval.tasks import Instance, get_task
+from rlmnb._ground.errors import ConfigError
 from rlmnb._ground.usage import Usage
 
 FILLER = "Nothing to see in this line of filler text. " * 40
@@ -71,6 +74,23 @@ class Dying:
         os._exit(3)
 
 
+class Tampering:
+    """A peer whose model code changes the process it runs in."""
+
+    name = "rlms"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        os.environ["RLMNB_TAMPERED"] = "yes"
+        return Outcome(str(os.getpid()), "submitted", Usage())
+
+
+class Unready:
+    name = "fast_rlm"
+
+    def run(self, instance: Instance, setup: Setup, *, max_cost: float | None = None) -> Outcome:
+        raise ConfigError("method fast_rlm needs Deno on PATH.")
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
@@ -84,7 +104,7 @@ def test_a_peer_past_max_time_is_stopped_with_what_it_started(tmp_path: Path,
     monkeypatch.setattr(methods_module, "GRACE_S", 0.5)
     pid_file = tmp_path / "helper.pid"
     started = time.perf_counter()
-    outcome = run_within(Hanging(pid_file), _instance(tmp_path), Setup("openai/x", settings={"max_time": 1.0}))
+    outcome = run_apart(Hanging(pid_file), _instance(tmp_path), Setup("openai/x", settings={"max_time": 1.0}))
     assert time.perf_counter() - started < 30
     assert (outcome.answer, outcome.status, outcome.extra.get("killed")) == (None, "budget_exhausted", True)
     assert outcome.usage.wall_s >= 1.0
@@ -97,11 +117,22 @@ def test_a_peer_past_max_time_is_stopped_with_what_it_started(tmp_path: Path,
 
 def test_a_peer_within_max_time_keeps_its_outcome_and_a_dying_one_gives_an_error_row(tmp_path: Path) -> None:
     setup = Setup("openai/x", settings={"max_time": 30.0})
-    outcome = run_within(Quick(), _instance(tmp_path), setup)
+    outcome = run_apart(Quick(), _instance(tmp_path), setup)
     assert (outcome.answer, outcome.status, outcome.usage.input_tokens, outcome.note) == ("Lyon", "submitted", 7,
                                                                                          "quick")
-    died = run_within(Dying(), _instance(tmp_path), setup)
+    died = run_apart(Dying(), _instance(tmp_path), setup)
     assert (died.answer, died.status) == (None, "error")
+
+
+def test_a_peer_runs_apart_from_the_caller_and_its_config_errors_still_stop_the_evaluation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLMNB_TAMPERED", raising=False)
+    spec = EvalSpec(tasks=[f"jsonl:{_rows(tmp_path)}"], sizes=["8k"], methods=["rlm"], setup=Setup("openai/x"))
+    row = run_one(Tampering(), _instance(tmp_path), spec)  # no max_time: apart all the same
+    assert row.status == "submitted" and json.loads(row.prediction) != str(os.getpid())
+    assert "RLMNB_TAMPERED" not in os.environ
+    with pytest.raises(ConfigError):
+        run_one(Unready(), _instance(tmp_path), spec)
 
 
 def test_minrlm_keeps_the_bound_itself_through_the_evaluation(fake_server_factory: Callable[..., Any],

@@ -51,7 +51,7 @@ def assert_capped(bodies: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize("settings", [{}, {"max_time": 120.0}], ids=["unbounded", "max_time"])
 def test_rlms_adapter_runs_against_the_fake_server(fake_server_factory: Callable[..., Any],
                                                    settings: dict[str, Any]) -> None:
-    # with max_time the run is a forked child (run_within): the same rows come back across the process boundary
+    # a peer runs in a forked child (run_apart), killed past max_time: the rows come back across the boundary
     pytest.importorskip("rlm", reason="the rlms package is not installed (pip install rlms)")
     server = fake_server_factory(responder=RLMsProtocolOracle(), record_bodies=True)
     from rlmnb._models.litellm import LiteLLM
