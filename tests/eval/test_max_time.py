@@ -115,6 +115,28 @@ def test_a_peer_past_max_time_is_stopped_with_what_it_started(tmp_path: Path,
     assert _gone(helper), "the process the peer started outlived it"
 
 
+def test_ctrl_c_stops_a_peer_run_apart_and_what_it_started(tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    pid_file = tmp_path / "helper.pid"
+
+    def press() -> None:
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal, as Ctrl-C sends: it wakes the blocked wait
+
+    threading.Thread(target=press, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_apart(Hanging(pid_file), _instance(tmp_path), Setup("openai/x"))  # no bound: only Ctrl-C ends it
+    helper = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while not _gone(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(helper)
+
+
 def test_a_peer_within_max_time_keeps_its_outcome_and_a_dying_one_gives_an_error_row(tmp_path: Path) -> None:
     setup = Setup("openai/x", settings={"max_time": 30.0})
     outcome = run_apart(Quick(), _instance(tmp_path), setup)
