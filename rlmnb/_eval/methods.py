@@ -348,8 +348,7 @@ class RLMsMethod:
             if type(exc).__name__ == "TimeoutExceededError":  # its answer so far, as rlms documents
                 return Outcome(getattr(exc, "partial_answer", None), "budget_exhausted",
                                Usage(wall_s=time.perf_counter() - started), error=str(exc)[:300])
-            return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
-                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            return _failed(started, exc)
         summary = result.usage_summary
         calls = sum(s.total_calls for s in summary.model_usage_summaries.values())
         usage = Usage(root_calls=0, sub_calls=calls, input_tokens=summary.total_input_tokens,
@@ -397,8 +396,7 @@ class DSPyRLMMethod:
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            return Outcome(None, "error", Usage(wall_s=time.perf_counter() - started),
-                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            return _failed(started, exc)
         usage_by_model = prediction.get_lm_usage() or {}
         input_tokens = sum(int(u.get("prompt_tokens") or 0) for u in usage_by_model.values())
         output_tokens = sum(int(u.get("completion_tokens") or 0) for u in usage_by_model.values())
