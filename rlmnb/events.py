@@ -226,6 +226,7 @@ class TurnsTrimmed(Event):
     kind: ClassVar[str] = "turns_trimmed"
     turn: int
     dropped: list[int] = field(default_factory=list)
+    clipped: list[int] = field(default_factory=list)  # kept turns whose observation was cut in the middle to fit
     tokens_before: int = 0
     tokens_after: int = 0
 

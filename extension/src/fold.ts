@@ -605,9 +605,17 @@ export function fold(payload: unknown): Tree {
       case 'submitted':
         turn(e).submitted = true;
         break;
-      case 'turns_trimmed':
-        turn(e).notes.push(['info', `older turns dropped from the model's context to fit it: ${(e.dropped ?? []).join(', ')}`]);
+      case 'turns_trimmed': {
+        const said: string[] = [];
+        if ((e.dropped ?? []).length) {
+          said.push(`older turns dropped from the model's context to fit it: ${e.dropped.join(', ')}`);
+        }
+        if ((e.clipped ?? []).length) {
+          said.push(`outputs cut in the middle to fit the model's context: turn ${e.clipped.join(', ')}`);
+        }
+        turn(e).notes.push(['info', said.join('; ')]);
         break;
+      }
       case 'concurrency_changed':
         tree.totals.concurrency = num(e.limit);
         break;

@@ -29,7 +29,7 @@ from rlmnb._ground.usage import CallUsage
 from rlmnb._guards.schema import AnswerSchema
 from rlmnb._models.base import LM, Completion, Message, model_label
 from rlmnb._sandbox.base import Sandbox
-from rlmnb.events import EventBus, ModelReply, RunScope, RunStatus
+from rlmnb.events import EventBus, ModelReply, RunScope, RunStatus, TurnsTrimmed
 
 if TYPE_CHECKING:
     from rlmnb.inputs import Field
@@ -59,6 +59,17 @@ class RunContext:
     acted: int = 0  # policy actions so far in this run (a re-ask's seed)
     stalled: int | None = None  # this turn's step repeated that turn's (same code, same output)
     reading: Reading | None = None  # the first reading the root was shown (policy first_read), if any
+
+    def fit_conversation(self, max_tokens: int) -> list[int]:
+        """Trim the conversation to `max_tokens` (`Conversation.trim`) and say what went in a `TurnsTrimmed`;
+        returns the turns dropped by this call."""
+        before, cut = self.conversation.tokens(), len(self.conversation.clipped)
+        dropped = self.conversation.trim(max_tokens)
+        clipped = self.conversation.clipped[cut:]
+        if dropped or clipped:
+            self.bus.emit(TurnsTrimmed, self.scope, turn=self.turn, dropped=dropped, clipped=list(clipped),
+                          tokens_before=before, tokens_after=self.conversation.tokens())
+        return dropped
 
     def run_limits(self) -> RunLimits:
         if self.limits is None:

@@ -9,7 +9,9 @@ Trimming: the opening messages (system rules, the question with the InputsSummar
 a continued run) are never dropped, nor is the latest turn (nor the one before it, unless the two do
 not fit together). The lowest-value middle turns go first: repeated steps (they add nothing new),
 then turns with neither an error nor findings, oldest first, then the others, oldest first. A one-line
-note right after the opening says which turns were dropped. With `compaction="summarize"` the loop has the root model write a summary of the
+note right after the opening says which turns were dropped. When the kept turns alone are still over
+the window (one output near its size, or a model whose tokenizer counts more than ours), their
+observations are cut in the middle, largest first, each with the marker that says what it left out. With `compaction="summarize"` the loop has the root model write a summary of the
 turns a trim drops (`add_summary`); the summary is shown in that note instead of the bare list of turns.
 
 The system prompt and the opening are sent byte-identical on every turn (nothing in them counts turns
@@ -35,6 +37,10 @@ __all__ = ["KEEP_LATEST", "Conversation", "TurnRecord", "build", "build_lines", 
 
 
 KEEP_LATEST = 2
+CLIP_FLOOR_TOKENS = 200
+"""A kept observation is never cut below this: its head and tail still show what the step printed."""
+CLIP_MARGIN_TOKENS = 50
+"""Cut this much more than the excess: the marker that says what was left out takes room too."""
 
 
 @dataclass
@@ -57,6 +63,7 @@ class Conversation:
     model: str | None = None
     entries: list[TurnRecord | str] = field(default_factory=list)  # str: a later user question
     dropped: list[int] = field(default_factory=list)
+    clipped: list[int] = field(default_factory=list)  # kept turns whose observation was cut to fit the window
     summary: str = ""  # the root model's summaries of dropped turns, oldest first
     _fixed: tuple[int, int] = (-1, 0)  # (number of fixed texts, their tokens): counted once per change
 
@@ -105,7 +112,28 @@ class Conversation:
             newly.append(record.turn)
             total -= record.tokens
         self.dropped.extend(newly)
+        if total > max_tokens:
+            self._clip_kept(total - max_tokens)
         return sorted(newly)
+
+    def _clip_kept(self, excess: int) -> None:
+        """Cut the middle of the kept turns' observations, largest first, by about `excess` tokens: what is left
+        when every droppable turn is gone (one output near the window's size) must still fit, or the request is
+        refused and the run ends with the turns it paid for. Each cut says how much it left out (`clip_middle`)."""
+        kept = [t for t in self.turns if t.turn not in self.dropped]
+        for record in sorted(kept, key=lambda t: -t.tokens):
+            if excess <= 0:
+                break
+            own = count_tokens(record.observation, self.model)
+            if own <= CLIP_FLOOR_TOKENS:
+                continue
+            keep = max(CLIP_FLOOR_TOKENS, own - excess - CLIP_MARGIN_TOKENS)
+            before = record.tokens
+            record.observation = clip_middle(record.observation, len(record.observation) * keep // own)
+            record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
+            excess -= before - record.tokens
+            if record.turn not in self.clipped:
+                self.clipped.append(record.turn)
 
     def messages(self) -> list[Message]:
         out: list[Message] = [{"role": "system", "content": self.system}]

@@ -24,7 +24,7 @@ from rlmnb._ground.errors import BudgetExhausted, PromptTooLarge
 from rlmnb._ground.prompts import render
 from rlmnb._models.base import Message
 from rlmnb._sandbox.base import ExecResult
-from rlmnb.events import CodeExecuted, GuardRejected, Submitted, TurnStarted, TurnsTrimmed
+from rlmnb.events import CodeExecuted, GuardRejected, Submitted, TurnStarted
 
 __all__ = ["run_turn"]
 
@@ -66,34 +66,37 @@ async def _compact_call(ctx: RunContext, request: list[Message]) -> str:
 
 ROOT_REFITS = 2
 """Times a turn's request is cut to a smaller share of the root's window after the model refused it as too large."""
+REFIT_MARGIN = 0.9
+"""The share of what the server said fits that a refit aims at: our count of the cut request is still an estimate."""
 
 
 async def _ask_fitting(ctx: RunContext) -> Step | Outcome | EndTurns:
     """`_ask` over the turn's request; when the root model refuses it as larger than its window (its tokenizer counts
-    more than ours: number-heavy outputs), the conversation is cut to three quarters of what was refused and asked again,
-    `ROOT_REFITS` times, before the refusal ends the run. Our count is an estimate of the server's, so a request
-    we sized to fit can still be refused; a smaller request is a cheaper end than losing the turns already paid."""
+    more than ours: number-heavy outputs; or its window is smaller than we were told), the conversation is cut and
+    asked again, `ROOT_REFITS` times, before the refusal ends the run: to what the server said fits, scaled by its
+    count of the refused request over ours, where it said both (`PromptTooLarge.stated`), else to half of what was
+    refused. A smaller request is a cheaper end than losing the turns already paid for."""
     for _ in range(ROOT_REFITS):
         try:
             return await _ask(ctx, await _request(ctx))
-        except PromptTooLarge:
+        except PromptTooLarge as exc:
             limits = ctx.run_limits()
-            refused = min(limits.context_tokens, ctx.conversation.tokens())
-            ctx.limits = dataclasses.replace(limits, context_tokens=max(1, refused * 3 // 4))
+            sent = min(limits.context_tokens, ctx.conversation.tokens())
+            fits = sent // 2
+            if exc.stated is not None:
+                allowed, counted = exc.stated
+                fits = min(fits * 3 // 2, int(sent * allowed / counted * REFIT_MARGIN))
+            ctx.limits = dataclasses.replace(limits, context_tokens=max(1, fits))
     return await _ask(ctx, await _request(ctx))  # the last refusal ends the run
 
 
 async def _request(ctx: RunContext) -> list[Message]:
     """The turn's request: the conversation, its middle turns dropped (or summarized) to fit the root's window."""
     limits = ctx.run_limits()
-    before = ctx.conversation.tokens()
-    dropped = ctx.conversation.trim(limits.context_tokens)
+    dropped = ctx.fit_conversation(limits.context_tokens)
     if dropped and ctx.config.compaction == "summarize" and await summarize_dropped(
             ctx.conversation, dropped, lambda request: _compact_call(ctx, request)):
-        dropped += ctx.conversation.trim(limits.context_tokens)  # the summary itself must fit
-    if dropped:
-        ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped,
-                     tokens_before=before, tokens_after=ctx.conversation.tokens())
+        ctx.fit_conversation(limits.context_tokens)  # the summary itself must fit
     return ctx.conversation.messages()
 
 

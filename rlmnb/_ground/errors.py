@@ -71,7 +71,12 @@ class BudgetExhausted(RecoverableError):
 
 
 class PromptTooLarge(RecoverableError):
-    """A sub-call prompt is larger than the sub-model accepts; nothing was sent."""
+    """A sub-call prompt is larger than the sub-model accepts; nothing was sent.
+
+    `stated`: (tokens a prompt may have, tokens the model's server counted in this one) when the server said both,
+    so a caller can shrink the prompt by the server's own count rather than ours; None otherwise."""
+
+    stated: tuple[int, int] | None = None
 
 
 class ModelNotAllowed(RecoverableError, ValueError):

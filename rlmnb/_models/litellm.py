@@ -66,6 +66,7 @@ from rlmnb._models.request_policy import (
     retry_after,
     server_gate,
     server_slots,
+    stated_window,
     timed_out,
 )
 
@@ -387,9 +388,11 @@ class LiteLLM:
                         f"The API key for {self._provider} was rejected: check {self.key_env_var()} "
                         f"(or pass api_key=...).") from None
                 if kind == "context":
-                    raise PromptTooLarge(
+                    refused = PromptTooLarge(
                         f"{self.name} refused the prompt as larger than its context window; nothing was answered. "
-                        f"Split the text into smaller chunks and use llm_query_batched.") from None
+                        f"Split the text into smaller chunks and use llm_query_batched.")
+                    refused.stated = stated_window(exc)
+                    raise refused from None
                 if kind == "retry" and self.local and timed_out(exc, litellm):
                     raise ModelCallFailed(
                         f"{self.name} did not answer within {self.timeout:g} s. The server on this machine may still "

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["BATCHING_SERVERS", "LOCAL_PARALLEL", "LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "PROBE_TIMEOUT", "REMOTE_TIMEOUT",
-           "classify", "is_local", "is_loopback", "retry_after", "server_gate", "server_slots", "timed_out"]
+           "classify", "is_local", "is_loopback", "retry_after", "stated_window", "server_gate", "server_slots", "timed_out"]
 
 REMOTE_TIMEOUT = 120.0
 """Seconds a request to a hosted provider may take by default."""
@@ -105,6 +105,32 @@ def classify(exc: BaseException, litellm: Any) -> str:
     except ImportError:
         pass
     return "fatal"
+
+
+_NUMBER = r"(\d[\d,]*)"
+_WINDOW = re.compile(rf"maximum context length is {_NUMBER}|\"n_ctx\":\s*{_NUMBER}", re.IGNORECASE)
+_PROMPT = re.compile(rf"\({_NUMBER} in (?:the messages|your prompt)|resulted in {_NUMBER} tokens|"
+                     rf"\"n_prompt_tokens\":\s*{_NUMBER}", re.IGNORECASE)
+_RESERVED = re.compile(rf"{_NUMBER} (?:in|for) the completion", re.IGNORECASE)
+
+
+def stated_window(exc: BaseException) -> tuple[int, int] | None:
+    """(tokens the prompt may have, tokens the server counted in the refused prompt), where a context-length refusal
+    says both: the OpenAI wording that vLLM and llama-cpp-python copy ("maximum context length is N tokens ...
+    (P in the messages, C in the completion)" or "resulted in P tokens"), or llama.cpp's `n_ctx` and
+    `n_prompt_tokens`. None when it says neither; the caller then cuts by a fixed share."""
+    text = str(exc)
+    window, prompt = _WINDOW.search(text), _PROMPT.search(text)
+    if window is None or prompt is None:
+        return None
+    reserved = _RESERVED.search(text)
+
+    def number(match: re.Match[str]) -> int:
+        return int(next(g for g in match.groups() if g).replace(",", ""))
+
+    allowed = number(window) - (number(reserved) if reserved else 0)
+    counted = number(prompt)
+    return (allowed, counted) if allowed > 0 and counted > 0 else None
 
 
 def timed_out(exc: BaseException, litellm: Any) -> bool:

@@ -479,8 +479,12 @@ class RunTree:
         self._changes.add(("turn", e.run_id, e.turn))
 
     def _trimmed(self, e: Any) -> None:
-        dropped = ", ".join(str(t) for t in e.dropped)
-        self._note(e, "info", f"older turns dropped from the model's context to fit it: {dropped}")
+        said = [f"older turns dropped from the model's context to fit it: {', '.join(str(t) for t in e.dropped)}"
+                ] if e.dropped else []
+        clipped = getattr(e, "clipped", None) or []
+        if clipped:
+            said.append(f"outputs cut in the middle to fit the model's context: turn {', '.join(map(str, clipped))}")
+        self._note(e, "info", "; ".join(said))
 
     def _fallback(self, e: Any) -> None:
         run = self._run(e.run_id, e.ts)

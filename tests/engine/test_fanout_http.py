@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rlmnb import RLM, LiteLLM
-from rlmnb.events import ConcurrencyChanged, ModelReply, SubCallFinished
+from rlmnb.events import ConcurrencyChanged, ModelReply, SubCallFinished, TurnsTrimmed
 
 pytestmark = pytest.mark.integration
 KEY = "sk-test-0123456789"
@@ -132,3 +132,13 @@ def test_rerunning_a_cell_serves_sub_calls_from_the_cache(fake_server_factory: A
         "What is the magic number?", text=TEXT)
     assert third.usage.cached_calls == 0
     assert server.stats()["models"]["fake-sub"] == sent + third.usage.sub_calls  # every call sent, twins too
+
+
+def test_an_output_over_the_root_window_is_cut_to_fit_over_http(fake_server_factory: Any) -> None:
+    # the server refuses prompts over its window; the latest turn printed more than the window holds
+    big = code("print('HEAD' + 'word ' * 12_000 + 'TAIL')")
+    server = fake_server_factory(script={"fake-root": [big, code("submit('done')")]}, context_window=4000)
+    result = RLM(server.lm("fake-root"), server.lm("fake-sub"), max_output_chars=100_000, evidence_check=False,
+                 **LOCAL).run("q", text="x")
+    assert result.status == "submitted" and result.answer == "done", result.error
+    assert [e.clipped for e in result.trajectory.of(TurnsTrimmed)][-1] == [1]

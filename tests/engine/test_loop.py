@@ -370,6 +370,40 @@ def test_a_root_request_the_model_refuses_as_too_large_is_cut_and_asked_again() 
     assert result.trajectory.of(TurnsTrimmed)
 
 
+def test_an_output_larger_than_the_window_is_cut_in_the_middle_and_the_run_goes_on() -> None:
+    # the latest turn is never dropped: when it alone is over the window, its observation is cut to fit
+    from rlmnb._ground.tokens import count_messages
+
+    body = "print('HEAD' + ' '.join(str(i) for i in range(20_000)) + 'TAIL')"
+    result, root = run([code(body), code("submit('done')")], max_output_chars=200_000, max_context_tokens=4000,
+                       evidence_check=False)
+    assert result.status == "submitted" and result.answer == "done"
+    assert [e.clipped for e in result.trajectory.of(TurnsTrimmed)] == [[1]]
+    last = root.requests[-1]
+    assert count_messages(last) <= 4000
+    assert "HEAD" in last[-1]["content"] and "TAIL" in last[-1]["content"]
+    assert result.trajectory.of(CodeExecuted)[0].stdout.count(" ") > 19_000  # the record keeps the whole output
+
+
+def test_a_server_counting_more_than_us_gets_the_latest_output_cut_after_its_refusal() -> None:
+    # a server tokenizer that counts every digit (ours groups them): the request we sized to fit is refused, the
+    # refit cuts the conversation down to the latest turn and then cuts that turn's output, instead of ending
+    from rlmnb._ground.errors import PromptTooLarge
+
+    steps = [code("print(' '.join(str(i) for i in range(3000)))"), code("submit('done')")]
+    answered: list[int] = []
+
+    def root(messages: list[dict[str, Any]]) -> str:
+        if sum(ch.isdigit() for m in messages for ch in str(m["content"])) > 8_000:
+            raise PromptTooLarge("the request is larger than the model's window")
+        answered.append(1)
+        return steps[len(answered) - 1]
+
+    result = RLM(ScriptedLM(root), sandbox="local", max_output_chars=50_000, evidence_check=False).run("q", text="t")
+    assert result.status == "submitted" and result.answer == "done"
+    assert any(e.clipped == [1] for e in result.trajectory.of(TurnsTrimmed))
+
+
 def test_a_root_that_refuses_every_request_as_too_large_ends_the_run_after_the_refits() -> None:
     from rlmnb._engine.turn import ROOT_REFITS
     from rlmnb._ground.errors import PromptTooLarge

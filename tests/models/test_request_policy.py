@@ -19,6 +19,7 @@ from rlmnb._models.request_policy import (
     is_loopback,
     retry_after,
     server_slots,
+    stated_window,
 )
 from rlmnb.testing import ScriptedLM
 
@@ -141,3 +142,20 @@ def test_a_server_restarted_on_the_same_address_is_asked_again(fake_server_facto
     assert asyncio.run(server_slots(server.url)) == 1
     server.slots = 3  # restarted with --parallel 3 on the same address
     assert asyncio.run(server_slots(server.url)) == 3
+
+
+@pytest.mark.parametrize(("text", "stated"), [
+    # llama-cpp-python (chat): the window, the prompt and the completion it reserved
+    ("This model's maximum context length is 16384 tokens. However, you requested 18432 tokens (16384 in the "
+     "messages, 2048 in the completion). Please reduce the length of the messages or completion.", (14336, 16384)),
+    # OpenAI's wording, which vLLM copies
+    ("This model's maximum context length is 4,000 tokens. However, your messages resulted in 5,123 tokens. "
+     "Please reduce the length of the messages.", (4000, 5123)),
+    # llama.cpp's server
+    ('{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it",'
+     '"type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}', (8192, 9000)),
+    ("prompt is too long", None),
+    ("This model's maximum context length is 4000 tokens.", None),
+])
+def test_a_context_refusal_says_what_fits_where_the_server_said_it(text: str, stated: Any) -> None:
+    assert stated_window(RuntimeError(text)) == stated

@@ -4,7 +4,7 @@
 Trajectories: the tutorial notebooks' saved runs, a run with a failing batch, single calls and a child
 run, a run whose calls queue for two slots, a 10,000-call run, that run cut off mid-batch (a kernel that
 died), a run interrupted with calls in flight and queued, the same runs in the old format (no `sub_call_sent`
-events, no `queued_s`), runs whose calls read the provider's prompt cache, a root asked again (an empty reply, a repeated step), and
+events, no `queued_s`), runs whose calls read the provider's prompt cache, a root asked again (an empty reply, a repeated step), a run trimmed to its window (turns dropped, an output cut), and
 resumed runs (live from a batch's
 sub-call, from a root request, and never live). Figures compared:
 the meters (counts, in flight and queued, tokens, prompt-cache tokens and saving, cost, unpriced, root calls),
@@ -117,6 +117,16 @@ def _stalled_run() -> dict[str, Any]:
     look = code("print(len(inputs['text']))")
     root = ScriptedLM([look, look, look, look, "hello"], name="root-model")
     result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
+    return result.trajectory.to_dict()
+
+
+def _trimmed_run() -> dict[str, Any]:
+    """A conversation over the window: middle turns dropped, then an output larger than the window cut to fit."""
+    steps = [code(f"print('{c}' * 3000)") for c in "vwx"]
+    steps += [code("print(' '.join(str(i) for i in range(9000)))"), code("submit('done')")]
+    root = ScriptedLM(steps, name="root-model")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local", max_context_tokens=4000,
+                 max_output_chars=60_000, evidence_check=False).run("Which?", text="hello world")
     return result.trajectory.to_dict()
 
 
@@ -262,7 +272,7 @@ def trajectories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "10k": big, "10k-cut": _cut(big, 0.5), "10k-cut-old": _old_format(_cut(big, 0.5)),
         "mixed-cut": _cut(mixed, 0.4), "interrupted": interrupted, "interrupted-old": _old_format(interrupted),
         "prompt-cached": _prompt_cached_run(), "asked-again": _asked_again_run(), "stalled": _stalled_run(), "echoed": _echoed_run(),
-        "prose-answered": _prose_answered_run(), "empty-replied": _empty_replied_run(),
+        "prose-answered": _prose_answered_run(), "empty-replied": _empty_replied_run(), "trimmed": _trimmed_run(),
         **_resumed_runs(tmp_path_factory.mktemp("journals")),
     })
     assert sum(e["kind"] == "sub_call_finished" for e in big["events"]) == CALLS
@@ -398,6 +408,8 @@ def test_the_trajectories_cover_what_the_parity_test_claims(trajectories: dict[s
     assert sum(u.get("cached_input_tokens", 0) for u in cached) == 512 and any(u.get("saved_usd") for u in cached)
     # the policies that asked again or ended the turns, as PolicyActed events, and each one's note on its turn
     assert _acted(trajectories["asked-again"]) == [(1, "empty_reply", "ask_again"), (2, "repeat_breaker", "ask_again")]
+    trimmed = [e for e in trajectories["trimmed"]["events"] if e["kind"] == "turns_trimmed"]
+    assert any(e["dropped"] for e in trimmed) and any(e["clipped"] for e in trimmed)
     assert _acted(trajectories["stalled"]) == [(2, "repeat_breaker", "ask_again"), (2, "repeat_breaker", "ask_again"),
                                                (2, "repeat_breaker", "end_turns"), (2, "final_answer", "end_turns")]
     assert _acted(trajectories["echoed"]) == [(1, "look_first", "send_back"), (2, "empty_reply", "ask_again")]

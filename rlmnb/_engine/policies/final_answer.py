@@ -24,7 +24,7 @@ from rlmnb._ground.errors import BudgetExhausted
 from rlmnb._ground.jsonable import recordable
 from rlmnb._ground.prompts import render
 from rlmnb._ground.tokens import count_tokens
-from rlmnb.events import Fallback, TurnsTrimmed
+from rlmnb.events import Fallback
 
 if TYPE_CHECKING:
     from rlmnb._engine.context import RunContext
@@ -56,11 +56,7 @@ class FinalAnswer(Policy):
             after = "(repeat_asks=0)" if asks == 0 else f"after the model was asked for another step {times}"
             reason = f"no submit(): the reply at turn {stall.turn} repeated turn {stall.earlier}'s {after}"
         prompt = render("fallback", why=why, printed=printed)
-        before = ctx.conversation.tokens()
-        dropped = ctx.conversation.trim(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
-        if dropped:
-            ctx.bus.emit(TurnsTrimmed, ctx.scope, turn=ctx.turn, dropped=dropped, tokens_before=before,
-                         tokens_after=ctx.conversation.tokens())
+        ctx.fit_conversation(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
         messages = code_only(ctx.conversation.messages(), keep=_findings_stated(ctx, steps))
         messages.append({"role": "user", "content": prompt})
         self.acted(ctx, "end_turns", reason)
