@@ -112,10 +112,24 @@ def replay_proxy(upstream: str, cache: Path) -> str:
 
 
 def results(folder: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """A run folder's rows by (task, instance), each scored by the task's metric as it is now (`rescored`)."""
     path = folder / "results.jsonl"
     if not path.exists():
         return {}
-    return {(r["task"], r["index"]): r for r in map(json.loads, path.read_text().splitlines())}
+    return {(r["task"], r["index"]): rescored(r) for r in map(json.loads, path.read_text().splitlines())}
+
+
+def rescored(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` scored again from its recorded answer by the task's current metric: a metric fixed after a round ran
+    (round 6: an empty-set answer) applies to the answers already paid for. A row whose answer the record cut
+    keeps its score (the metric saw the whole answer)."""
+    from rlmnb._eval.tasks import generate
+
+    prediction = str(row.get("prediction") or "")
+    if prediction.endswith(" characters]"):
+        return row
+    instance = generate(row["task"], row["size"], seed=row["seed"], index=int(row["index"]))
+    return {**row, "score": instance.score(prediction), "recorded_score": row["score"]}
 
 
 def acted(folder: Path) -> collections.Counter[str]:

@@ -169,7 +169,15 @@ def ordinary_forms(question_id: str, answer: Any) -> tuple[list[Any], list[Any]]
     if question_id == "tickets-2021":
         return (["No", "no", False, "No, there are none.", "There are no tickets from 2021."], ["Yes", True, "maybe"])
     if question_id == "contract-crypto":
-        return ([[], "[]", "None", "No clause mentions cryptocurrency."], [[12], "Clause 12", "12, 40"])
+        return ([[], "[]", "None", "No clause mentions cryptocurrency.", "None of the clauses mention it.",
+                 "After reading every clause, none mentions cryptocurrency.", "I found no clause about it.",
+                 "The contract doesn't mention cryptocurrency."],
+                [[12], "Clause 12", "12, 40",
+                 # claims first; a later negation does not make them empty answers (both given by a 1.5B root)
+                 "The contract mentions cryptocurrency terms, but the specific terms and their positions are not "
+                 "clear from the given text.",
+                 "The contract mentions cryptocurrency in the following clauses:\n1. Term and termination: support\n"
+                 "Either party may not terminate without notice."])
     if question_id == "log-codes":
         spoken = ", ".join(answer[:-1]) + " and " + answer[-1]
         return ([answer, list(reversed(answer)), str(answer), f"The codes are {spoken}."],

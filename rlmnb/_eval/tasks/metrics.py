@@ -220,7 +220,22 @@ def quote(answers: Sequence[Any], prediction: Any) -> float:
     return 1.0 if any(_plain(str(a)) and _plain(str(a)) in text for a in answers) else 0.0
 
 
-_NONE_SAID = re.compile(r"\b(?:none|no|not|nothing|neither|nor|zero|empty)\b", re.I)
+_NONE_SAID = re.compile(r"\b(?:none|no|not|nothing|neither|nor|zero|empty|n't)\b|n't\b", re.I)
+_CLAUSES = re.compile(r"[.;:!?\n,]|\bbut\b|\bhowever\b", re.I)
+_LEAD_IN = re.compile(r"(?:after|based|according|from|in|having|upon|on|looking|reading|searching|checking|"
+                      r"scanning|going|across|within|among|throughout)\b", re.I)
+
+
+def says_none(text: str) -> bool:
+    """Whether prose answers "none": its first clause (past lead-ins such as "After reading every clause,") says so.
+    "No clause mentions it" and "After reading them all, none does" say none; "The contract mentions it, but the
+    terms are not clear" makes a claim first and is not an empty answer, whatever negation comes later."""
+    for clause in _CLAUSES.split(text):
+        clause = clause.strip()
+        if not clause or _LEAD_IN.match(clause):
+            continue
+        return bool(_NONE_SAID.search(clause))
+    return False
 
 
 def listed_items(prediction: Any) -> list[str] | None:
@@ -266,7 +281,7 @@ def same_set(answers: Sequence[Any], prediction: Any) -> float:
         if listed is not None:
             got = {item.lower() for item in listed if item}
         elif not want:
-            got = set() if _NONE_SAID.search(text) else {text}
+            got = set() if says_none(text) else {text}
         else:
             named = _named_in_prose(expected, text)
             got = named if named is not None else {"<another item>"}
