@@ -8,9 +8,9 @@ A real JupyterLab (headless, throwaway settings, the worktree's extension build)
 notebook: a batch of 60 sub-calls against a scripted sub-model with 0.25 s latency and 4 calls in flight
 (so the live meters, the in-flight count, the rate and the ETA are caught mid-batch), then the finished
 run's timeline, then a dry run whose estimate has dollar signs, then a scripted root that makes three policies
-act under the default profile: it types a number no output showed (`unshown_value` sends it back), sends its
-first step again (`repeat_breaker` asks for another without running it) and answers in prose with what that step
-printed (`prose_answer` takes it). Look at each picture before committing it.
+act (named in `%config RLMMagics.policies`): it types a number no output showed (`unshown_value` sends it
+back), sends its first step again (`repeat_breaker` asks for another without running it) and answers in
+prose with what that step printed (`prose_answer` takes it). Look at each picture before committing it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ POLICY_SETUP = """words = " ".join(f"{i}. {('hip', 'family')[i % 2] if i <= 60 e
 count = ("I will count the words.\\n```python\\nfrom collections import Counter\\nprint('The top 2 words are:')\\n"
          "for word, n in Counter(inputs['words'].split()[1::2]).most_common(2):\\n    print(f'{word}: {n}')\\n```")
 policy_root = ScriptedLM([count, "```python\\nsubmit(4711)\\n```", count, "The top 2 words are:\\nfamily: 30\\nhip: 30"],
-                         name="scripted-root")"""
+                         name="scripted-root")
+%config RLMMagics.policies = 'repeat_breaker,unshown_value,prose_answer,final_answer'"""
 POLICY_RUN = "%%rlm -m policy_root -s sub -i words --sandbox local\nWhat are the 2 most common words in the list?"
 
 

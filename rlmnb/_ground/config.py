@@ -25,8 +25,8 @@ POLICIES = ("empty_reply", "repeat_breaker", "look_first", "unshown_value", "who
 """Every turn-loop policy, in the order they act (rlmnb/_engine/policies: one module each)."""
 PROFILES: dict[str, tuple[str, ...]] = {
     "paper": ("final_answer",),
-    "default": ("repeat_breaker", "prose_answer", "final_answer"),
-    "small": ("repeat_breaker", "prose_answer", "final_answer", "first_read"),  # acting order is POLICIES'
+    "default": ("prose_answer", "final_answer"),
+    "small": ("prose_answer", "final_answer", "first_read"),  # acting order is POLICIES'
 }
 """Named sets of policies: "paper" is the loop as the RLM paper describes it (code, outputs, submit; one final
 call when the turns run out); "default" adds the policies that earned their place in the ablation

@@ -27,10 +27,13 @@ from rlmnb._engine.evidence import (
     short_answer,
     typed_at,
 )
+from rlmnb._ground.config import PROFILES
 from rlmnb._ground.passages import held_by, question_mentions, question_names
 from rlmnb._ground.prompts import load, render
 from rlmnb.events import CodeExecuted, Fallback, GuardRejected, ModelReply, PolicyActed, Submitted, Trajectory
 from rlmnb.testing import ScriptedLM
+
+WITH_BREAKER = ("repeat_breaker", *PROFILES["default"])  # the policy these tests are about, beside its profile
 
 NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
@@ -107,7 +110,7 @@ def test_a_repeat_after_the_runs_ask_ends_the_turns_with_the_fallback() -> None:
         return next(steps)
 
     root = ScriptedLM(reply, name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=8).run(
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies=WITH_BREAKER, max_iterations=8).run(
         "What are the 3 most common words in the above list?", text=text)
     replies = result.trajectory.of(ModelReply)
     assert [(r.turn, r.purpose) for r in replies] == [
@@ -120,13 +123,13 @@ def test_a_repeat_after_the_runs_ask_ends_the_turns_with_the_fallback() -> None:
     assert "hip: 30" in prompt  # the final answer is asked from the count's output
     # with one ask, a re-ask answered with the same step again ends the turns at once
     root = ScriptedLM([count, count, count, "hip, gossip, family"], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=1).run(
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies=WITH_BREAKER, repeat_asks=1).run(
         "What are the 3 most common words in the above list?", text=text)
     assert acted_by(result.trajectory, "repeat_breaker") == [(2, "ask_again"), (2, "end_turns")]
     assert result.status == "fallback" and result.answer == "hip, gossip, family" and len(root.requests) == 4
     # repeat_asks: how many asks a run has before a repeat ends it (0: the first repeat does)
     root = ScriptedLM([count, count, "hip, gossip, family"], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies=WITH_BREAKER, repeat_asks=0).run(
         "What are the 3 most common words in the above list?", text=text)
     assert acted_by(result.trajectory, "repeat_breaker") == [(2, "end_turns")]
     assert result.status == "fallback" and result.answer == "hip, gossip, family" and len(root.requests) == 3
@@ -154,7 +157,7 @@ def test_a_step_whose_code_already_ran_is_asked_again_once_before_it_runs() -> N
     look = "i = data.find('special magic number')\nprint(data[i - 40:i + 60])"
     root = ScriptedLM([EXAMPLE, EXAMPLE, code(look), code("submit(4015985)")], name="root", supports_seed=True)
     root.temperature = 0.0  # type: ignore[attr-defined]  # a model built with a temperature, as `rlmnb eval` does
-    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local")
+    rlm = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", policies=WITH_BREAKER)
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
     runs = result.trajectory.of(CodeExecuted)
     assert [e.code.splitlines()[0] for e in runs] == ['data = inputs["text"]', look.splitlines()[0], "submit(4015985)"]
@@ -205,7 +208,7 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
     root = ScriptedLM([VT_PROSE, VT_PROSE, find, code("submit('KNRWU')")], name="root")
     root.temperature = 0.0  # type: ignore[attr-defined]
     text = "The grass is green.\n" * 50 + "VAR KNRWU = 64268\n" + "The grass is green.\n" * 50
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", policies=WITH_BREAKER).run(
         "Find all variables that are assigned the value 64268 in the text.", text=text)
     replies = result.trajectory.of(ModelReply)
     assert [r.turn for r in replies] == [1, 2, 2, 3]
@@ -219,7 +222,7 @@ def test_the_same_long_reply_without_code_is_asked_again_once() -> None:
     # short prose said twice in a row is not asked again: it costs its turns and the run goes on to the submit
     short = "The variables are `KNRWU`."
     root = ScriptedLM([find, short, short, code("submit('KNRWU')")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", policies=WITH_BREAKER).run(
         "Find all variables that are assigned the value 64268 in the text.", text=text)
     assert acted_by(result.trajectory, "repeat_breaker") == []
     assert result.status == "submitted" and result.answer == "KNRWU" and len(root.requests) == 4
@@ -257,7 +260,7 @@ def test_a_step_that_failed_the_same_way_twice_is_asked_again_before_its_third_r
     unwrapped = code(count.format(call='llm_map(inputs["text"], instruction, output=str)'))
     wrapped = code(count.format(call='llm_map([inputs["text"]], instruction, output=str)'))
     root = ScriptedLM([LOOK, unwrapped, wrapped, unwrapped, unwrapped, FIND, code("submit(4015985)")], name="root")
-    rlm = RLM(root, ScriptedLM(lambda m: "2", name="sub"), sandbox="local")
+    rlm = RLM(root, ScriptedLM(lambda m: "2", name="sub"), sandbox="local", policies=WITH_BREAKER)
     result = rlm.run("What is the special magic number for furtive-donation?", text=haystack())
     runs = result.trajectory.of(CodeExecuted)
     assert [e.turn for e in runs] == [1, 2, 3, 4, 5, 6]
@@ -416,7 +419,7 @@ def test_the_fallback_answers_from_the_real_outputs() -> None:
         return [LOOK, SPLIT, FIND, SPLIT][sum(1 for m in messages if m["role"] == "assistant")]
 
     root = ScriptedLM(reply, name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", max_iterations=5).run("Which number?",
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies=WITH_BREAKER, max_iterations=5).run("Which number?",
                                                                                            text=haystack())
     assert result.status == "fallback" and result.answer == "4015985"
     prompt = root.requests[-1][-1]["content"]
@@ -446,7 +449,7 @@ def test_the_fallback_is_shown_the_models_code_not_its_prose() -> None:
     look = code("text = inputs['text']\nprint(text[:60])")
 
     root = ScriptedLM(fallback_copies_a_shown_4([guess, look, FIND, look]), name="root")
-    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", repeat_asks=0).run(
+    result = RLM(root, ScriptedLM(lambda m: "x"), sandbox="local", policies=WITH_BREAKER, repeat_asks=0).run(
         "What is the special magic number for furtive-donation?", text=haystack())
     assert result.status == "fallback" and result.answer == "4015985"
     request = root.requests[-1]
@@ -669,7 +672,7 @@ def test_a_reply_stating_its_counts_output_is_a_statement_not_an_echo() -> None:
                  "for word, n in Counter(inputs['text'].split()[1::2]).most_common(2):\n    print(f'{word}: {n}')")
     said = "The top 2 words are:\nfamily: 30\nhip: 30"
     root = ScriptedLM([count, count, said, code("submit(['family', 'hip'])")], name="root")
-    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local").run(
+    result = RLM(root, ScriptedLM(lambda m: "sub-reply", name="sub"), sandbox="local", policies=WITH_BREAKER).run(
         "What are the 2 most common words in the above list?", text=text)
     assert result.trajectory.of(CodeExecuted)[0].stdout.strip() == said
     replies = result.trajectory.of(ModelReply)

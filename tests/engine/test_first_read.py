@@ -20,7 +20,7 @@ from sandbox_support import code
 from rlmnb import RLM
 from rlmnb._engine.policies.first_read import NAMED
 from rlmnb._engine.replies import read_step, without_copied_head
-from rlmnb._ground.config import POLICIES
+from rlmnb._ground.config import POLICIES, PROFILES
 from rlmnb._ground.errors import ConfigError
 from rlmnb._ground.prompts import load
 from rlmnb._ground.text import parts_of
@@ -35,6 +35,8 @@ from rlmnb.events import (
     Trajectory,
 )
 from rlmnb.testing import ScriptedLM
+
+WITH_BREAKER = ("repeat_breaker", *PROFILES["small"])  # the policy these tests are about, beside its profile
 
 NEEDLE = "One of the special magic numbers for furtive-donation is: 4015985."
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
@@ -200,7 +202,7 @@ def test_the_fallback_keeps_a_statement_of_a_count_and_leaves_out_guesses_and_ma
                       context_window=16_384, max_output_tokens=400)
     sub = ScriptedLM(lambda messages: "ketchup, fresh, dreamer, adult, server", name="sub", context_window=8_192,
                      max_output_tokens=120)
-    result = RLM(root, sub, sandbox="local").run(question, text=text)
+    result = RLM(root, sub, sandbox="local", policies=WITH_BREAKER).run(question, text=text)
     assert result.status == "fallback" and "repeated turn 3's" in result.reason
     request = root.requests[-1]
     said = "\n".join(str(m["content"]) for m in request if m["role"] == "assistant")
@@ -440,7 +442,7 @@ def test_the_fallback_shows_the_first_reading_beside_the_outputs() -> None:
     # the fallback, shown only the essay's first lines, answered "5"
     idle = code("# No output needed for this step\npass")
     result, root, _ = run([code("print(inputs['text'][:30])"), idle, idle, idle, "4015985"], haystack(200),
-                          max_iterations=3, repeat_asks=1)
+                          policies=WITH_BREAKER, max_iterations=3, repeat_asks=1)
     assert result.status == "fallback" and result.answer == "4015985"
     # turn 3 sent turn 2's step: asked again, it sent the step again, which ended the turns
     assert acted(result.trajectory) == [(0, "first_read", "read_first"), (3, "repeat_breaker", "ask_again"),

@@ -11,7 +11,10 @@ import pytest
 
 from rlmnb import RLM
 from rlmnb._engine.prompt_cache import mark_prefix, needs_cache_marks
+from rlmnb._ground.config import PROFILES
 from rlmnb.testing.fake_behaviours import text_of
+
+WITH_BREAKER = ("repeat_breaker", *PROFILES["default"])  # the policy these tests are about, beside its profile
 
 pytestmark = pytest.mark.integration
 LOCAL = {"sandbox": "local"}
@@ -92,7 +95,7 @@ def test_a_re_ask_is_sent_without_cache_marks() -> None:
     look = code("print(len(inputs['text']))")
     root = ScriptedLM([look, look, code("print(inputs['text'][:4])"), code("submit('some')")],
                       name="anthropic/claude-x")
-    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), **LOCAL).run("What is it?", text="some text")
+    result = RLM(root, ScriptedLM(lambda m: "x", name="sub"), **LOCAL, policies=WITH_BREAKER).run("What is it?", text="some text")
     assert result.answer == "some", result.error
     marked = [any(isinstance(m["content"], list) and m["content"][-1].get("cache_control") for m in request)
               for request in root.requests]

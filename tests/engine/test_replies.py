@@ -13,10 +13,13 @@ from sandbox_support import code, observations
 
 from rlmnb import RLM, Trajectory
 from rlmnb._engine.replies import extract_code, read_step, split_reasoning, without_code
+from rlmnb._ground.config import PROFILES
 from rlmnb._ground.prompts import load
 from rlmnb._models.base import Completion
 from rlmnb.events import CodeExecuted, ModelReply, PolicyActed, TurnStarted, event_from_dict
 from rlmnb.testing import ScriptedLM
+
+WITH_BREAKER = ("repeat_breaker", *PROFILES["default"])  # the policy these tests are about, beside its profile
 
 # the shape of a recorded reply: five code blocks, each followed by an output block the model wrote itself
 INVENTED = """Let me split the text into chunks first.
@@ -234,7 +237,7 @@ def test_repeated_code_with_the_same_output_gets_an_observation() -> None:
     # run again (test_evidence: asked for another step, then the turns end)
     again = code("print(inputs['report'])")
     replies = [again, again, code("print(len(inputs['text']) + 0)"), code("submit(1)")]
-    result, root = run(replies)
+    result, root = run(replies, policies=WITH_BREAKER)
     runs = result.trajectory.of(CodeExecuted)
     assert [e.repeat_of for e in runs] == [None, 1, None, None]
     obs = observations(root)

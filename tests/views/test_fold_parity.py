@@ -116,7 +116,8 @@ def _stalled_run() -> dict[str, Any]:
     again each time: the turns end."""
     look = code("print(len(inputs['text']))")
     root = ScriptedLM([look, look, look, look, "hello"], name="root-model")
-    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local").run("Greeting?", text="hello world")
+    result = RLM(root, ScriptedLM(_sub_reply, name="sub-model"), sandbox="local",
+                 policies=["repeat_breaker", "final_answer"]).run("Greeting?", text="hello world")
     return result.trajectory.to_dict()
 
 
