@@ -199,7 +199,8 @@ def _error_message(raw: bytes) -> str:
         error = body.get("error") if isinstance(body, dict) else None
         message = error.get("message") if isinstance(error, dict) else error
         if message:
-            return str(message)[:300]
+            sizes = {k: error[k] for k in ("n_prompt_tokens", "n_ctx") if isinstance(error, dict) and k in error}
+            return str(message)[:300] + (f" {json.dumps(sizes)}" if sizes else "")  # llama.cpp's window refusal
     except ValueError:
         pass
     return raw[:300].decode("utf-8", "replace").strip() or "no message"

@@ -51,7 +51,8 @@ BATCHING_SERVERS = frozenset({"vllm", "sglang"})
 # providers whose default api_base is on this machine
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile"})
 # how OpenAI-compatible servers word a prompt over the window (OpenAI, vLLM, llama.cpp, SGLang)
-_CONTEXT_WORDS = re.compile(r"context.length|maximum context|context window|exceeds the context", re.IGNORECASE)
+_CONTEXT_WORDS = re.compile(r"context.length|maximum context|context window|exceeds the (?:available )?context|"
+                            r"context.size|exceed_context_size", re.IGNORECASE)
 
 
 def is_loopback(api_base: object) -> bool:
@@ -118,8 +119,10 @@ def stated_window(exc: BaseException) -> tuple[int, int] | None:
     """(tokens the prompt may have, tokens the server counted in the refused prompt), where a context-length refusal
     says both: the OpenAI wording that vLLM and llama-cpp-python copy ("maximum context length is N tokens ...
     (P in the messages, C in the completion)" or "resulted in P tokens"), or llama.cpp's `n_ctx` and
-    `n_prompt_tokens`. None when it says neither; the caller then cuts by a fixed share."""
-    text = str(exc)
+    `n_prompt_tokens`, read from the message or from the response body beside it (litellm keeps only the message
+    in its text). None when it says neither; the caller then cuts by a fixed share."""
+    body = getattr(getattr(exc, "response", None), "text", "")
+    text = f"{exc}\n{body if isinstance(body, str) else ''}"
     window, prompt = _WINDOW.search(text), _PROMPT.search(text)
     if window is None or prompt is None:
         return None

@@ -144,3 +144,40 @@ def test_cached_prompt_tokens_are_recorded_and_priced_at_the_cached_rate(transpo
                                            + usage.cached_input_tokens * 1e-7)
     assert first.usage.saved_usd == 0.0 and usage.saved_usd == pytest.approx(usage.cached_input_tokens * 9e-7)
     assert usage.to_dict()["saved_usd"] == usage.saved_usd and "saved_usd" not in first.usage.to_dict()
+
+
+@pytest.mark.parametrize("transport", ["litellm", "direct"])
+def test_llama_cpps_window_refusal_says_what_fits(transport: str) -> None:
+    # llama.cpp's server puts the sizes beside its message, not in it: both transports keep them for the refit
+    import http.server
+    import json
+    import threading
+
+    from rlmnb._ground.errors import PromptTooLarge
+
+    body = json.dumps({"error": {"code": 400, "message": "the request exceeds the available context size, try "
+                                 "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 9000,
+                                 "n_ctx": 8192}}).encode()
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        lm = LiteLLM("openai/local", api_base=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="none",
+                     transport=transport, max_retries=0)
+        with pytest.raises(PromptTooLarge) as refused:
+            ask(lm)
+        assert refused.value.stated == (8192, 9000)
+    finally:
+        server.shutdown()
