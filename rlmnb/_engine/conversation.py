@@ -63,7 +63,7 @@ class Conversation:
     model: str | None = None
     entries: list[TurnRecord | str] = field(default_factory=list)  # str: a later user question
     dropped: list[int] = field(default_factory=list)
-    clipped: list[int] = field(default_factory=list)  # kept turns whose observation was cut to fit the window
+    clipped: list[int] = field(default_factory=list)  # the turn of each cut made to fit the window, in order
     summary: str = ""  # the root model's summaries of dropped turns, oldest first
     _fixed: tuple[int, int] = (-1, 0)  # (number of fixed texts, their tokens): counted once per change
 
@@ -132,8 +132,7 @@ class Conversation:
             record.observation = clip_middle(record.observation, len(record.observation) * keep // own)
             record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
             excess -= before - record.tokens
-            if record.turn not in self.clipped:
-                self.clipped.append(record.turn)
+            self.clipped.append(record.turn)
 
     def messages(self) -> list[Message]:
         out: list[Message] = [{"role": "system", "content": self.system}]
