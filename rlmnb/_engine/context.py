@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,16 +61,19 @@ class RunContext:
     stalled: int | None = None  # this turn's step repeated that turn's (same code, same output)
     reading: Reading | None = None  # the first reading the root was shown (policy first_read), if any
 
-    def fit_conversation(self, max_tokens: int) -> list[int]:
-        """Trim the conversation to `max_tokens` (`Conversation.trim`) and say what went in a `TurnsTrimmed`;
-        returns the turns dropped by this call."""
+    async def fit_conversation(self, max_tokens: int,
+                               summarize: Callable[[list[int]], Awaitable[bool]] | None = None) -> None:
+        """Trim the conversation to `max_tokens` (`Conversation.trim`) and say what went in one `TurnsTrimmed`;
+        with `summarize`, turns the trim dropped are summarised (True when a summary was kept) and the conversation
+        trimmed again so that the summary fits too."""
         before, cut = self.conversation.tokens(), len(self.conversation.clipped)
         dropped = self.conversation.trim(max_tokens)
+        if dropped and summarize is not None and await summarize(dropped):
+            dropped += self.conversation.trim(max_tokens)
         clipped = self.conversation.clipped[cut:]
         if dropped or clipped:
             self.bus.emit(TurnsTrimmed, self.scope, turn=self.turn, dropped=dropped, clipped=list(clipped),
                           tokens_before=before, tokens_after=self.conversation.tokens())
-        return dropped
 
     def run_limits(self) -> RunLimits:
         if self.limits is None:

@@ -92,11 +92,11 @@ async def _ask_fitting(ctx: RunContext) -> Step | Outcome | EndTurns:
 
 async def _request(ctx: RunContext) -> list[Message]:
     """The turn's request: the conversation, its middle turns dropped (or summarized) to fit the root's window."""
-    limits = ctx.run_limits()
-    dropped = ctx.fit_conversation(limits.context_tokens)
-    if dropped and ctx.config.compaction == "summarize" and await summarize_dropped(
-            ctx.conversation, dropped, lambda request: _compact_call(ctx, request)):
-        ctx.fit_conversation(limits.context_tokens)  # the summary itself must fit
+    summarize = None
+    if ctx.config.compaction == "summarize":
+        async def summarize(dropped: list[int]) -> bool:
+            return await summarize_dropped(ctx.conversation, dropped, lambda request: _compact_call(ctx, request))
+    await ctx.fit_conversation(ctx.run_limits().context_tokens, summarize)
     return ctx.conversation.messages()
 
 

@@ -56,7 +56,7 @@ class FinalAnswer(Policy):
             after = "(repeat_asks=0)" if asks == 0 else f"after the model was asked for another step {times}"
             reason = f"no submit(): the reply at turn {stall.turn} repeated turn {stall.earlier}'s {after}"
         prompt = render("fallback", why=why, printed=printed)
-        ctx.fit_conversation(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
+        await ctx.fit_conversation(limits.context_tokens - count_tokens(prompt, ctx.conversation.model) - 8)
         messages = code_only(ctx.conversation.messages(), keep=_findings_stated(ctx, steps))
         messages.append({"role": "user", "content": prompt})
         self.acted(ctx, "end_turns", reason)
