@@ -68,8 +68,11 @@ class Conversation:
     _fixed: tuple[int, int] = (-1, 0)  # (number of fixed texts, their tokens): counted once per change
 
     def add_turn(self, record: TurnRecord) -> None:
-        record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
+        self._count(record)
         self.entries.append(record)
+
+    def _count(self, record: TurnRecord) -> None:
+        record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
 
     def add_question(self, text: str) -> None:
         self.entries.append(text)
@@ -130,7 +133,7 @@ class Conversation:
             keep = max(CLIP_FLOOR_TOKENS, own - excess - CLIP_MARGIN_TOKENS)
             before = record.tokens
             record.observation = clip_middle(record.observation, len(record.observation) * keep // own)
-            record.tokens = count_tokens(record.reply, self.model) + count_tokens(record.observation, self.model) + 8
+            self._count(record)
             excess -= before - record.tokens
             self.clipped.append(record.turn)
 

@@ -10,7 +10,7 @@
     ├── SandboxError              the sandbox could not start or was lost for good
     └── RecoverableError          shown to the model as an observation, the run goes on
         ├── BudgetExhausted       a sub-call (or batch) does not fit what is left
-        ├── PromptTooLarge        a sub-call prompt exceeds the sub-model's window
+        ├── PromptTooLarge        a prompt exceeds its model's window
         ├── ImagesRefused         a sub-call with images to a model that does not read images
         ├── EmptyAnswer           a sub-call came back with no answer (no choices, no content, filtered)
         ├── ModelNotAllowed       a sub-call named a model the user did not configure; nothing was sent
@@ -71,7 +71,7 @@ class BudgetExhausted(RecoverableError):
 
 
 class PromptTooLarge(RecoverableError):
-    """A sub-call prompt is larger than the sub-model accepts; nothing was sent.
+    """A prompt is larger than its model accepts (a sub-call's, or the root's request); nothing was answered.
 
     `stated`: (tokens a prompt may have, tokens the model's server counted in this one) when the server said both,
     so a caller can shrink the prompt by the server's own count rather than ours; None otherwise."""

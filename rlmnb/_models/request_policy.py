@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["BATCHING_SERVERS", "LOCAL_PARALLEL", "LOCAL_PROVIDERS", "LOCAL_TIMEOUT", "PROBE_TIMEOUT", "REMOTE_TIMEOUT",
-           "classify", "is_local", "is_loopback", "retry_after", "stated_window", "server_gate", "server_slots", "timed_out"]
+           "classify", "is_local", "is_loopback", "retry_after", "server_gate", "server_slots", "stated_window", "timed_out"]
 
 REMOTE_TIMEOUT = 120.0
 """Seconds a request to a hosted provider may take by default."""

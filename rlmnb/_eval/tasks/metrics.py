@@ -220,7 +220,7 @@ def quote(answers: Sequence[Any], prediction: Any) -> float:
     return 1.0 if any(_plain(str(a)) and _plain(str(a)) in text for a in answers) else 0.0
 
 
-_NONE_SAID = re.compile(r"\b(?:none|no|not|nothing|neither|nor|zero|empty|n't)\b|n't\b", re.I)
+_NONE_SAID = re.compile(r"\b(?:none|no|not|nothing|neither|nor|zero|empty)\b|n't\b", re.I)
 _CLAUSES = re.compile(r"[.;:!?\n,]|\bbut\b|\bhowever\b", re.I)
 _LEAD_IN = re.compile(r"(?:after|based|according|from|in|having|upon|on|looking|reading|searching|checking|"
                       r"scanning|going|across|within|among|throughout)\b", re.I)
